@@ -1,0 +1,112 @@
+package topology
+
+import (
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// inboxConfig: every session command, one subject per address token, plus
+// the schedule subjects of session timers. Limits retention (work-queue
+// degrades badly with many consumers, DESIGN.md §4); owners purge processed
+// commands per subject; no MaxAge, so an unprocessed command never expires.
+func inboxConfig(c Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              c.Names.InboxStream(),
+		Description:       "Baton session inboxes and timers",
+		Subjects:          []string{c.Names.InboxAll(), c.Names.SchedAll()},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		MaxConsumers:      c.MaxConsumers,
+		MaxMsgsPerSubject: -1,
+		MaxMsgSize:        c.MaxMsgSize,
+		Duplicates:        c.DuplicateWindow,
+		Discard:           jetstream.DiscardOld,
+		AllowDirect:       true,
+		AllowRollup:       true, // implied by schedules
+		AllowMsgTTL:       true,
+		AllowMsgSchedules: true,
+	}
+}
+
+// eventsConfig: the public per-session event streams. Events live until
+// their session ends plus the retention period; the pool's janitor purges
+// baton.events.<id> of ended sessions (docs/nats-layout.md).
+func eventsConfig(c Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              c.Names.EventsStream(),
+		Description:       "Baton public session event streams",
+		Subjects:          []string{c.Names.EventsAll()},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		MaxConsumers:      c.MaxConsumers,
+		MaxMsgsPerSubject: -1,
+		MaxMsgSize:        c.MaxMsgSize,
+		Duplicates:        c.DuplicateWindow,
+		Discard:           jetstream.DiscardOld,
+		AllowDirect:       true,
+		AllowMsgTTL:       true,
+	}
+}
+
+// tasksConfig: durable background tasks, one subject per deployment, each
+// consumed by that deployment's owner pool through one durable consumer.
+func tasksConfig(c Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              c.Names.TasksStream(),
+		Description:       "Baton durable background tasks",
+		Subjects:          []string{c.Names.TasksAll()},
+		Retention:         jetstream.WorkQueuePolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		MaxConsumers:      -1, // one durable consumer per deployment
+		MaxMsgsPerSubject: -1,
+		MaxMsgSize:        c.MaxMsgSize,
+		Duplicates:        c.DuplicateWindow,
+		Discard:           jetstream.DiscardOld,
+		AllowDirect:       true,
+	}
+}
+
+func sessionsConfig(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:       c.Names.SessionsBucket(),
+		Description:  "Baton session records (revision CAS is the ownership fence)",
+		History:      8,
+		MaxValueSize: c.RecordMaxBytes,
+		Storage:      jetstream.FileStorage,
+		Replicas:     c.Replicas,
+	}
+}
+
+func hooksConfig(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:       c.Names.HooksBucket(),
+		Description:  "Baton address hooks and handoff markers",
+		History:      4,
+		MaxValueSize: 64 << 10,
+		Storage:      jetstream.FileStorage,
+		Replicas:     c.Replicas,
+	}
+}
+
+func ownersConfig(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:         c.Names.OwnersBucket(),
+		Description:    "Baton owner leases, session indexes and deployment records",
+		History:        4,
+		MaxValueSize:   64 << 10,
+		Storage:        jetstream.FileStorage,
+		Replicas:       c.Replicas,
+		LimitMarkerTTL: DefaultLeaseMarkerTTL, // enables per-key TTL for leases
+	}
+}
+
+func stateConfig(c Config) jetstream.ObjectStoreConfig {
+	return jetstream.ObjectStoreConfig{
+		Bucket:      c.Names.StateBucket(),
+		Description: "Baton large session state, referenced by digest",
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	}
+}

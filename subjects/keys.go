@@ -1,0 +1,107 @@
+package subjects
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Key prefixes inside the buckets. Every key is built here.
+const (
+	hookPrefix   = "tok."
+	markerPrefix = "handoff."
+	leasePrefix  = "lease."
+	indexPrefix  = "index."
+	deployPrefix = "deploy."
+)
+
+// StableToken is the token of a session's stable address. Session IDs are
+// made of token-safe characters, so the token is the ID itself.
+func StableToken(sessionID string) string { return sessionID }
+
+// Consumer is the name of a session's inbox consumer at an epoch:
+// <sessionID>-<epoch>.
+func Consumer(sessionID string, epoch uint64) string {
+	return sessionID + "-" + strconv.FormatUint(epoch, 10)
+}
+
+// ParseConsumer splits a consumer name into session ID and epoch.
+func ParseConsumer(name string) (string, uint64, error) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", 0, noMatch(name)
+	}
+	epoch, err := strconv.ParseUint(name[i+1:], 10, 64)
+	if err != nil || ValidateSessionID(name[:i]) != nil {
+		return "", 0, noMatch(name)
+	}
+	return name[:i], epoch, nil
+}
+
+// SessionKey is a session record's key in the sessions bucket.
+func SessionKey(sessionID string) string { return sessionID }
+
+// HookKey is the key of an address hook in the hooks bucket: tok.<token>.
+func HookKey(token string) string { return hookPrefix + token }
+
+// HookKeys matches every hook key.
+func HookKeys() string { return hookPrefix + ">" }
+
+// ParseHookKey returns the token of a hook key.
+func ParseHookKey(key string) (string, error) { return cut(key, hookPrefix) }
+
+// MarkerKey is the key of a session's handoff marker in the hooks bucket:
+// handoff.<sessionID>.
+func MarkerKey(sessionID string) string { return markerPrefix + sessionID }
+
+// MarkerKeys matches every handoff marker key.
+func MarkerKeys() string { return markerPrefix + ">" }
+
+// LeaseKey is an owner process's lease key in the owners bucket:
+// lease.<processID>.
+func LeaseKey(processID string) string { return leasePrefix + processID }
+
+// LeaseKeys matches every lease key.
+func LeaseKeys() string { return leasePrefix + ">" }
+
+// ParseLeaseKey returns the process ID of a lease key.
+func ParseLeaseKey(key string) (string, error) { return cut(key, leasePrefix) }
+
+// IndexKey is one entry of a process's session index in the owners bucket:
+// index.<processID>.<sessionID>.
+func IndexKey(processID, sessionID string) string {
+	return indexPrefix + processID + "." + sessionID
+}
+
+// IndexKeys matches every index entry of one process.
+func IndexKeys(processID string) string { return indexPrefix + processID + ".>" }
+
+// ParseIndexKey splits an index key into process ID and session ID.
+func ParseIndexKey(key string) (string, string, error) {
+	rest, err := cut(key, indexPrefix)
+	if err != nil {
+		return "", "", err
+	}
+	pid, sid, ok := strings.Cut(rest, ".")
+	if !ok || pid == "" || sid == "" || strings.Contains(sid, ".") {
+		return "", "", noMatch(key)
+	}
+	return pid, sid, nil
+}
+
+// DeploymentKey is a deployment record's key in the owners bucket:
+// deploy.<deploymentID>.
+func DeploymentKey(deploymentID string) string { return deployPrefix + deploymentID }
+
+// DeploymentKeys matches every deployment record key.
+func DeploymentKeys() string { return deployPrefix + ">" }
+
+// ParseDeploymentKey returns the deployment ID of a deployment record key.
+func ParseDeploymentKey(key string) (string, error) { return cut(key, deployPrefix) }
+
+func cut(key, prefix string) (string, error) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok || rest == "" || strings.ContainsAny(rest, ".*> ") {
+		return "", noMatch(key)
+	}
+	return rest, nil
+}

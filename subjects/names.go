@@ -1,0 +1,136 @@
+package subjects
+
+import (
+	"strings"
+)
+
+// DefaultPrefix is the default name prefix.
+const DefaultPrefix = "baton"
+
+// Names builds every stream, bucket and subject name under one prefix. The
+// zero value is not usable; use New or Default.
+type Names struct {
+	prefix string
+	upper  string
+}
+
+// New returns the names under prefix (validated by ValidatePrefix).
+func New(prefix string) (Names, error) {
+	if err := ValidatePrefix(prefix); err != nil {
+		return Names{}, err
+	}
+	return Names{prefix: prefix, upper: strings.ToUpper(prefix)}, nil
+}
+
+// Default returns the names under DefaultPrefix.
+func Default() Names {
+	n, _ := New(DefaultPrefix)
+	return n
+}
+
+// Prefix returns the prefix, e.g. "baton".
+func (n Names) Prefix() string { return n.prefix }
+
+// InboxStream is the stream holding every session command: BATON_INBOX.
+func (n Names) InboxStream() string { return n.upper + "_INBOX" }
+
+// EventsStream is the public session event stream: BATON_EVENTS.
+func (n Names) EventsStream() string { return n.upper + "_EVENTS" }
+
+// TasksStream is the stream of background tasks: BATON_TASKS.
+func (n Names) TasksStream() string { return n.upper + "_TASKS" }
+
+// SessionsBucket is the KV bucket of session records: baton_sessions.
+func (n Names) SessionsBucket() string { return n.prefix + "_sessions" }
+
+// HooksBucket is the KV bucket of address hooks and handoff markers: baton_hooks.
+func (n Names) HooksBucket() string { return n.prefix + "_hooks" }
+
+// OwnersBucket is the KV bucket of leases, session indexes and deployment
+// records: baton_owners.
+func (n Names) OwnersBucket() string { return n.prefix + "_owners" }
+
+// StateBucket is the object store for large session state: baton_state.
+func (n Names) StateBucket() string { return n.prefix + "_state" }
+
+// Inbox is the inbox subject of one encoded token: baton.inbox.<token>.
+func (n Names) Inbox(token string) string { return n.prefix + ".inbox." + token }
+
+// InboxAll matches every inbox subject: baton.inbox.>.
+func (n Names) InboxAll() string { return n.prefix + ".inbox.>" }
+
+// Sched is the schedule subject of a session's timer: baton.sched.<sessionID>.
+func (n Names) Sched(sessionID string) string { return n.prefix + ".sched." + sessionID }
+
+// SchedAll matches every schedule subject: baton.sched.>.
+func (n Names) SchedAll() string { return n.prefix + ".sched.>" }
+
+// Events is a session's event subject: baton.events.<sessionID>.
+func (n Names) Events(sessionID string) string { return n.prefix + ".events." + sessionID }
+
+// EventsAll matches every event subject: baton.events.>.
+func (n Names) EventsAll() string { return n.prefix + ".events.>" }
+
+// Tasks is a deployment's task subject: baton.tasks.<deploymentID>.
+func (n Names) Tasks(deploymentID string) string { return n.prefix + ".tasks." + deploymentID }
+
+// TasksAll matches every task subject: baton.tasks.>.
+func (n Names) TasksAll() string { return n.prefix + ".tasks.>" }
+
+// Start is the request subject that starts a session or a handoff successor
+// on exactly one deployment: baton.deploy.<deploymentID>.start.
+func (n Names) Start(deploymentID string) string {
+	return n.prefix + ".deploy." + deploymentID + ".start"
+}
+
+// Wake is the request subject that loads a hibernated session on a
+// deployment: baton.deploy.<deploymentID>.wake.
+func (n Names) Wake(deploymentID string) string {
+	return n.prefix + ".deploy." + deploymentID + ".wake"
+}
+
+// QueueGroup is the queue group of a deployment's owner pool.
+func (n Names) QueueGroup(deploymentID string) string {
+	return n.prefix + "-owner-" + deploymentID
+}
+
+// Ingress is the subject of one ingress operation: baton.ingress.<op>.
+func (n Names) Ingress(op string) string { return n.prefix + ".ingress." + op }
+
+// KVSubject is the raw subject behind a KV key: $KV.<bucket>.<key>.
+func KVSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
+
+// ParseInbox returns the token of an inbox subject.
+func (n Names) ParseInbox(subject string) (string, error) {
+	return n.parseOne(subject, ".inbox.")
+}
+
+// ParseSched returns the session ID of a schedule subject.
+func (n Names) ParseSched(subject string) (string, error) {
+	return n.parseOne(subject, ".sched.")
+}
+
+// ParseEvents returns the session ID of an event subject.
+func (n Names) ParseEvents(subject string) (string, error) {
+	return n.parseOne(subject, ".events.")
+}
+
+// ParseTasks returns the deployment ID of a task subject.
+func (n Names) ParseTasks(subject string) (string, error) {
+	return n.parseOne(subject, ".tasks.")
+}
+
+func (n Names) parseOne(subject, mid string) (string, error) {
+	rest, ok := strings.CutPrefix(subject, n.prefix+mid)
+	if !ok || rest == "" || strings.ContainsAny(rest, ".*> \t\r\n") {
+		return "", noMatch(subject)
+	}
+	return rest, nil
+}
+
+func noMatch(s string) error { return &matchError{s} }
+
+type matchError struct{ s string }
+
+func (e *matchError) Error() string { return ErrNoMatch.Error() + ": " + e.s }
+func (e *matchError) Unwrap() error { return ErrNoMatch }
