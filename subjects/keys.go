@@ -77,12 +77,9 @@ func IndexKeys(processID string) string { return indexPrefix + processID + ".>" 
 
 // ParseIndexKey splits an index key into process ID and session ID.
 func ParseIndexKey(key string) (string, string, error) {
-	rest, err := cut(key, indexPrefix)
-	if err != nil {
-		return "", "", err
-	}
-	pid, sid, ok := strings.Cut(rest, ".")
-	if !ok || pid == "" || sid == "" || strings.Contains(sid, ".") {
+	rest, ok := strings.CutPrefix(key, indexPrefix)
+	pid, sid, found := strings.Cut(rest, ".")
+	if !ok || !found || strings.ContainsAny(sid, ".*> ") || strings.ContainsAny(pid, "*> ") || pid == "" || sid == "" {
 		return "", "", noMatch(key)
 	}
 	return pid, sid, nil

@@ -1,0 +1,68 @@
+// Command ingress is the HTTP and NATS front door for channel services: it
+// stamps every accepted command with its own --deployment-id and publishes it
+// to the session's inbox.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/baton-rt/baton/internal/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "ingress: %v\n", err)
+		}
+		return 2
+	}
+	log := cfg.Logger(stderr)
+	if cfg.InsecureDev {
+		log.Warn("--insecure-dev: the HTTP API accepts requests without a bearer token; never use this in production")
+	}
+	if err := Run(ctx, cfg, log); err != nil {
+		log.Error("ingress stopped", app.KeyErr, err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	var cfg Config
+	fs := flag.NewFlagSet("ingress", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.Register(fs, "nats://127.0.0.1:4222")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
+	fs.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file with the bearer tokens accepted on /v1/ (one per line)")
+	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/")
+	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: unexpected arguments %q", app.ErrUsage, fs.Args())
+	}
+	names, err := cfg.Validate()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Names = names
+	if cfg.AuthTokenFile == "" && !cfg.InsecureDev {
+		return cfg, fmt.Errorf("%w: --auth-token-file is required (or --insecure-dev for local development)", app.ErrUsage)
+	}
+	return cfg, nil
+}

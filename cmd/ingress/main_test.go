@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/internal/natstest"
+	"github.com/baton-rt/baton/internal/proctest"
+	"github.com/baton-rt/baton/internal/topology"
+)
+
+const pkg = "github.com/baton-rt/baton/cmd/ingress"
+
+func TestUsageErrorsExit2(t *testing.T) {
+	bin := proctest.Build(t, pkg)
+	for _, tc := range []struct {
+		name, reason string
+		args         []string
+	}{
+		{"latest", `"latest" is not an exact deployment`, []string{"--deployment-id", "latest", "--insecure-dev"}},
+		{"missing", "empty", []string{"--insecure-dev"}},
+		{"no auth", "--auth-token-file is required", []string{"--deployment-id", "v1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := proctest.Start(t, bin, tc.args...)
+			if code := p.Wait(t, 30*time.Second); code != 2 || !p.Contains(tc.reason) {
+				t.Fatalf("exit %d, want 2 with %q:\n%s", code, tc.reason, p.Output())
+			}
+		})
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	s := natstest.Server(t)
+	_, js := natstest.Connect(t, s.ClientURL())
+	bin := proctest.Build(t, pkg)
+	addr := freeAddr(t)
+	p := proctest.Start(t, bin, "--deployment-id", "v1", "--insecure-dev", "--nats-url", s.ClientURL(), "--listen", addr, "--log-format", "json")
+	p.WaitLog(t, "ingress ready", 30*time.Second)
+	if code, _ := get(t, "http://"+addr+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz before topology = %d, want 503", code)
+	}
+	if _, err := topology.Ensure(t.Context(), js, topology.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200} {
+		if code, body := get(t, "http://"+addr+path); code != want {
+			t.Errorf("%s = %d %s", path, code, body)
+		}
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM\n%s", code, p.Output())
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+}

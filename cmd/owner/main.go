@@ -1,0 +1,60 @@
+// Command owner runs an owner pool process pinned to one exact deployment.
+// With an empty --nats-url it embeds a NATS server with JetStream
+// (127.0.0.1:4222, store ./data) so the nats CLI and cmd/ingress can connect.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/baton-rt/baton/internal/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+// run parses args and runs the process; it returns the exit code: 2 for a
+// usage error, 1 for a failure, 0 after a clean shutdown.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "owner: %v\n", err)
+		}
+		return 2
+	}
+	log := cfg.Logger(stderr)
+	if err := Run(ctx, cfg, log); err != nil {
+		log.Error("owner stopped", app.KeyErr, err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	var cfg Config
+	fs := flag.NewFlagSet("owner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.Register(fs, "")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "JetStream store of the embedded NATS server")
+	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server")
+	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "embedded server fsyncs every write (sync_interval: always)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: unexpected arguments %q", app.ErrUsage, fs.Args())
+	}
+	names, err := cfg.Validate()
+	cfg.Names = names
+	return cfg, err
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/internal/natstest"
+	"github.com/baton-rt/baton/internal/proctest"
+)
+
+const pkg = "github.com/baton-rt/baton/cmd/owner"
+
+func TestBadDeploymentIDExits2(t *testing.T) {
+	bin := proctest.Build(t, pkg)
+	for _, tc := range []struct {
+		name, reason string
+		args         []string
+	}{
+		{"latest", `"latest" is not an exact deployment`, []string{"--deployment-id", "latest"}},
+		{"dotted", `"v1.2" must match`, []string{"--deployment-id", "v1.2"}},
+		{"missing", "empty (an exact deployment ID is required)", nil},
+		{"empty", "empty (an exact deployment ID is required)", []string{"--deployment-id="}},
+		{"bad prefix", "--prefix", []string{"--deployment-id", "v1", "--prefix", "A.B"}},
+		{"bad log level", "--log-level", []string{"--deployment-id", "v1", "--log-level", "loud"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := proctest.Start(t, bin, tc.args...)
+			if code := p.Wait(t, 30*time.Second); code != 2 {
+				t.Fatalf("exit code %d, want 2\n%s", code, p.Output())
+			}
+			if !p.Contains(tc.reason) || !strings.HasPrefix(p.Output(), "owner: ") {
+				t.Fatalf("stderr does not give the reason %q:\n%s", tc.reason, p.Output())
+			}
+		})
+	}
+}
+
+func TestEmbeddedServerCleanShutdown(t *testing.T) {
+	bin := proctest.Build(t, pkg)
+	dir := t.TempDir()
+	p := proctest.Start(t, bin, "--deployment-id", "v1", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1", "--log-format", "json")
+	ready := p.WaitLog(t, "owner ready", 60*time.Second)
+	url, _ := ready["nats"].(string)
+	_, js := natstest.Connect(t, url)
+	if _, err := js.Stream(t.Context(), "BATON_INBOX"); err != nil {
+		t.Fatalf("topology missing on the embedded server: %v", err)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM\n%s", code, p.Output())
+	}
+	p.WaitLog(t, "owner shutting down", time.Second)
+}

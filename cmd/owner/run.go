@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/baton-rt/baton/internal/app"
+	"github.com/baton-rt/baton/internal/natsd"
+	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config is the owner process configuration.
+type Config struct {
+	app.Common
+	Names      subjects.Names
+	DataDir    string
+	NATSListen string
+	SyncAlways bool
+}
+
+// Run starts (or connects to) NATS, ensures the topology and serves until ctx
+// ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	log = log.With(app.KeyDeployment, cfg.DeploymentID)
+	url := cfg.NATSURL
+	if url == "" {
+		s, err := embed(cfg, log)
+		if err != nil {
+			return err
+		}
+		defer natsd.Shutdown(s)
+		url = s.ClientURL()
+	}
+	nc, err := app.Connect(url, "baton-owner-"+cfg.DeploymentID, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	top, err := topology.Ensure(ctx, js, topology.Config{Names: cfg.Names})
+	if err != nil {
+		return err
+	}
+	for _, c := range top.Changes {
+		log.Info("topology", "change", c)
+	}
+	log.Info("owner ready", "nats", url)
+	<-ctx.Done()
+	log.Info("owner shutting down")
+	return nil
+}
+
+func embed(cfg Config, log *slog.Logger) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.NATSListen)
+	if err != nil {
+		return nil, fmt.Errorf("--nats-listen %q: %w", cfg.NATSListen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("--nats-listen %q: %w", cfg.NATSListen, err)
+	}
+	s, err := natsd.Start(natsd.Config{
+		Dir: cfg.DataDir, Host: host, Port: port, Name: "baton-embedded",
+		SyncAlways: cfg.SyncAlways, Logger: log.With("component", "nats"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("embedded NATS server started", "url", s.ClientURL(), "store", cfg.DataDir, "sync_always", cfg.SyncAlways)
+	return s, nil
+}

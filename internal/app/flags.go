@@ -1,0 +1,60 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/baton-rt/baton/subjects"
+)
+
+// ErrUsage marks a command-line error; main exits with code 2 on it.
+var ErrUsage = errors.New("usage")
+
+// Common are the flags of every Baton binary.
+type Common struct {
+	DeploymentID string
+	NATSURL      string
+	Prefix       string
+	LogLevel     string
+	LogFormat    string
+}
+
+// Register adds the common flags to fs; natsURL is the default --nats-url.
+func (c *Common) Register(fs *flag.FlagSet, natsURL string) {
+	fs.StringVar(&c.DeploymentID, "deployment-id", "", "exact deployment ID of this process: [A-Za-z0-9_-]{1,64}, never \"latest\" (required)")
+	fs.StringVar(&c.NATSURL, "nats-url", natsURL, "NATS server URL(s), comma-separated")
+	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "name prefix of every stream, bucket and subject")
+	fs.StringVar(&c.LogLevel, "log-level", envOr("LOG_LEVEL", "info"), "debug|info|warn|error (env LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", "", "text|json (default: text on a terminal, json otherwise)")
+}
+
+// Validate checks the common flags and returns the names they select.
+func (c *Common) Validate() (subjects.Names, error) {
+	if err := subjects.ValidateDeployment(c.DeploymentID); err != nil {
+		return subjects.Names{}, fmt.Errorf("%w: --deployment-id: %w", ErrUsage, err)
+	}
+	names, err := subjects.New(c.Prefix)
+	if err != nil {
+		return subjects.Names{}, fmt.Errorf("%w: --prefix: %w", ErrUsage, err)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return subjects.Names{}, err
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		return subjects.Names{}, fmt.Errorf("%w: --log-format %q: want text or json", ErrUsage, c.LogFormat)
+	}
+	return names, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return 0, fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", ErrUsage, s)
+	}
+	return l, nil
+}

@@ -1,0 +1,149 @@
+// Package proctest builds Baton's binaries once per test binary and runs them
+// as real processes, for tests of flags, exit codes, signals and crashes.
+package proctest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]string{}
+	dir     string
+)
+
+// Build compiles the main package pkg (e.g. "github.com/baton-rt/baton/cmd/owner")
+// once and returns the binary's path.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "baton-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = d
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-race", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	built[pkg] = out
+	return out
+}
+
+// Proc is a running binary whose JSON log lines are collected.
+type Proc struct {
+	Cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []map[string]any
+	raw   bytes.Buffer
+	done  chan struct{}
+	err   error
+}
+
+// Start runs bin with args; stderr (JSON logs) is parsed line by line. The
+// process is killed when the test ends.
+func Start(t testing.TB, bin string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	stderr, err := p.Cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.read(stderr)
+	t.Cleanup(func() {
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *Proc) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var m map[string]any
+		p.mu.Lock()
+		p.raw.WriteString(line + "\n")
+		if json.Unmarshal([]byte(line), &m) == nil {
+			p.lines = append(p.lines, m)
+		}
+		p.mu.Unlock()
+	}
+	p.err = p.Cmd.Wait()
+	close(p.done)
+}
+
+// WaitLog polls until a log line with msg appears and returns it.
+func (p *Proc) WaitLog(t testing.TB, msg string, timeout time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m := p.find(msg); m != nil {
+			return m
+		}
+		select {
+		case <-p.done:
+			if m := p.find(msg); m != nil {
+				return m
+			}
+			t.Fatalf("process exited before logging %q: %v\n%s", msg, p.err, p.Output())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no log %q within %s\n%s", msg, timeout, p.Output())
+	return nil
+}
+
+func (p *Proc) find(msg string) map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.lines {
+		if m["msg"] == msg {
+			return m
+		}
+	}
+	return nil
+}
+
+// Wait waits for the process to exit and returns its exit code.
+func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.Cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("process did not exit within %s\n%s", timeout, p.Output())
+		return -1
+	}
+}
+
+// Output is everything the process wrote to stderr so far.
+func (p *Proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.raw.String()
+}
+
+// Contains reports whether stderr so far contains s.
+func (p *Proc) Contains(s string) bool { return strings.Contains(p.Output(), s) }
