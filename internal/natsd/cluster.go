@@ -62,10 +62,17 @@ func NodeConfig(base string, i, clusterPort int, routes []string, syncAlways boo
 func WaitMetaLeader(nodes []*server.Server, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
+		leader, current := false, 0
 		for _, s := range nodes {
 			if s.Running() && s.JetStreamIsLeader() {
-				return nil
+				leader = true
 			}
+			if s.Running() && s.JetStreamIsCurrent() {
+				current++
+			}
+		}
+		if leader && current == len(nodes) {
+			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
