@@ -1,0 +1,94 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/baton-rt/baton/internal/jsx"
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// HeaderEventSeq carries an event's per-session seq on its stream message, so
+// the appender can find the last published event without decoding it.
+const HeaderEventSeq = "Baton-Event-Seq"
+
+// appender appends one session's committed events to its event subject,
+// exactly once and contiguously: message ID <sessionID>/<seq>, expected last
+// subject sequence, and on any uncertain or rejected append a leader read of
+// the subject's last message decides (never a blind retry; NATS.md).
+type appender struct {
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	stream    string
+	subject   string
+	sessionID string
+	streamSeq uint64 // stream sequence of the last event on the subject
+	eventSeq  uint64 // seq of the last event on the subject
+	loaded    bool
+}
+
+func newAppender(nc *nats.Conn, js jetstream.JetStream, stream, subject, sessionID string) *appender {
+	return &appender{nc: nc, js: js, stream: stream, subject: subject, sessionID: sessionID}
+}
+
+// load reads the subject's last event from the stream leader.
+func (a *appender) load(ctx context.Context) error {
+	m, err := jsx.LeaderGet(ctx, a.nc, a.stream, jsx.Query{LastFor: a.subject})
+	if errors.Is(err, jsx.ErrNotFound) {
+		a.streamSeq, a.eventSeq, a.loaded = 0, 0, true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	seq, err := strconv.ParseUint(m.Header.Get(HeaderEventSeq), 10, 64)
+	if err != nil {
+		return fmt.Errorf("driver: event %d on %s has no %s header", m.Sequence, a.subject, HeaderEventSeq)
+	}
+	a.streamSeq, a.eventSeq, a.loaded = m.Sequence, seq, true
+	return nil
+}
+
+// Append publishes the event with per-session seq; an event already in the
+// stream is skipped, so re-publishing an outbox is idempotent.
+func (a *appender) Append(ctx context.Context, seq uint64, data []byte) error {
+	op := func() error { return a.try(ctx, seq, data) }
+	b := backoff.WithContext(backoff.WithMaxRetries(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(20*time.Millisecond), backoff.WithMaxInterval(time.Second)), 50), ctx)
+	return backoff.Retry(op, b)
+}
+
+func (a *appender) try(ctx context.Context, seq uint64, data []byte) error {
+	if !a.loaded || seq > a.eventSeq+1 { // a cached position may be stale
+		if err := a.load(ctx); err != nil {
+			return err
+		}
+	}
+	switch {
+	case seq <= a.eventSeq:
+		return nil // already published
+	case seq != a.eventSeq+1:
+		return backoff.Permanent(fmt.Errorf("%w: event %d after %d on %s", ErrEventGap, seq, a.eventSeq, a.subject))
+	}
+	ack, err := a.publish(ctx, seq, data)
+	if err != nil {
+		a.loaded = false // uncertain or rejected: the leader decides next time
+		return err
+	}
+	a.streamSeq, a.eventSeq = ack.Sequence, seq
+	return nil
+}
+
+func (a *appender) publish(ctx context.Context, seq uint64, data []byte) (*jetstream.PubAck, error) {
+	msg := nats.NewMsg(a.subject)
+	msg.Data = data
+	msg.Header.Set(HeaderEventSeq, strconv.FormatUint(seq, 10))
+	return a.js.PublishMsg(ctx, msg,
+		jetstream.WithMsgID(a.sessionID+"/"+strconv.FormatUint(seq, 10)),
+		jetstream.WithExpectLastSequencePerSubject(a.streamSeq))
+}
