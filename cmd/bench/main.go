@@ -40,7 +40,7 @@ type suite struct {
 func suites() []suite {
 	return []suite{
 		{"js", benchJS},
-		// {"wire", func(ctx context.Context, _ *env, r *bench.Reporter) error { return benchWire(ctx, r) }},
+		{"wire", func(ctx context.Context, _ *env, r *bench.Reporter) error { return benchWire(ctx, r) }},
 	}
 }
 

@@ -1,0 +1,47 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+)
+
+// BlobRef references content stored out of line (an object store), by
+// content digest: history and authored state that would not fit a KV
+// record, or event content larger than MaxEventDataBytes. The object-store
+// I/O belongs to the caller.
+type BlobRef struct {
+	// Digest is "sha256:" followed by 64 lower-case hex digits.
+	Digest string `json:"digest" jsonschema:"pattern=^sha256:[0-9a-f]+$,minLength=71,maxLength=71"`
+	Size   int64  `json:"size" jsonschema:"minimum=0"`
+}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// NewBlobRef computes the reference of b.
+func NewBlobRef(b []byte) BlobRef {
+	return BlobRef{Digest: Digest(b), Size: int64(len(b))}
+}
+
+// Digest returns "sha256:<hex>" of b.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Validate checks the reference's form.
+func (r BlobRef) Validate() error {
+	if !digestRE.MatchString(r.Digest) || r.Size < 0 {
+		return fmt.Errorf("%w: blob reference %q/%d", ErrInvalid, r.Digest, r.Size)
+	}
+	return nil
+}
+
+// Verify checks that b is the referenced content.
+func (r BlobRef) Verify(b []byte) error {
+	if int64(len(b)) != r.Size || Digest(b) != r.Digest {
+		return fmt.Errorf("%w: want %s (%d bytes), got %s (%d bytes)", ErrDigestMismatch, r.Digest, r.Size, Digest(b), len(b))
+	}
+	return nil
+}

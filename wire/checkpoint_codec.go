@@ -1,0 +1,228 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+
+	genschema "github.com/invopop/jsonschema"
+)
+
+// checkpointV1 is the generated schema of the current checkpoint state.
+var checkpointV1 = sync.OnceValue(func() *contract { return mustContract("checkpoint.v1.json", Checkpoint{}) })
+
+// CheckpointSchema returns the generated JSON Schema of the current
+// checkpoint state version.
+func CheckpointSchema() []byte { return append([]byte(nil), checkpointV1().raw...) }
+
+// JSONSchemaExtend pins the state version and types the raw fields.
+func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
+	prop(s, "stateV").Const = CurrentStateVersion
+	prop(s, "outputSchema").Type = "object"
+}
+
+// EncodeCheckpoint stamps the current state version, checks every rule and
+// the generated schema, and returns the canonical encoding. Inline history
+// or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
+// ErrTooLarge: move the content to the object store and set the Ref.
+func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
+	c = normalizeCheckpoint(c)
+	c.StateV = CurrentStateVersion
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	b, err := marshal(c)
+	if err != nil {
+		return nil, stateFail(c.StateV, ErrInvalid, "marshal: %v", err)
+	}
+	if len(b) > MaxCheckpointBytes {
+		return nil, stateFail(c.StateV, ErrTooLarge, "%d bytes, limit %d (move history or state to the object store)", len(b), MaxCheckpointBytes)
+	}
+	if _, err := DecodeCheckpoint(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// DecodeCheckpoint reads a checkpoint. The state version is checked first,
+// so an unreadable version is ErrUnsupportedState (refuse before
+// activating), distinct from a corrupt value (ErrInvalid). Errors are
+// *StateError.
+func DecodeCheckpoint(b []byte) (Checkpoint, error) {
+	if len(b) > MaxCheckpointBytes {
+		return Checkpoint{}, stateFail(0, ErrTooLarge, "%d bytes, limit %d", len(b), MaxCheckpointBytes)
+	}
+	doc, err := parseObject(b)
+	if err != nil {
+		return Checkpoint{}, stateFail(0, ErrInvalid, "%v", err)
+	}
+	v, err := stateVersionOf(doc)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if err := checkpointV1().check(doc); err != nil {
+		return Checkpoint{}, stateFail(v, ErrInvalid, "%v", err)
+	}
+	var c Checkpoint
+	if err := unmarshalStrict(b, &c); err != nil {
+		return Checkpoint{}, stateFail(v, ErrInvalid, "%v", err)
+	}
+	c = normalizeCheckpoint(c)
+	if err := c.validate(); err != nil {
+		return Checkpoint{}, err
+	}
+	return c, nil
+}
+
+// ReadStateVersion returns the state version a checkpoint declares,
+// without decoding the rest.
+func ReadStateVersion(b []byte) (int, error) {
+	doc, err := parseObject(b)
+	if err != nil {
+		return 0, stateFail(0, ErrInvalid, "%v", err)
+	}
+	v, _ := doc["stateV"].(json.Number)
+	n, err := strconv.Atoi(string(v))
+	if err != nil {
+		return 0, stateFail(0, ErrUnsupportedState, "stateV is missing or not an integer")
+	}
+	return n, nil
+}
+
+func stateVersionOf(doc map[string]any) (int, error) {
+	raw, _ := doc["stateV"].(json.Number)
+	v, err := strconv.Atoi(string(raw))
+	switch {
+	case err != nil:
+		return 0, stateFail(0, ErrUnsupportedState, "stateV is missing or not an integer")
+	case v != CurrentStateVersion:
+		return v, stateFail(v, ErrUnsupportedState, "this build reads state version %d", CurrentStateVersion)
+	}
+	return v, nil
+}
+
+func stateFail(v int, sentinel error, format string, args ...any) *StateError {
+	return &StateError{StateV: v, Err: sentinel, Reason: fmt.Sprintf(format, args...)}
+}
+
+// validate checks the rules a schema does not state.
+func (c *Checkpoint) validate() error {
+	if err := c.validateContent(); err != nil {
+		var se *StateError
+		if errors.As(err, &se) {
+			return se
+		}
+		return stateFail(c.StateV, ErrInvalid, "%v", err)
+	}
+	return nil
+}
+
+func (c *Checkpoint) validateContent() error {
+	if c.StateV != CurrentStateVersion {
+		return stateFail(c.StateV, ErrUnsupportedState, "this build reads state version %d", CurrentStateVersion)
+	}
+	if !sessionRE.MatchString(c.SessionID) {
+		return fmt.Errorf("sessionId %q must match %s", c.SessionID, sessionRE)
+	}
+	if err := c.validateInline(); err != nil {
+		return err
+	}
+	if c.OutputSchema != nil && !isObject(c.OutputSchema) {
+		return errors.New("outputSchema must be a JSON object")
+	}
+	if err := nonEmpty("tokens", c.Tokens...); err != nil {
+		return err
+	}
+	if len(c.PendingAliases) > 0 {
+		if err := nonEmpty("pendingAliases", c.PendingAliases...); err != nil {
+			return err
+		}
+	}
+	if c.Timeout < 0 {
+		return errors.New("timeout is negative")
+	}
+	if c.Timer != nil {
+		if err := all(nonEmpty("timer.id", c.Timer.ID), validTime("timer.deadline", c.Timer.Deadline)); err != nil {
+			return err
+		}
+	}
+	if err := c.Applied.validate(); err != nil {
+		return err
+	}
+	return c.validateOutbox()
+}
+
+// validateInline enforces inline-or-reference for history and state.
+func (c *Checkpoint) validateInline() error {
+	if c.History != nil && c.HistoryRef != nil || c.State != nil && c.StateRef != nil {
+		return errors.New("history and state are each inline or referenced, not both")
+	}
+	for _, ref := range []*BlobRef{c.HistoryRef, c.StateRef} {
+		if ref != nil {
+			if err := ref.Validate(); err != nil {
+				return err
+			}
+		}
+	}
+	if n := len(c.State); n > MaxInlineBytes {
+		return stateFail(c.StateV, ErrTooLarge, "inline state is %d bytes, limit %d (use StateRef)", n, MaxInlineBytes)
+	}
+	if h, _ := marshal(c.History); len(h) > MaxInlineBytes {
+		return stateFail(c.StateV, ErrTooLarge, "inline history is %d bytes, limit %d (use HistoryRef)", len(h), MaxInlineBytes)
+	}
+	return nil
+}
+
+// validateOutbox: every outbox event belongs to this session and the
+// outbox is the contiguous run of seqs ending at EventSeq.
+func (c *Checkpoint) validateOutbox() error {
+	for i := range c.Outbox {
+		e := &c.Outbox[i]
+		if err := e.validateEnvelope(); err != nil {
+			return err
+		}
+		want := c.EventSeq - uint64(len(c.Outbox)-1-i)
+		if e.SessionID != c.SessionID || e.Seq != want || want == 0 {
+			return fmt.Errorf("outbox[%d] is %s/%d, want %s/%d (contiguous, ending at eventSeq)", i, e.SessionID, e.Seq, c.SessionID, want)
+		}
+	}
+	return nil
+}
+
+// normalizeCheckpoint: UTC times, compact raw JSON, empty collections nil,
+// Applied.Low at least 1. It copies what it changes.
+func normalizeCheckpoint(c Checkpoint) Checkpoint {
+	c.History = nilIfEmpty(slices.Clone(c.History))
+	for i := range c.History {
+		c.History[i].Data = compactRaw(c.History[i].Data)
+	}
+	c.State = compactRaw(c.State)
+	c.Initiator.Auth = compactRaw(c.Initiator.Auth)
+	c.OutputSchema = compactRaw(c.OutputSchema)
+	if len(c.Limits) == 0 {
+		c.Limits = nil
+	} else {
+		c.Limits = maps.Clone(c.Limits)
+	}
+	c.Tokens = nilIfEmpty(slices.Clone(c.Tokens))
+	c.PendingAliases = nilIfEmpty(slices.Clone(c.PendingAliases))
+	if c.Timer != nil {
+		t := Timer{ID: c.Timer.ID, Deadline: c.Timer.Deadline.UTC()}
+		c.Timer = &t
+	}
+	c.Applied = Applied{Low: c.Applied.low(), Above: nilIfEmpty(slices.Clone(c.Applied.Above)), IDs: nilIfEmpty(slices.Clone(c.Applied.IDs))}
+	c.Outbox = nilIfEmpty(slices.Clone(c.Outbox))
+	for i := range c.Outbox {
+		c.Outbox[i] = normalizeEvent(c.Outbox[i])
+	}
+	c.Waits = Waits{
+		Inputs:       nilIfEmpty(slices.Clone(c.Waits.Inputs)),
+		AuthAttempts: nilIfEmpty(slices.Clone(c.Waits.AuthAttempts)),
+		Tasks:        nilIfEmpty(slices.Clone(c.Waits.Tasks)),
+	}
+	return c
+}

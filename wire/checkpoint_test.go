@@ -1,0 +1,173 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fullCheckpoint() Checkpoint {
+	e1 := envelope(EventCommandApplied, CommandApplied{CommandID: "c1", Seq: 40, Kind: "deliver"})
+	e1.SessionID, e1.Seq = "sess-1", 11
+	e2 := envelope(EventTurnCompleted, TurnCompleted{Turn: 3})
+	e2.SessionID, e2.Seq = "sess-1", 12
+	return Checkpoint{
+		SessionID:    "sess-1",
+		History:      []HistoryEntry{{Role: "user", Text: "hi"}, {Role: "assistant", Text: "hello", Data: json.RawMessage(`{ "tokens": 5 }`)}},
+		State:        json.RawMessage(`{"counter": 3}`),
+		Initiator:    Initiator{Caller: "slack:U42", DeploymentID: "dep-1", Auth: json.RawMessage(`{"user":"u42"}`)},
+		OutputSchema: json.RawMessage(`{"type":"object"}`),
+		Compaction:   Compaction{Count: 1, DroppedEntries: 20},
+		EventSeq:     12,
+		Limits:       map[string]int64{"turns": 97},
+		Tokens:       []string{"sess-1", "C123.456"},
+		Timeout:      24 * time.Hour,
+		Timer:        &Timer{ID: "timer-1", Deadline: time.Date(2026, 3, 2, 12, 0, 0, 0, time.FixedZone("x", 7200))},
+		Applied:      Applied{Low: 41, Above: []uint64{45}, IDs: []string{"c0", "c1"}},
+		Outbox:       []Event{e1, e2},
+		Waits:        Waits{Inputs: []string{"r1"}},
+		Turn:         TurnState{Count: 3},
+	}
+}
+
+// The frozen checkpoint fixture of state version 1 keeps decoding and
+// re-encodes to the same bytes.
+func TestCheckpointFixture(t *testing.T) {
+	raw := readFile(t, "testdata/checkpoint/state_v1.json")
+	c, err := DecodeCheckpoint(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := EncodeCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := bytes.TrimRight(raw, "\n"); !bytes.Equal(out, want) {
+		t.Fatalf("not byte-frozen:\n got %s\nwant %s", out, want)
+	}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	b, err := EncodeCheckpoint(fullCheckpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeCheckpoint(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StateV != CurrentStateVersion || c.Timer.Deadline.Location() != time.UTC || string(c.State) != `{"counter":3}` {
+		t.Fatalf("decoded %+v", c)
+	}
+	again, err := EncodeCheckpoint(c)
+	if err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("not a fixed point: %v\n%s\n%s", err, b, again)
+	}
+	back, _ := DecodeCheckpoint(again)
+	if !reflect.DeepEqual(back, c) {
+		t.Fatalf("round trip changed the value")
+	}
+}
+
+// A successor refuses a state version it cannot read before activating.
+func TestCheckpointStateVersion(t *testing.T) {
+	b, _ := EncodeCheckpoint(fullCheckpoint())
+	for _, tt := range []struct {
+		in    string
+		wantV int
+	}{
+		{strings.Replace(string(b), `"stateV":1`, `"stateV":2`, 1), 2},
+		{strings.Replace(string(b), `"stateV":1`, `"stateV":0`, 1), 0},
+		{strings.Replace(string(b), `"stateV":1,`, ``, 1), 0},
+		{strings.Replace(string(b), `"stateV":1`, `"stateV":"1"`, 1), 0},
+	} {
+		_, err := DecodeCheckpoint([]byte(tt.in))
+		var se *StateError
+		if !errors.Is(err, ErrUnsupportedState) || !errors.As(err, &se) || se.StateV != tt.wantV {
+			t.Errorf("err = %v, want ErrUnsupportedState with stateV %d", err, tt.wantV)
+		}
+	}
+	if v, err := ReadStateVersion(b); err != nil || v != 1 {
+		t.Errorf("ReadStateVersion = %d, %v", v, err)
+	}
+	future := strings.Replace(string(b), `"stateV":1`, `"stateV":2,"newField":true`, 1)
+	if v, err := ReadStateVersion([]byte(future)); err != nil || v != 2 {
+		t.Errorf("ReadStateVersion(future) = %d, %v", v, err)
+	}
+}
+
+func TestCheckpointRejects(t *testing.T) {
+	big := json.RawMessage(`"` + strings.Repeat("x", MaxInlineBytes) + `"`)
+	tests := []struct {
+		name   string
+		change func(*Checkpoint)
+		want   error
+	}{
+		{"history both", func(c *Checkpoint) { r := NewBlobRef([]byte("h")); c.HistoryRef = &r }, ErrInvalid},
+		{"state both", func(c *Checkpoint) { r := NewBlobRef([]byte("s")); c.StateRef = &r }, ErrInvalid},
+		{"bad ref", func(c *Checkpoint) { c.History = nil; c.HistoryRef = &BlobRef{Digest: "md5:x"} }, ErrInvalid},
+		{"inline state too large", func(c *Checkpoint) { c.State = big }, ErrTooLarge},
+		{"inline history too large", func(c *Checkpoint) { c.History = []HistoryEntry{{Role: "user", Data: big}} }, ErrTooLarge},
+		{"state invalid json", func(c *Checkpoint) { c.State = json.RawMessage(`{`) }, ErrInvalid},
+		{"outputSchema not object", func(c *Checkpoint) { c.OutputSchema = json.RawMessage(`true`) }, ErrInvalid},
+		{"bad session", func(c *Checkpoint) { c.SessionID = "a.b" }, ErrInvalid},
+		{"no tokens", func(c *Checkpoint) { c.Tokens = nil }, ErrInvalid},
+		{"empty token", func(c *Checkpoint) { c.Tokens = []string{""} }, ErrInvalid},
+		{"negative timeout", func(c *Checkpoint) { c.Timeout = -1 }, ErrInvalid},
+		{"timer without id", func(c *Checkpoint) { c.Timer.ID = "" }, ErrInvalid},
+		{"applied above not ascending", func(c *Checkpoint) { c.Applied.Above = []uint64{50, 45} }, ErrInvalid},
+		{"applied above below low", func(c *Checkpoint) { c.Applied.Above = []uint64{41} }, ErrInvalid},
+		{"outbox gap", func(c *Checkpoint) { c.EventSeq = 13 }, ErrInvalid},
+		{"outbox other session", func(c *Checkpoint) { c.Outbox[0].SessionID = "other" }, ErrInvalid},
+		{"outbox bad event", func(c *Checkpoint) { c.Outbox[1].DeploymentID = "latest" }, ErrInvalid},
+		{"too large", func(c *Checkpoint) {
+			c.History, c.State = nil, nil
+			for i := range 60 {
+				e := envelope(EventMessageOutput, MessageOutput{Text: strings.Repeat("y", MaxEventDataBytes-100)})
+				e.SessionID, e.Seq = "sess-1", uint64(i+1)
+				c.Outbox = append(c.Outbox, e)
+			}
+			c.Outbox = c.Outbox[2:]
+			c.EventSeq = 60
+		}, ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fullCheckpoint()
+			tt.change(&c)
+			_, err := EncodeCheckpoint(c)
+			var se *StateError
+			if !errors.Is(err, tt.want) || !errors.As(err, &se) {
+				t.Fatalf("err = %v, want %v as *StateError", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckpointDecodeRejectsUnknownField(t *testing.T) {
+	b, _ := EncodeCheckpoint(fullCheckpoint())
+	in := strings.Replace(string(b), `"eventSeq":12`, `"eventSeq":12,"anchorRunId":"r"`, 1)
+	if _, err := DecodeCheckpoint([]byte(in)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestBlobRef(t *testing.T) {
+	r := NewBlobRef([]byte("abc"))
+	if r.Digest != "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" || r.Size != 3 {
+		t.Fatalf("%+v", r)
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Verify([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Verify([]byte("abd")); !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,47 @@
+// Package wire owns every shape that crosses a durable boundary in Baton:
+// inbox commands, session events and session checkpoints. Encode and decode
+// functions of this package are the only legal boundary operations; nothing
+// else marshals these values for a stream, a KV record or an object.
+//
+// # Inbox commands
+//
+// [Command] is the one declared shape of the current wire version
+// ([CurrentVersion]). Its JSON Schema is generated from the Go types
+// (invopop/jsonschema) and frozen in testdata/schema_v1.json; runtime
+// validation compiles the same generated schema (santhosh-tekuri/jsonschema)
+// and adds the rules a schema cannot state ([Command] validation).
+//
+//   - [Encode] encodes for the consumer's stamped [Capability] and validates
+//     the complete value once before it leaves: producer drift dies at the
+//     producer.
+//   - [Decode] runs the explicit migration chain of the [Registry] (0→1 today)
+//     to the current version, then validates. An unknown newer version, an
+//     unknown kind or an invalid value is a typed [*Error]; a versioned
+//     payload never falls through to a legacy interpretation.
+//   - Version 0 is the unversioned era (a legacy deliver envelope and a raw
+//     send); Baton never produces it and decodes it only through the pure
+//     migration in v0_migration.go.
+//
+// # Session events
+//
+// [Event] is the envelope of the public event stream. An [EventRegistry]
+// maps each kind to a Go type, a schema generated from it and a validation
+// function; built-ins come from [DefaultEvents] and agent code adds its own
+// with [RegisterEvent] at start-up. [EncodeEvent] (append) and [DecodeEvent]
+// (reload) validate at the durable boundary only. With a nil registry (the
+// ingress) the envelope is validated and an unknown kind's data passes
+// through unchanged; with a registry an unknown kind is reported
+// ([ErrUnknownKind]) together with the event, never dropped.
+//
+// # Checkpoints
+//
+// [Checkpoint] is what a session owner commits in one CAS of its session
+// record: settled state, the [Applied] command record and the outbox of
+// committed-but-unpublished events. [CurrentStateVersion] lets a successor
+// refuse a checkpoint it cannot read before it activates
+// ([ErrUnsupportedState]). Large history and state live in an object store,
+// referenced by [BlobRef].
+//
+// The package is a leaf: it imports the standard library and the two JSON
+// Schema libraries only. See docs/wire.md for the version-bump procedure.
+package wire

@@ -1,0 +1,309 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Built-in event kinds.
+const (
+	EventSessionStarted   = "session.started"
+	EventCommandApplied   = "command.applied"
+	EventTurnStarted      = "turn.started"
+	EventTurnStep         = "turn.step"
+	EventMessageOutput    = "message.output"
+	EventInputRequested   = "input.requested"
+	EventAuthRequested    = "auth.requested"
+	EventTaskStarted      = "task.started"
+	EventTaskCompleted    = "task.completed"
+	EventTurnCompleted    = "turn.completed"
+	EventTurnCancelled    = "turn.cancelled"
+	EventSessionWaiting   = "session.waiting"
+	EventSessionPaused    = "session.paused"
+	EventSessionResumed   = "session.resumed"
+	EventHandoffStarted   = "handoff.started"
+	EventHandoffSkipped   = "handoff.skipped"
+	EventHandoffCompleted = "handoff.completed"
+	EventHandoffFailed    = "handoff.failed"
+	EventWaitCancelled    = "wait.cancelled"
+	EventStepInterrupted  = "step.interrupted"
+	EventWireRejected     = "wire.rejected"
+	EventSessionEnded     = "session.ended"
+	EventErrorKind        = "error" // ("EventError" is the typed error)
+)
+
+// Reasons and enumerations used by built-in event data.
+const (
+	EndDone      = "done"
+	EndExpired   = "expired"
+	EndFailed    = "failed"
+	EndCancelled = "cancelled"
+
+	SkipBusy          = "busy"
+	SkipQueued        = "queued"
+	SkipInput         = "input"
+	SkipAuthorization = "authorization"
+	SkipTask          = "task"
+	SkipPaused        = "paused"
+
+	WaitMessage       = "message"
+	WaitInput         = "input"
+	WaitAuthorization = "authorization"
+	WaitTask          = "task"
+)
+
+// CommandRef names an inbox command by ID and inbox stream sequence.
+type CommandRef struct {
+	CommandID string `json:"commandId" jsonschema:"minLength=1"`
+	Seq       uint64 `json:"seq" jsonschema:"minimum=1"`
+}
+
+// SessionStarted: a session was created with its initial addresses (raw).
+type SessionStarted struct {
+	Tokens []string `json:"tokens" jsonschema:"minItems=1"`
+	Caller string   `json:"caller,omitempty"`
+}
+
+// CommandApplied is emitted once for every applied command, so exactly-once
+// is checkable from outside.
+type CommandApplied struct {
+	CommandID string `json:"commandId" jsonschema:"minLength=1"`
+	Seq       uint64 `json:"seq" jsonschema:"minimum=1"`
+	Kind      string `json:"kind" jsonschema:"minLength=1"`
+}
+
+// TurnStarted: turn number Turn started, triggered by CommandID if any.
+type TurnStarted struct {
+	Turn      uint64 `json:"turn" jsonschema:"minimum=1"`
+	CommandID string `json:"commandId,omitempty"`
+}
+
+// TurnStep: a step of a turn was committed.
+type TurnStep struct {
+	Turn uint64 `json:"turn" jsonschema:"minimum=1"`
+	Step uint64 `json:"step" jsonschema:"minimum=1"`
+}
+
+// MessageOutput is agent output: inline Text, or Ref to content stored out
+// of line when it exceeds MaxEventDataBytes.
+type MessageOutput struct {
+	Turn uint64   `json:"turn,omitempty"`
+	Text string   `json:"text,omitempty"`
+	Ref  *BlobRef `json:"ref,omitempty"`
+}
+
+// InputRequested: the agent waits for an input.response to RequestID.
+type InputRequested struct {
+	RequestID string `json:"requestId" jsonschema:"minLength=1"`
+	Question  string `json:"question"`
+}
+
+// AuthRequested: the agent waits for an auth.callback for AttemptID.
+type AuthRequested struct {
+	AttemptID string `json:"attemptId" jsonschema:"minLength=1"`
+	Provider  string `json:"provider,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// TaskStarted: a background task was started; its result returns as a
+// task.result command.
+type TaskStarted struct {
+	TaskID string `json:"taskId" jsonschema:"minLength=1"`
+	Name   string `json:"name,omitempty"`
+}
+
+// TaskCompleted: a task result was applied (Error set if it failed).
+type TaskCompleted struct {
+	TaskID string `json:"taskId" jsonschema:"minLength=1"`
+	Error  string `json:"error,omitempty"`
+}
+
+// TurnCompleted: turn number Turn settled.
+type TurnCompleted struct {
+	Turn uint64 `json:"turn" jsonschema:"minimum=1"`
+}
+
+// TurnCancelled: turn number Turn was cancelled (by CommandID if any).
+type TurnCancelled struct {
+	Turn      uint64 `json:"turn" jsonschema:"minimum=1"`
+	CommandID string `json:"commandId,omitempty"`
+}
+
+// SessionWaiting: the session settled and waits for Reason (message, input,
+// authorization, task).
+type SessionWaiting struct {
+	Reason string `json:"reason" jsonschema:"enum=message,enum=input,enum=authorization,enum=task"`
+}
+
+// SessionPaused: an operator paused the session.
+type SessionPaused struct {
+	CommandID string `json:"commandId,omitempty"`
+}
+
+// SessionResumed: an operator resumed the session.
+type SessionResumed struct {
+	CommandID string `json:"commandId,omitempty"`
+}
+
+// HandoffStarted: a handoff to TargetDeploymentID was staged for Trigger.
+type HandoffStarted struct {
+	HandoffID          string     `json:"handoffId" jsonschema:"minLength=1"`
+	TargetDeploymentID string     `json:"targetDeploymentId"`
+	Trigger            CommandRef `json:"trigger"`
+}
+
+// HandoffSkipped: a delivery from another deployment did not hand off.
+type HandoffSkipped struct {
+	Reason             string     `json:"reason" jsonschema:"enum=busy,enum=queued,enum=input,enum=authorization,enum=task,enum=paused"`
+	TargetDeploymentID string     `json:"targetDeploymentId"`
+	Trigger            CommandRef `json:"trigger"`
+}
+
+// HandoffCompleted: the successor activated (Epoch is its fencing epoch).
+type HandoffCompleted struct {
+	HandoffID        string `json:"handoffId" jsonschema:"minLength=1"`
+	FromDeploymentID string `json:"fromDeploymentId"`
+	ToDeploymentID   string `json:"toDeploymentId"`
+	Epoch            uint64 `json:"epoch" jsonschema:"minimum=1"`
+}
+
+// HandoffFailed: the handoff failed before activation; the source goes on.
+type HandoffFailed struct {
+	HandoffID          string `json:"handoffId" jsonschema:"minLength=1"`
+	TargetDeploymentID string `json:"targetDeploymentId"`
+	Reason             string `json:"reason" jsonschema:"minLength=1"`
+}
+
+// WaitCancelled: a pending wait (input, authorization, task) was cancelled.
+type WaitCancelled struct {
+	Wait   string `json:"wait" jsonschema:"enum=input,enum=authorization,enum=task"`
+	ID     string `json:"id" jsonschema:"minLength=1"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// StepInterrupted: an uncommitted step was abandoned (cancel, crash, fence).
+type StepInterrupted struct {
+	Turn   uint64 `json:"turn" jsonschema:"minimum=1"`
+	Step   uint64 `json:"step" jsonschema:"minimum=1"`
+	Reason string `json:"reason" jsonschema:"minLength=1"`
+}
+
+// WireRejected: the inbox command at Seq could not be decoded (wire.Error).
+type WireRejected struct {
+	Seq       uint64 `json:"seq" jsonschema:"minimum=1"`
+	Reason    string `json:"reason" jsonschema:"minLength=1"`
+	Version   int    `json:"version" jsonschema:"minimum=0"`
+	CommandID string `json:"commandId,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+}
+
+// SessionEnded: the session finished (done, expired, failed, cancelled).
+type SessionEnded struct {
+	Reason string `json:"reason" jsonschema:"enum=done,enum=expired,enum=failed,enum=cancelled"`
+}
+
+// ErrorData is the data of an "error" event.
+type ErrorData struct {
+	Message string `json:"message" jsonschema:"minLength=1"`
+	Code    string `json:"code,omitempty"`
+}
+
+// registerBuiltins adds every built-in kind to r.
+func registerBuiltins(r *EventRegistry) error {
+	return errors.Join(
+		RegisterEvent(r, EventSessionStarted, func(d SessionStarted) error { return nonEmpty("tokens", d.Tokens...) }),
+		RegisterEvent(r, EventCommandApplied, func(d CommandApplied) error {
+			return all(nonEmpty("commandId", d.CommandID), positive("seq", d.Seq), nonEmpty("kind", d.Kind))
+		}),
+		RegisterEvent(r, EventTurnStarted, func(d TurnStarted) error { return positive("turn", d.Turn) }),
+		RegisterEvent(r, EventTurnStep, func(d TurnStep) error { return all(positive("turn", d.Turn), positive("step", d.Step)) }),
+		RegisterEvent(r, EventMessageOutput, validateMessageOutput),
+		RegisterEvent(r, EventInputRequested, func(d InputRequested) error { return nonEmpty("requestId", d.RequestID) }),
+		RegisterEvent(r, EventAuthRequested, func(d AuthRequested) error { return nonEmpty("attemptId", d.AttemptID) }),
+		RegisterEvent(r, EventTaskStarted, func(d TaskStarted) error { return nonEmpty("taskId", d.TaskID) }),
+		RegisterEvent(r, EventTaskCompleted, func(d TaskCompleted) error { return nonEmpty("taskId", d.TaskID) }),
+		RegisterEvent(r, EventTurnCompleted, func(d TurnCompleted) error { return positive("turn", d.Turn) }),
+		RegisterEvent(r, EventTurnCancelled, func(d TurnCancelled) error { return positive("turn", d.Turn) }),
+		RegisterEvent(r, EventSessionWaiting, func(d SessionWaiting) error {
+			return oneOf("reason", d.Reason, WaitMessage, WaitInput, WaitAuthorization, WaitTask)
+		}),
+		RegisterEvent[SessionPaused](r, EventSessionPaused, nil),
+		RegisterEvent[SessionResumed](r, EventSessionResumed, nil),
+		RegisterEvent(r, EventHandoffStarted, func(d HandoffStarted) error {
+			return all(nonEmpty("handoffId", d.HandoffID), validDeployment(d.TargetDeploymentID), d.Trigger.validate())
+		}),
+		RegisterEvent(r, EventHandoffSkipped, validateHandoffSkipped),
+		RegisterEvent(r, EventHandoffCompleted, func(d HandoffCompleted) error {
+			return all(nonEmpty("handoffId", d.HandoffID), validDeployment(d.FromDeploymentID),
+				validDeployment(d.ToDeploymentID), positive("epoch", d.Epoch))
+		}),
+		RegisterEvent(r, EventHandoffFailed, func(d HandoffFailed) error {
+			return all(nonEmpty("handoffId", d.HandoffID, d.Reason), validDeployment(d.TargetDeploymentID))
+		}),
+		RegisterEvent(r, EventWaitCancelled, func(d WaitCancelled) error {
+			return all(oneOf("wait", d.Wait, WaitInput, WaitAuthorization, WaitTask), nonEmpty("id", d.ID))
+		}),
+		RegisterEvent(r, EventStepInterrupted, func(d StepInterrupted) error {
+			return all(positive("turn", d.Turn), positive("step", d.Step), nonEmpty("reason", d.Reason))
+		}),
+		RegisterEvent(r, EventWireRejected, func(d WireRejected) error {
+			return all(positive("seq", d.Seq), nonEmpty("reason", d.Reason))
+		}),
+		RegisterEvent(r, EventSessionEnded, func(d SessionEnded) error {
+			return oneOf("reason", d.Reason, EndDone, EndExpired, EndFailed, EndCancelled)
+		}),
+		RegisterEvent(r, EventErrorKind, func(d ErrorData) error { return nonEmpty("message", d.Message) }),
+	)
+}
+
+func validateMessageOutput(d MessageOutput) error {
+	if (d.Text == "") == (d.Ref == nil) {
+		return errors.New("exactly one of text and ref")
+	}
+	if d.Ref != nil {
+		return d.Ref.Validate()
+	}
+	return nil
+}
+
+func validateHandoffSkipped(d HandoffSkipped) error {
+	return all(
+		oneOf("reason", d.Reason, SkipBusy, SkipQueued, SkipInput, SkipAuthorization, SkipTask, SkipPaused),
+		validDeployment(d.TargetDeploymentID), d.Trigger.validate())
+}
+
+func (c CommandRef) validate() error {
+	return all(nonEmpty("commandId", c.CommandID), positive("seq", c.Seq))
+}
+
+// all returns the first error.
+func all(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nonEmpty(name string, values ...string) error {
+	if len(values) == 0 || slices.Contains(values, "") {
+		return fmt.Errorf("%s is empty", name)
+	}
+	return nil
+}
+
+func positive(name string, n uint64) error {
+	if n == 0 {
+		return fmt.Errorf("%s must be positive", name)
+	}
+	return nil
+}
+
+func oneOf(name, v string, allowed ...string) error {
+	if !slices.Contains(allowed, v) {
+		return fmt.Errorf("%s %q is not one of %v", name, v, allowed)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	valschema "github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// -create-schemas writes a frozen schema file that does not exist yet (the
+// first schema of a new version). It never overwrites: a frozen schema only
+// changes by adding a new version.
+var createSchemas = flag.Bool("create-schemas", false, "write missing frozen schema files (never overwrites)")
+
+// frozen compares generated output with a frozen file under testdata.
+func frozen(t *testing.T, path string, got []byte) {
+	t.Helper()
+	want, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && *createSchemas {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("created %s", path)
+		return
+	}
+	if err != nil {
+		t.Fatalf("%v (a new version's schema is created with -create-schemas)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("generated schema differs from frozen %s.\n"+
+			"The frozen shape cannot change: bump the version, add a one-step migration and\n"+
+			"freeze the new schema (docs/wire.md). Generated:\n%s", path, got)
+	}
+}
+
+func TestFrozenSchemas(t *testing.T) {
+	frozen(t, fmt.Sprintf("testdata/schema_v%d.json", CurrentVersion), CommandSchema())
+	frozen(t, "testdata/schema_event_v1.json", EventSchema())
+	frozen(t, fmt.Sprintf("testdata/schema_checkpoint_v%d.json", CurrentStateVersion), CheckpointSchema())
+	frozen(t, "testdata/schema_events_builtin_v1.json", builtinSchemas(t))
+}
+
+// builtinSchemas renders every built-in kind's data schema as one document.
+func builtinSchemas(t *testing.T) []byte {
+	reg := DefaultEvents()
+	all := map[string]json.RawMessage{}
+	for _, k := range reg.Kinds() {
+		all[k] = reg.Schema(k)
+	}
+	b, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// frozenValidator compiles the frozen command schema file itself, so
+// fixtures are checked against the committed artifact, independently of
+// the code that generated it.
+func frozenValidator(t *testing.T) *valschema.Schema {
+	t.Helper()
+	path := fmt.Sprintf("testdata/schema_v%d.json", CurrentVersion)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := valschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := valschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("frozen.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	return c.MustCompile("frozen.json")
+}
+
+// fixtures lists the fixture files of one version (without .want.json).
+func fixtures(t testing.TB, version int) []string {
+	t.Helper()
+	all, err := filepath.Glob(fmt.Sprintf("testdata/v%d/*.json", version))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range all {
+		if filepath.Ext(f[:len(f)-len(".json")]) != ".want" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,87 @@
+package wire
+
+import (
+	"sync"
+
+	genschema "github.com/invopop/jsonschema"
+)
+
+// Version 1: the shape of Command, its frozen schema (testdata/schema_v1.json,
+// generated from the Go types) and its encoder. A later version replaces the
+// Go types, adds a one-step migration from 1 and keeps this file's encoder
+// as a down-conversion for v1 consumers for as long as they exist.
+
+// commandV1 is the generated and compiled schema of the version-1 shape.
+var commandV1 = sync.OnceValue(func() *contract { return mustContract("command.v1.json", Command{}) })
+
+// CommandSchema returns the generated JSON Schema of the current command
+// version, exactly as frozen in testdata/schema_v<CurrentVersion>.json.
+func CommandSchema() []byte { return append([]byte(nil), commandV1().raw...) }
+
+// JSONSchemaExtend adds what the reflector cannot see: the version constant,
+// the kind enumeration and the kind ↔ body correspondence.
+func (Command) JSONSchemaExtend(s *genschema.Schema) {
+	prop(s, "v").Const = CurrentVersion
+	kind := prop(s, "kind")
+	for _, k := range Kinds() {
+		kind.Enum = append(kind.Enum, string(k))
+	}
+	s.DependentSchemas = map[string]*genschema.Schema{}
+	for _, k := range Kinds() {
+		body := bodyOf[k]
+		if body == "" {
+			continue
+		}
+		isKind := &genschema.Schema{Properties: genschema.NewProperties(), Required: []string{"kind"}}
+		isKind.Properties.Set("kind", &genschema.Schema{Const: string(k)})
+		s.AllOf = append(s.AllOf, &genschema.Schema{If: isKind, Then: &genschema.Schema{Required: []string{body}}})
+		s.DependentSchemas[body] = isKind
+	}
+}
+
+// JSONSchemaExtend requires a payload to carry something and outputSchema to
+// be an object.
+func (Payload) JSONSchemaExtend(s *genschema.Schema) {
+	one := uint64(1)
+	s.MinProperties = &one
+	prop(s, "outputSchema").Type = "object"
+	prop(s, "ext").PropertyNames = &genschema.Schema{MinLength: &one}
+}
+
+// JSONSchemaExtend requires exactly one of result and error.
+func (TaskResult) JSONSchemaExtend(s *genschema.Schema) {
+	s.OneOf = []*genschema.Schema{{Required: []string{"result"}}, {Required: []string{"error"}}}
+}
+
+// encodeV1 encodes for a version-1 consumer: normalize, check the rules,
+// marshal canonically, then validate the complete value against the schema
+// once before it leaves. Producer drift dies here.
+func encodeV1(c Command) ([]byte, error) {
+	c = normalizeCommand(c)
+	c.V = 1
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	b, err := marshal(c)
+	if err != nil {
+		return nil, c.fail(ErrInvalid, "marshal: %v", err)
+	}
+	if len(b) > MaxCommandBytes {
+		return nil, c.fail(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
+	}
+	doc, err := parseDoc(b)
+	if err == nil {
+		err = commandV1().check(doc)
+	}
+	if err != nil {
+		return nil, c.fail(ErrInvalid, "%v", err)
+	}
+	return b, nil
+}
+
+// fail builds an error carrying the command's version, kind and ID.
+func (c *Command) fail(sentinel error, format string, args ...any) *Error {
+	e := reject(sentinel, format, args...)
+	e.Version, e.Kind, e.CommandID = c.V, string(c.Kind), c.ID
+	return e
+}

@@ -1,0 +1,196 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// The rules below are what a JSON Schema cannot say (or says less clearly):
+// the schema checks the shape, these check meaning. Both run at encode and at
+// decode.
+
+var (
+	deploymentRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	sessionRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+)
+
+// validDeployment mirrors subjects.ValidateDeployment (wire is a leaf and
+// imports no project package): [A-Za-z0-9_-]{1,64} and never "latest".
+func validDeployment(id string) error {
+	switch {
+	case id == "":
+		return errors.New("deployment ID is empty")
+	case len(id) == len("latest") && bytes.EqualFold([]byte(id), []byte("latest")):
+		return fmt.Errorf("deployment ID %q is not an exact deployment", id)
+	case !deploymentRE.MatchString(id):
+		return fmt.Errorf("deployment ID %q must match [A-Za-z0-9_-]{1,64}", id)
+	}
+	return nil
+}
+
+// validTime rejects the zero time and times that cannot be encoded.
+func validTime(name string, t time.Time) error {
+	if t.IsZero() {
+		return fmt.Errorf("%s is not set", name)
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("%s is out of range", name)
+	}
+	return nil
+}
+
+// validate checks the rules of the current shape.
+func (c *Command) validate() *Error {
+	body, ok := bodyOf[c.Kind]
+	if !ok {
+		return c.fail(ErrUnknownKind, "kind %q", c.Kind)
+	}
+	if err := c.validateEnvelope(); err != nil {
+		return c.fail(ErrInvalid, "%v", err)
+	}
+	var want []string
+	if body != "" {
+		want = []string{body}
+	}
+	if got := c.bodies(); !slices.Equal(got, want) {
+		return c.fail(ErrInvalid, "kind %q carries bodies %v, want %v", c.Kind, got, want)
+	}
+	if err := c.validateBody(); err != nil {
+		return c.fail(ErrInvalid, "%s: %v", body, err)
+	}
+	return nil
+}
+
+func (c *Command) validateEnvelope() error {
+	switch {
+	case c.V != CurrentVersion:
+		return fmt.Errorf("v is %d, want %d", c.V, CurrentVersion)
+	case c.ID == "" || len(c.ID) > 128:
+		return errors.New("id must be 1-128 bytes")
+	case len(c.IdempotencyKey) > 256 || len(c.Caller) > 256:
+		return errors.New("idempotencyKey and caller are at most 256 bytes")
+	}
+	if err := validDeployment(c.AcceptedDeploymentID); err != nil {
+		return fmt.Errorf("acceptedDeploymentId: %w", err)
+	}
+	return validTime("acceptedAt", c.AcceptedAt)
+}
+
+// bodies lists the JSON names of the bodies that are set.
+func (c *Command) bodies() []string {
+	var out []string
+	add := func(set bool, name string) {
+		if set {
+			out = append(out, name)
+		}
+	}
+	add(c.Deliver != nil, "deliver")
+	add(c.InputResponse != nil, "inputResponse")
+	add(c.AuthCallback != nil, "authCallback")
+	add(c.TaskResult != nil, "taskResult")
+	add(c.Timeout != nil, "timeout")
+	add(c.Move != nil, "move")
+	return out
+}
+
+func (c *Command) validateBody() error {
+	switch {
+	case c.Deliver != nil:
+		return c.Deliver.validate()
+	case c.InputResponse != nil:
+		return c.InputResponse.validate()
+	case c.AuthCallback != nil:
+		return c.AuthCallback.validate()
+	case c.TaskResult != nil:
+		return c.TaskResult.validate()
+	case c.Timeout != nil:
+		return c.Timeout.validate()
+	case c.Move != nil:
+		return validDeployment(c.Move.DeploymentID)
+	}
+	return nil
+}
+
+func (d *Deliver) validate() error {
+	if d.Mode != ModeQueue && d.Mode != ModeSteer {
+		return fmt.Errorf("mode %q must be queue or steer", d.Mode)
+	}
+	if len(d.Payloads) == 0 {
+		return errors.New("no payloads")
+	}
+	for i := range d.Payloads {
+		if err := d.Payloads[i].validate(); err != nil {
+			return fmt.Errorf("payload %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (p *Payload) validate() error {
+	if p.Message == nil && p.Context == nil && p.InputResponses == nil && p.OutputSchema == nil && p.Ext == nil {
+		return errors.New("empty payload")
+	}
+	if p.Message != nil {
+		if err := p.Message.validate(); err != nil {
+			return err
+		}
+	}
+	for i := range p.InputResponses {
+		if err := p.InputResponses[i].validate(); err != nil {
+			return err
+		}
+	}
+	if p.OutputSchema != nil && !isObject(p.OutputSchema) {
+		return errors.New("outputSchema must be a JSON object")
+	}
+	for k := range p.Ext {
+		if k == "" {
+			return errors.New("ext has an empty key")
+		}
+	}
+	return nil
+}
+
+func (r *InputResponse) validate() error {
+	if r.RequestID == "" {
+		return errors.New("requestId is empty")
+	}
+	return nil
+}
+
+func (a *AuthCallback) validate() error {
+	if a.AttemptID == "" {
+		return errors.New("attemptId is empty")
+	}
+	if a.Result != AuthGranted && a.Result != AuthDenied {
+		return fmt.Errorf("result %q must be granted or denied", a.Result)
+	}
+	return nil
+}
+
+func (t *TaskResult) validate() error {
+	if t.TaskID == "" {
+		return errors.New("taskId is empty")
+	}
+	if (t.Result == nil) == (t.Error == "") {
+		return errors.New("exactly one of result and error")
+	}
+	return nil
+}
+
+func (t *Timeout) validate() error {
+	if t.TimerID == "" {
+		return errors.New("timerId is empty")
+	}
+	return validTime("deadline", t.Deadline)
+}
+
+// isObject reports whether raw JSON is an object.
+func isObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
