@@ -1,0 +1,85 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Agent is user code: one bounded step per call. The driver calls Step with
+// the input of a [RunStep] effect and a context that is cancelled when the
+// machine emits [CancelStep]. Step must be deterministic in its durable
+// result for a given input, and must not keep state outside StepResult.State.
+type Agent interface {
+	// EventKinds lists the event kinds the agent emits besides
+	// message.output. It is fixed for a deployment.
+	EventKinds() []string
+	// Step runs one step. A returned error fails the step (an error event,
+	// the turn ends, the session continues).
+	Step(ctx context.Context, in StepInput) (StepResult, error)
+}
+
+// StepInput is what one step sees: committed state plus the admitted inputs.
+type StepInput struct {
+	SessionID string          `json:"sessionId"`
+	TurnID    string          `json:"turnId"`
+	Step      int             `json:"step"` // 1-based within the turn
+	Caller    string          `json:"caller,omitempty"`
+	State     json.RawMessage `json:"state,omitempty"`
+	History   []Entry         `json:"history,omitempty"`
+	Inputs    []Command       `json:"inputs,omitempty"`
+}
+
+// Key is the step's stable identity (<turnID>/<step>), for execution logs.
+func (in StepInput) Key() string { return in.TurnID + "/" + strconv.Itoa(in.Step) }
+
+// Outcome is what the agent wants after a step.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeContinue  Outcome = "continue"  // another step in this turn
+	OutcomeDone      Outcome = "done"      // the turn is complete
+	OutcomeInput     Outcome = "input"     // wait for human input
+	OutcomeAuthorize Outcome = "authorize" // wait for an authorization callback
+	OutcomeTask      Outcome = "task"      // start a background task; the turn is complete
+	OutcomeFinish    Outcome = "finish"    // the session is done
+)
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	Outcome Outcome         `json:"outcome"`
+	Events  []Event         `json:"events,omitempty"` // message.output and registered kinds
+	State   json.RawMessage `json:"state,omitempty"`  // nil keeps the state
+	Aliases []string        `json:"aliases,omitempty"`
+
+	Question  string    `json:"question,omitempty"`  // OutcomeInput
+	RequestID string    `json:"requestId,omitempty"` // OutcomeInput; derived if empty
+	AttemptID string    `json:"attemptId,omitempty"` // OutcomeAuthorize; derived if empty
+	Task      *TaskSpec `json:"task,omitempty"`      // OutcomeTask
+
+	// Error fails the step: its events and state are dropped, an error event
+	// is recorded and the turn ends. Fatal also ends the session (failed).
+	Error string `json:"error,omitempty"`
+	Fatal bool   `json:"fatal,omitempty"`
+}
+
+// TaskSpec is a background task the driver runs after the commit. ID is
+// derived from the step when empty.
+type TaskSpec struct {
+	ID       string          `json:"id"`
+	Kind     string          `json:"kind,omitempty"`
+	Duration time.Duration   `json:"duration,omitempty"`
+	Input    json.RawMessage `json:"input,omitempty"`
+}
+
+// Run calls a.Step for one [RunStep] input and returns the [StepDone] to feed
+// back. An agent error becomes a failed step (StepResult.Error).
+func Run(ctx context.Context, a Agent, in StepInput) StepDone {
+	r, err := a.Step(ctx, in)
+	if err != nil {
+		r = StepResult{Error: err.Error()}
+	}
+	return StepDone{TurnID: in.TurnID, Step: in.Step, Result: r}
+}

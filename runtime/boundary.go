@@ -1,0 +1,163 @@
+package runtime
+
+import "slices"
+
+// advance runs one committed boundary: fold the finished step, apply the
+// commands the rules admit, and either commit the changes or run the next
+// step. It does nothing while a step, commit or handoff is in flight.
+func (m *Machine) advance() []Effect {
+	if m.busy() {
+		return nil
+	}
+	m.foldResult()
+	m.applyImmediate()
+	m.admitSteers()
+	m.admitFIFO()
+	if m.st.changed() {
+		return []Effect{m.flush()}
+	}
+	return m.runNext()
+}
+
+// foldResult folds the finished step into the state, unless an interrupt
+// waits in the queue: then the step is rolled back (discarded).
+func (m *Machine) foldResult() {
+	d := m.result
+	if d == nil {
+		return
+	}
+	m.result = nil
+	if m.interruptQueued() {
+		m.emit(EventStepInterrupted, Fields{"turnId": d.TurnID, "step": d.Step})
+		return
+	}
+	m.fold(d)
+}
+
+func (m *Machine) interruptQueued() bool {
+	return slices.ContainsFunc(m.queue, func(c Command) bool { return c.interrupts(m.snap.Timer) })
+}
+
+// applyImmediate applies every immediate-class command, in sequence order.
+func (m *Machine) applyImmediate() {
+	for m.snap.Ended == "" {
+		i := slices.IndexFunc(m.queue, func(c Command) bool { return c.class() == classImmediate })
+		if i < 0 {
+			return
+		}
+		m.apply(m.take(i))
+	}
+}
+
+// admitSteers joins the open turn's steering deliveries from its caller.
+func (m *Machine) admitSteers() {
+	for m.canSteer() {
+		t := m.snap.Turn
+		i := slices.IndexFunc(m.queue, func(c Command) bool { return c.steer() && c.Caller == t.Caller })
+		if i < 0 {
+			return
+		}
+		c := m.take(i)
+		m.markApplied(c)
+		m.join(c)
+	}
+}
+
+func (m *Machine) canSteer() bool {
+	t := m.snap.Turn
+	return m.snap.Ended == "" && !m.snap.Paused && t != nil && t.Open
+}
+
+// admitFIFO applies the FIFO head while the session is settled: clear and
+// compact apply, a delivery starts the next turn and ends the admission.
+func (m *Machine) admitFIFO() {
+	for m.snap.Ended == "" && !m.snap.Paused && m.snap.Turn == nil && len(m.queue) > 0 {
+		i := 0
+		if m.brokenAdmitOutOfOrder {
+			i = len(m.queue) - 1
+		}
+		c := m.take(i)
+		m.apply(c)
+		if c.Kind == KindDeliver {
+			return
+		}
+	}
+}
+
+func (m *Machine) take(i int) Command {
+	c := m.queue[i]
+	m.queue = slices.Delete(m.queue, i, i+1)
+	return c
+}
+
+// runNext starts the open turn's next step.
+func (m *Machine) runNext() []Effect {
+	t := m.snap.Turn
+	if t == nil || !t.Open || m.snap.Paused || m.snap.Ended != "" {
+		return nil
+	}
+	s := m.snap.Clone()
+	m.step = &RunStep{Input: StepInput{
+		SessionID: m.cfg.SessionID, TurnID: t.ID, Step: t.Steps + 1, Caller: t.Caller,
+		State: s.State, History: s.History, Inputs: s.Turn.Inputs,
+	}}
+	return []Effect{*m.step}
+}
+
+// flush turns the stage into the one Commit of this boundary and queues the
+// effects due once it lands: publish first, then the rest.
+func (m *Machine) flush() Effect {
+	purge := m.advanceApplied()
+	for i := range m.st.events {
+		m.snap.EventSeq++
+		m.st.events[i].Seq = m.snap.EventSeq
+	}
+	m.snap.Outbox = m.st.events
+	m.snap.Writer = Writer{RunID: m.cfg.RunID, Write: m.snap.Writer.Write + 1}
+	c := Commit{Snapshot: m.snap.Clone(), Applied: m.st.applied}
+	m.after = m.afterCommit(purge)
+	m.commit, m.st = &c, stage{}
+	return c
+}
+
+func (m *Machine) afterCommit(purge []Effect) []Effect {
+	var out []Effect
+	if len(m.st.events) > 0 {
+		out = append(out, Publish{Events: slices.Clone(m.st.events)})
+	}
+	out = append(append(out, m.st.after...), purge...)
+	if m.snap.Ended != "" {
+		out = append(out, m.cleanup())
+	}
+	return out
+}
+
+// advanceApplied raises Applied.Next to the lowest unprocessed sequence.
+func (m *Machine) advanceApplied() []Effect {
+	next := m.maxSeen + 1
+	if len(m.queue) > 0 {
+		next = m.queue[0].Seq
+	}
+	if next <= m.snap.Applied.Next {
+		return nil
+	}
+	first := m.snap.Applied.Next == 0
+	m.snap.Applied.advance(next)
+	if first && next == 1 {
+		return nil // nothing to purge yet
+	}
+	return []Effect{Purge{Below: next}}
+}
+
+func (m *Machine) cleanup() Effect {
+	return Cleanup{Reason: m.snap.Ended, Aliases: slices.Clone(m.snap.Aliases)}
+}
+
+// emit stages a machine event.
+func (m *Machine) emit(kind string, data Fields) {
+	if data == nil {
+		m.st.events = append(m.st.events, Event{Kind: kind})
+		return
+	}
+	m.st.events = append(m.st.events, NewEvent(kind, data))
+}

@@ -1,0 +1,126 @@
+package demo
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/baton-rt/baton/runtime"
+)
+
+// EventSlept is the demo's own event kind, emitted after a /sleep step.
+const EventSlept = "demo.slept"
+
+// Agent is the demo agent. The zero value works: it sleeps on a real timer
+// and keeps no execution log.
+type Agent struct {
+	Log     runtime.ExecLog // optional
+	Process string          // recorded in Log
+	// Sleep replaces the real sleep (tests); it must honour ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+var _ runtime.Agent = (*Agent)(nil)
+
+// EventKinds implements [runtime.Agent].
+func (a *Agent) EventKinds() []string { return []string{EventSlept} }
+
+// Step implements [runtime.Agent].
+func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult, error) {
+	if a.Log != nil {
+		a.Log.Record(in.SessionID, in.Key(), a.Process)
+	}
+	r := runtime.StepResult{Outcome: runtime.OutcomeDone}
+	var last directive
+	for _, c := range in.Inputs {
+		r.Events = append(r.Events, runtime.Output(render(c)))
+		if d := parse(c); d.name != "" {
+			last = d
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.StepResult{}, err
+	}
+	return a.apply(ctx, last, r)
+}
+
+// apply turns the deciding directive into the step's outcome.
+func (a *Agent) apply(ctx context.Context, d directive, r runtime.StepResult) (runtime.StepResult, error) {
+	switch d.name {
+	case "sleep":
+		return a.sleep(ctx, d.arg, r)
+	case "ask":
+		r.Outcome, r.Question = runtime.OutcomeInput, d.arg
+	case "authorize":
+		r.Outcome = runtime.OutcomeAuthorize
+	case "task":
+		r.Outcome, r.Task = runtime.OutcomeTask, &runtime.TaskSpec{Kind: "sleep", Duration: duration(d.arg)}
+	case "fail":
+		return runtime.StepResult{}, ErrFail
+	case "done":
+		r.Outcome = runtime.OutcomeFinish
+	case "alias":
+		r.Aliases = []string{d.arg}
+	}
+	return r, nil
+}
+
+func (a *Agent) sleep(ctx context.Context, arg string, r runtime.StepResult) (runtime.StepResult, error) {
+	d := duration(arg)
+	if err := a.wait(ctx, d); err != nil {
+		return runtime.StepResult{}, err
+	}
+	r.Events = append(r.Events, runtime.NewEvent(EventSlept, runtime.Fields{"duration": d.String()}))
+	r.Outcome = runtime.OutcomeContinue
+	return r, nil
+}
+
+func (a *Agent) wait(ctx context.Context, d time.Duration) error {
+	if a.Sleep != nil {
+		return a.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+type directive struct{ name, arg string }
+
+// parse reads a directive from a delivery's text: "/name arg...".
+func parse(c runtime.Command) directive {
+	if c.Kind != runtime.KindDeliver || !strings.HasPrefix(c.Text, "/") {
+		return directive{}
+	}
+	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
+	switch name {
+	case "sleep", "ask", "authorize", "task", "fail", "done", "alias":
+		return directive{name: name, arg: strings.TrimSpace(arg)}
+	}
+	return directive{}
+}
+
+func render(c runtime.Command) string {
+	switch c.Kind {
+	case runtime.KindInputResponse:
+		return "input " + c.RequestID + ": " + string(c.Value)
+	case runtime.KindAuthCallback:
+		return "authorization " + c.AttemptID + ": " + c.AuthResult
+	case runtime.KindTaskResult:
+		return "task " + c.TaskID + ": " + string(c.Value) + c.TaskError
+	}
+	return c.Text
+}
+
+// duration parses a Go duration; a bad or missing one is zero.
+func duration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0
+	}
+	return d
+}

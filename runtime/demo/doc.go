@@ -1,0 +1,22 @@
+// Package demo is Baton's deterministic demo agent: no model provider, every
+// command kind exercisable from plain text.
+//
+// For every admitted input the agent emits one message.output with
+// {"text": <the input text>} (answers, authorization results and task
+// results are rendered as "input <id>: <value>", "authorization <attempt>:
+// <result>" and "task <id>: <result>"). The last directive among the step's
+// deliveries decides the step's outcome:
+//
+//	/sleep <dur>     a long step: sleeps (context-aware), then continues the
+//	                 turn, so a steer sent meanwhile joins the next step
+//	/ask <question>  waits for human input
+//	/authorize       waits for an authorization callback
+//	/task <dur>      starts a background task of that duration; the turn ends
+//	/fail            the step fails: an error event, the turn ends
+//	/done            the session finishes (session.ended {reason: done})
+//	/alias <name>    adds an alias (the turn ends normally)
+//
+// A step without inputs (the continuation after /sleep) ends the turn. Each
+// step is recorded in the [runtime.ExecLog] with the agent's process name, so
+// tests can prove no committed step ran twice. See docs/agent.md.
+package demo

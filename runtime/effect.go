@@ -1,0 +1,76 @@
+package runtime
+
+// Effect is one instruction to the driver. The driver performs the effects
+// of one [Machine.Handle] call in order.
+type Effect interface{ effect() }
+
+// Commit asks for one CAS of the session record carrying Snapshot (with the
+// new events in Snapshot.Outbox). Applied lists the commands it applies.
+// The driver answers with [CommitDone].
+type Commit struct {
+	Snapshot Snapshot
+	Applied  []Ref
+}
+
+// Publish appends committed events to the public stream. It is idempotent
+// (message ID <sessionID>/<seq>) and must complete before the driver
+// performs the next [Commit].
+type Publish struct{ Events []Event }
+
+// RunStep asks the driver to run one agent step. The driver answers with
+// [StepDone].
+type RunStep struct{ Input StepInput }
+
+// CancelStep asks the driver to cancel the running step's context now. The
+// durable effect of the interrupt follows at the next boundary.
+type CancelStep struct {
+	TurnID string
+	Step   int
+	Reason Kind
+}
+
+// Handoff asks the driver to try the handoff transaction for Trigger to
+// deployment Target. The driver answers with [HandoffDone].
+type Handoff struct {
+	Trigger Command
+	Target  string
+}
+
+// ArmTimer asks the driver to publish (or re-publish) the committed timer's
+// schedule.
+type ArmTimer struct{ Timer Timer }
+
+// StartTask asks the driver to start a committed background task.
+type StartTask struct{ Task TaskSpec }
+
+// ClaimAlias asks the driver to claim a committed alias: create its hook and
+// recreate the consumer at the lowest unapplied sequence.
+type ClaimAlias struct{ Token string }
+
+// Purge allows the driver to purge this session's processed commands below
+// sequence Below.
+type Purge struct{ Below uint64 }
+
+// ResolveCommit asks the driver to settle an uncertain commit by a leader
+// read: the record holds Writer → CommitDone{CommitOK}, else
+// CommitDone{CommitConflict}.
+type ResolveCommit struct{ Writer Writer }
+
+// Cleanup is the idempotent clean-up after finalization: tombstone the
+// addresses, delete the consumer, purge the timer.
+type Cleanup struct {
+	Reason  string
+	Aliases []string
+}
+
+func (Commit) effect()        {}
+func (Publish) effect()       {}
+func (RunStep) effect()       {}
+func (CancelStep) effect()    {}
+func (Handoff) effect()       {}
+func (ArmTimer) effect()      {}
+func (StartTask) effect()     {}
+func (ClaimAlias) effect()    {}
+func (Purge) effect()         {}
+func (ResolveCommit) effect() {}
+func (Cleanup) effect()       {}

@@ -1,0 +1,86 @@
+package runtime
+
+import "encoding/json"
+
+// Event is one session event. The machine assigns Seq (contiguous per
+// session, starting at 1) when it stages the event for a commit; an agent
+// leaves it zero. Data is the event's JSON body.
+type Event struct {
+	Seq  uint64          `json:"seq,omitempty"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Event kinds the machine emits. An agent may emit EventMessageOutput and
+// the kinds it registers; every other built-in kind is reserved.
+const (
+	EventSessionStarted  = "session.started"
+	EventCommandApplied  = "command.applied"
+	EventTurnStarted     = "turn.started"
+	EventTurnStep        = "turn.step"
+	EventMessageOutput   = "message.output"
+	EventInputRequested  = "input.requested"
+	EventAuthRequested   = "auth.requested"
+	EventTaskStarted     = "task.started"
+	EventTaskCompleted   = "task.completed"
+	EventTurnCompleted   = "turn.completed"
+	EventTurnCancelled   = "turn.cancelled"
+	EventSessionWaiting  = "session.waiting"
+	EventSessionPaused   = "session.paused"
+	EventSessionResumed  = "session.resumed"
+	EventHandoffSkipped  = "handoff.skipped"
+	EventWaitCancelled   = "wait.cancelled"
+	EventStepInterrupted = "step.interrupted"
+	EventWireRejected    = "wire.rejected"
+	EventSessionEnded    = "session.ended"
+	EventError           = "error"
+)
+
+// BuiltinEvents lists every event kind the machine knows.
+func BuiltinEvents() []string {
+	return []string{
+		EventSessionStarted, EventCommandApplied, EventTurnStarted,
+		EventTurnStep, EventMessageOutput, EventInputRequested,
+		EventAuthRequested, EventTaskStarted, EventTaskCompleted,
+		EventTurnCompleted, EventTurnCancelled, EventSessionWaiting,
+		EventSessionPaused, EventSessionResumed, EventHandoffSkipped,
+		EventWaitCancelled, EventStepInterrupted, EventWireRejected,
+		EventSessionEnded, EventError,
+	}
+}
+
+// Handoff skip reasons (handoff.skipped {reason}).
+const (
+	SkipBusy          = "busy"
+	SkipQueued        = "queued"
+	SkipInput         = "input"
+	SkipAuthorization = "authorization"
+	SkipTask          = "task"
+	SkipPaused        = "paused"
+)
+
+// End reasons (session.ended {reason}).
+const (
+	EndDone    = "done"
+	EndExpired = "expired"
+	EndFailed  = "failed"
+)
+
+// Fields is an event body built by the machine. Keys marshal sorted, so
+// bodies are deterministic.
+type Fields map[string]any
+
+// NewEvent builds an event from a kind and a JSON-marshalable body.
+func NewEvent(kind string, data any) Event {
+	if data == nil {
+		return Event{Kind: kind}
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		b, _ = json.Marshal(Fields{"unmarshalable": err.Error()})
+	}
+	return Event{Kind: kind, Data: b}
+}
+
+// Output builds a message.output event {"text": text}.
+func Output(text string) Event { return NewEvent(EventMessageOutput, Fields{"text": text}) }

@@ -1,0 +1,100 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/baton-rt/baton/runtime"
+	"pgregory.net/rapid"
+)
+
+func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+func sprint(a ...any) string                 { return fmt.Sprint(a...) }
+
+var genKinds = []runtime.Kind{
+	runtime.KindDeliver, runtime.KindDeliver, runtime.KindDeliver, runtime.KindDeliver,
+	runtime.KindDeliver, runtime.KindDeliver, runtime.KindDeliver, runtime.KindDeliver,
+	runtime.KindCancel, runtime.KindReset, runtime.KindClear, runtime.KindCompact,
+	runtime.KindInputResponse, runtime.KindInputResponse, runtime.KindAuthCallback,
+	runtime.KindAuthCallback, runtime.KindTaskResult, runtime.KindTaskResult,
+	runtime.KindTimeout, runtime.KindPause, runtime.KindResume, runtime.KindMove,
+}
+
+// genCommand draws a command; answers mostly target the live waits.
+func (w *world) genCommand() runtime.Command {
+	t, v := w.t, w.view()
+	c := w.command(rapid.SampledFrom(genKinds).Draw(t, "kind"), nil)
+	c.Seq += uint64(rapid.IntRange(0, 2).Draw(t, "gap")) // other sessions' traffic
+	c.ID = fmt.Sprintf("c%d", c.Seq)
+	c.Deployment = rapid.SampledFrom([]string{"A", "A", "A", "B"}).Draw(t, "dep")
+	c.Caller = rapid.SampledFrom([]string{"", "", "bob"}).Draw(t, "caller")
+	switch c.Kind {
+	case runtime.KindDeliver:
+		c.Mode = rapid.SampledFrom([]runtime.Mode{runtime.ModeQueue, runtime.ModeSteer, ""}).Draw(t, "mode")
+		c.Text = "hi"
+	case runtime.KindInputResponse:
+		c.RequestID, c.Value = pick(t, v.Waits.Input != nil, func() string { return v.Waits.Input.RequestID }), json.RawMessage(`"yes"`)
+	case runtime.KindAuthCallback:
+		c.AttemptID, c.AuthResult = pick(t, v.Waits.Auth != nil, func() string { return v.Waits.Auth.AttemptID }), "granted"
+	case runtime.KindTaskResult:
+		c.TaskID = pick(t, len(v.Waits.Tasks) > 0, func() string { return v.Waits.Tasks[0].ID })
+	case runtime.KindTimeout:
+		c.TimerID = pick(t, v.Timer != nil, func() string { return v.Timer.ID })
+	case runtime.KindMove:
+		c.Target = rapid.SampledFrom([]string{"A", "B"}).Draw(t, "target")
+	}
+	return w.mangle(c)
+}
+
+// mangle makes some commands undecodable or duplicates of earlier IDs.
+func (w *world) mangle(c runtime.Command) runtime.Command {
+	// rapid biases integers toward small values: the rare cases sit mid-range.
+	switch d := rapid.IntRange(0, 99).Draw(w.t, "mangle"); {
+	case d >= 50 && d < 54:
+		c.Rejected = "wire: unknown version"
+	case d >= 60 && d < 66 && len(w.stream) > 0:
+		c.ID = rapid.SampledFrom(w.stream).Draw(w.t, "dupOf").ID
+	}
+	return c
+}
+
+// pick returns the live ID (usually) or a stale one.
+func pick(t *rapid.T, ok bool, live func() string) string {
+	if ok && rapid.IntRange(0, 9).Draw(t, "live") < 8 {
+		return live()
+	}
+	return "stale"
+}
+
+var genOutcomes = []string{
+	"continue", "continue", "continue", "done", "done", "done", "input", "authorize",
+	"task", "task", "finish", "error", "fatal", "badkind", "badoutcome",
+}
+
+// genResult draws a step result: every outcome, failures and illegal ones.
+func (w *world) genResult() runtime.StepResult {
+	t := w.t
+	o := rapid.SampledFrom(genOutcomes).Draw(t, "outcome")
+	r := runtime.StepResult{Outcome: runtime.Outcome(o)}
+	for range rapid.SampledFrom([]int{1, 0, 2, 1}).Draw(t, "events") {
+		r.Events = append(r.Events, runtime.Output("out"))
+	}
+	switch o {
+	case "input":
+		r.Question = "q?"
+	case "task":
+		r.Task = &runtime.TaskSpec{Duration: time.Minute}
+	case "error", "fatal":
+		r.Outcome, r.Error, r.Fatal = runtime.OutcomeDone, "boom", o == "fatal"
+	case "badkind":
+		r.Outcome, r.Events = runtime.OutcomeDone, append(r.Events, runtime.NewEvent("turn.completed", nil))
+	case "continue":
+		r.Events = append(r.Events, runtime.NewEvent("x.custom", runtime.Fields{"n": 1}))
+		r.State = json.RawMessage(`{"n":1}`)
+	}
+	if o == "finish" && rapid.IntRange(0, 2).Draw(t, "finishReally") > 0 {
+		r.Outcome = runtime.OutcomeDone // keep most sessions alive longer
+	}
+	return r
+}

@@ -1,0 +1,64 @@
+package runtime
+
+import "time"
+
+// Input is one input to [Machine.Handle].
+type Input interface{ input() }
+
+// BootReason says why an owner run starts.
+type BootReason string
+
+// Boot reasons.
+const (
+	BootNew     BootReason = "new"     // a new session: arm the timer
+	BootHandoff BootReason = "handoff" // a handoff successor: re-arm the timer
+	BootRecover BootReason = "recover" // crash recovery or wake: re-publish it
+)
+
+// Boot is the first input of every machine, after the driver's claim CAS.
+type Boot struct {
+	Now    time.Time
+	Reason BootReason
+}
+
+// Received is a command read from the inbox.
+type Received struct{ Cmd Command }
+
+// StepDone reports the end of the step named by [RunStep].
+type StepDone struct {
+	TurnID string
+	Step   int
+	Result StepResult
+}
+
+// CommitOutcome is the outcome of a [Commit].
+type CommitOutcome int
+
+// Commit outcomes.
+const (
+	CommitOK        CommitOutcome = iota // the CAS landed
+	CommitConflict                       // ownership lost: the machine stops
+	CommitUncertain                      // reply lost: the driver must resolve
+)
+
+// CommitDone reports the outcome of the commit in flight.
+type CommitDone struct{ Outcome CommitOutcome }
+
+// HandoffDone reports the outcome of a [Handoff]. Moved means the successor
+// activated: the machine stops. Otherwise the owner keeps the session and
+// processes the trigger; a non-empty SkipReason (for example "queued" when
+// the transaction saw a backlog) is recorded as handoff.skipped.
+type HandoffDone struct {
+	Moved      bool
+	SkipReason string
+}
+
+// Tick advances the machine's clock. Time only ever enters through inputs.
+type Tick struct{ Now time.Time }
+
+func (Boot) input()        {}
+func (Received) input()    {}
+func (StepDone) input()    {}
+func (CommitDone) input()  {}
+func (HandoffDone) input() {}
+func (Tick) input()        {}

@@ -1,0 +1,131 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Config is the identity a machine runs under.
+type Config struct {
+	SessionID  string
+	RunID      string // this owner run; also the ID of timers it arms
+	Deployment string // this owner's exact deployment
+	// Timeout is the session-lifetime timeout armed by a new session (0 =
+	// none). A handoff successor re-arms the committed original duration.
+	Timeout time.Duration
+	// EventKinds are the agent's registered event kinds ([Agent.EventKinds]).
+	EventKinds []string
+	// RecentIDs bounds the applied-ID deduplication window (default 1024).
+	RecentIDs int
+}
+
+// Machine is the pure session state machine. It is not safe for concurrent
+// use: one driver goroutine owns it. See the package documentation for the
+// canonical loop.
+type Machine struct {
+	cfg   Config
+	kinds map[string]bool
+	snap  Snapshot // working state; equals the last commit between boundaries
+
+	queue   []Command         // received, unprocessed, in sequence order
+	skips   map[uint64]string // handoff.skipped reasons by sequence
+	maxSeen uint64
+	now     time.Time
+
+	booted, stopped bool
+	step            *RunStep  // the running step
+	cancelled       bool      // CancelStep sent for the running step
+	result          *StepDone // a finished step waiting for the boundary
+	commit          *Commit   // the commit in flight
+	after           []Effect  // effects due once the commit lands
+	handoff         *Command  // the pending handoff trigger
+	st              stage     // what the current boundary changes
+
+	brokenAdmitOutOfOrder bool // test-only: admit the newest FIFO command
+}
+
+// stage collects one boundary's changes; flush turns them into a Commit.
+type stage struct {
+	events  []Event
+	applied []Ref
+	after   []Effect
+	dirty   bool
+}
+
+func (s *stage) changed() bool { return s.dirty || len(s.events) > 0 || len(s.applied) > 0 }
+
+// NewMachine returns a machine that resumes from snap (the zero Snapshot for
+// a new session). Boot must be its first input.
+func NewMachine(cfg Config, snap Snapshot) (*Machine, error) {
+	if cfg.SessionID == "" || cfg.RunID == "" || cfg.Deployment == "" {
+		return nil, fmt.Errorf("%w: session, run and deployment IDs are required", ErrConfig)
+	}
+	if cfg.RecentIDs <= 0 {
+		cfg.RecentIDs = 1024
+	}
+	m := &Machine{cfg: cfg, snap: snap.Clone(), skips: map[uint64]string{}}
+	m.kinds = map[string]bool{EventMessageOutput: true}
+	for _, k := range cfg.EventKinds {
+		if !slices.Contains(BuiltinEvents(), k) {
+			m.kinds[k] = true
+		}
+	}
+	return m, nil
+}
+
+// Handle feeds one input and returns the effects to perform, in order.
+func (m *Machine) Handle(in Input) ([]Effect, error) {
+	if m.stopped {
+		return nil, ErrStopped
+	}
+	if _, ok := in.(Boot); !ok && !m.booted {
+		return nil, ErrNotBooted
+	}
+	switch in := in.(type) {
+	case Boot:
+		return m.boot(in)
+	case Received:
+		return m.receive(in.Cmd)
+	case StepDone:
+		return m.stepDone(in)
+	case CommitDone:
+		return m.commitDone(in)
+	case HandoffDone:
+		return m.handoffDone(in)
+	case Tick:
+		m.now = in.Now
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: %T", ErrUnknownInput, in)
+}
+
+// Snapshot returns a copy of the working state. Between Handle calls with no
+// commit in flight it equals the last committed snapshot.
+func (m *Machine) Snapshot() Snapshot { return m.snap.Clone() }
+
+// Queued returns a copy of the received, unprocessed commands.
+func (m *Machine) Queued() []Command { return slices.Clone(m.queue) }
+
+// Stopped reports whether the machine stopped (ownership lost or moved).
+func (m *Machine) Stopped() bool { return m.stopped }
+
+// Ended returns the end reason, "" while the session lives.
+func (m *Machine) Ended() string { return m.snap.Ended }
+
+// Running returns the running step, if any.
+func (m *Machine) Running() (RunStep, bool) {
+	if m.step == nil {
+		return RunStep{}, false
+	}
+	return *m.step, true
+}
+
+func (m *Machine) stop() {
+	m.stopped = true
+	m.step, m.commit, m.handoff, m.after = nil, nil, nil, nil
+}
+
+func (m *Machine) busy() bool {
+	return m.stopped || m.step != nil || m.commit != nil || m.handoff != nil
+}

@@ -1,0 +1,192 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/baton-rt/baton/runtime"
+)
+
+// The oracle: every landed commit is checked against the rules of
+// docs/runtime.md, one event at a time.
+
+// scan walks one commit's events.
+type scan struct {
+	w          *world
+	prev, post runtime.Snapshot
+	events     []runtime.Event
+	turn       bool            // a turn is open at this point of the commit
+	done       map[uint64]bool // processed earlier in this commit
+	ended      bool
+}
+
+type appliedData struct {
+	CommandID string `json:"commandId"`
+	Seq       uint64 `json:"seq"`
+	TurnID    string `json:"turnId"`
+	Step      int    `json:"step"`
+	Reason    string `json:"reason"`
+}
+
+func decode(e runtime.Event) appliedData {
+	var d appliedData
+	_ = json.Unmarshal(e.Data, &d)
+	return d
+}
+
+// checkCommit checks a commit as it lands on top of prev.
+func (w *world) checkCommit(prev runtime.Snapshot, c runtime.Commit) {
+	post := c.Snapshot
+	w.require(prev.Ended == "", "commit after the session ended")
+	w.require(post.EventSeq == prev.EventSeq+uint64(len(post.Outbox)), "event seq jumps")
+	sc := &scan{w: w, prev: prev, post: post, events: post.Outbox, turn: prev.Turn != nil, done: map[uint64]bool{}}
+	var refs []runtime.Ref
+	for i, e := range post.Outbox {
+		w.require(e.Seq == prev.EventSeq+uint64(i)+1, "event seq not contiguous")
+		w.require(!sc.ended, "event %s after session.ended", e.Kind)
+		if e.Kind == runtime.EventCommandApplied {
+			d := decode(e)
+			refs = append(refs, runtime.Ref{Seq: d.Seq, ID: d.CommandID})
+		}
+		sc.event(i, e)
+	}
+	w.require(slices.Equal(refs, c.Applied), "Commit.Applied %v differs from command.applied %v", c.Applied, refs)
+}
+
+func (sc *scan) event(i int, e runtime.Event) {
+	d := decode(e)
+	coverage.add(e.Kind)
+	switch e.Kind {
+	case runtime.EventCommandApplied:
+		sc.applied(i, sc.w.cmd(d.Seq))
+	case runtime.EventWireRejected:
+		sc.immediateOrder(sc.w.cmd(d.Seq))
+		sc.done[d.Seq] = true
+	case runtime.EventTurnStarted:
+		sc.turn = true
+	case runtime.EventTurnCompleted, runtime.EventTurnCancelled:
+		sc.turn = false
+	case runtime.EventTurnStep, runtime.EventError:
+		key := d.TurnID + "/" + strconv.Itoa(d.Step)
+		sc.w.require(!sc.w.steps[key], "step %s committed twice", key)
+		sc.w.require(!sc.w.aborted[key], "cancelled step %s was not rolled back", key)
+		sc.w.steps[key] = true
+	case runtime.EventSessionEnded:
+		sc.w.ends++
+		sc.w.require(sc.w.ends == 1 && sc.post.Ended == d.Reason, "finalized twice or inconsistently")
+		sc.ended = true
+	}
+}
+
+// applied checks one command.applied event against the rules.
+func (sc *scan) applied(i int, x runtime.Command) {
+	w := sc.w
+	w.require(w.firstSeq[x.ID] == x.Seq, "duplicate %s (seq %d) applied", x.ID, x.Seq)
+	w.require(w.applied[x.ID] == 0, "command %s applied twice", x.ID)
+	w.require(sc.post.Applied.Has(x.Seq), "applied %d missing from the record", x.Seq)
+	w.applied[x.ID]++
+	sc.checkSkip(i, x)
+	switch {
+	case x.Kind == runtime.KindDeliver:
+		sc.delivery(i, x)
+	case x.Kind == runtime.KindClear || x.Kind == runtime.KindCompact:
+		sc.fifoOrder(x)
+		w.require(!sc.turn, "%s applied while a turn is open", x.Kind)
+	default:
+		sc.immediateOrder(x)
+	}
+	sc.done[x.Seq] = true
+}
+
+// checkSkip: handoff.skipped precedes exactly the foreign commands that were
+// not handed off, with the reason the idle definition gave at receipt.
+func (sc *scan) checkSkip(i int, x runtime.Command) {
+	w := sc.w
+	got := i > 0 && sc.events[i-1].Kind == runtime.EventHandoffSkipped && decode(sc.events[i-1]).Seq == x.Seq
+	want, reason := false, ""
+	if w.target(x) != "" {
+		r, trig := w.triggers[x.Seq]
+		if !trig {
+			r = w.wantSkip[x.Seq]
+		}
+		want, reason = r != "", r
+	}
+	w.require(got == want, "command %d (%s from %s): handoff.skipped=%v, want %v", x.Seq, x.Kind, x.Deployment, got, want)
+	if got {
+		w.require(decode(sc.events[i-1]).Reason == reason, "skip reason %q, want %q", decode(sc.events[i-1]).Reason, reason)
+	}
+}
+
+// delivery: a delivery either starts the next turn in FIFO order while no
+// turn is open, or (steer) joins the open turn of its caller.
+func (sc *scan) delivery(i int, x runtime.Command) {
+	w, t := sc.w, sc.post.Turn
+	starts := i+1 < len(sc.events) && sc.events[i+1].Kind == runtime.EventTurnStarted &&
+		decode(sc.events[i+1]).CommandID == x.ID
+	if starts {
+		sc.fifoOrder(x)
+		w.require(!sc.turn, "delivery %d started a turn while one is open", x.Seq)
+		w.require(t != nil && t.Open && len(t.Inputs) == 1 && t.Inputs[0].ID == x.ID, "turn of %d not committed", x.Seq)
+		return
+	}
+	coverage.add("steer joined")
+	w.require(x.Mode == runtime.ModeSteer, "queued delivery %d joined a turn", x.Seq)
+	w.require(t != nil && t.Open && t.Caller == x.Caller && !sc.post.Paused, "steer %d joined no open turn of its caller", x.Seq)
+	w.require(slices.ContainsFunc(t.Inputs, func(c runtime.Command) bool { return c.ID == x.ID }), "steer %d not in the turn inputs", x.Seq)
+}
+
+// fifoOrder: every earlier FIFO-class command was processed before x.
+func (sc *scan) fifoOrder(x runtime.Command) {
+	for _, y := range sc.w.stream {
+		if y.Seq < x.Seq && fifo(y) && !sc.w.isDup(y) {
+			sc.w.require(sc.processed(y.Seq), "FIFO: %d (%s) applied before earlier %d (%s)", x.Seq, x.Kind, y.Seq, y.Kind)
+		}
+	}
+}
+
+// immediateOrder: every earlier immediate-class command was processed
+// before x.
+func (sc *scan) immediateOrder(x runtime.Command) {
+	for _, y := range sc.w.stream {
+		if y.Seq < x.Seq && !fifo(y) && !sc.w.isDup(y) {
+			sc.w.require(sc.processed(y.Seq), "immediate: %d (%s) applied before earlier %d (%s)", x.Seq, x.Kind, y.Seq, y.Kind)
+		}
+	}
+}
+
+func (sc *scan) processed(seq uint64) bool { return sc.prev.Applied.Has(seq) || sc.done[seq] }
+
+func fifo(c runtime.Command) bool {
+	return c.Rejected == "" && (c.Kind == runtime.KindDeliver || c.Kind == runtime.KindClear || c.Kind == runtime.KindCompact)
+}
+
+func (w *world) isDup(c runtime.Command) bool { return w.firstSeq[c.ID] != c.Seq }
+
+func (w *world) cmd(seq uint64) runtime.Command {
+	i := slices.IndexFunc(w.stream, func(c runtime.Command) bool { return c.Seq == seq })
+	w.require(i >= 0, "unknown sequence %d", seq)
+	return w.stream[i]
+}
+
+// coverage counts what the property runs reached, so a generator that stops
+// reaching a scenario fails the test instead of passing vacuously.
+var coverage = &counter{n: map[string]int{}}
+
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) add(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[k]++
+}
+
+func (c *counter) get(k string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[k]
+}

@@ -1,0 +1,295 @@
+package runtime_test
+
+import (
+	"errors"
+	"flag"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/runtime"
+	"pgregory.net/rapid"
+)
+
+// TestMachineProperties drives the machine with random command streams
+// (every kind, modes, callers, deployments, duplicates, undecodable
+// commands), step results, commit outcomes, crashes, handoffs and ticks,
+// and checks every effect against the rules after every action.
+func TestMachineProperties(t *testing.T) {
+	setFlag(t, "rapid.checks", "1000")
+	rapid.Check(t, property(false))
+	for _, k := range append(runtime.BuiltinEvents(), "x.custom", "steer joined", "crash", "conflict", "moved", "uncertain") {
+		switch k {
+		case runtime.EventMessageOutput:
+		default:
+			if coverage.get(k) == 0 {
+				t.Errorf("no run reached %q", k)
+			}
+		}
+		t.Logf("%-18s %d", k, coverage.get(k))
+	}
+}
+
+// TestBrokenRuleIsCaught proves the oracle has teeth: with a deliberately
+// broken rule (admit the newest queued delivery instead of the oldest) the
+// same property must fail.
+func TestBrokenRuleIsCaught(t *testing.T) {
+	setFlag(t, "rapid.nofailfile", "true")
+	setFlag(t, "rapid.shrinktime", "2s")
+	ft := &fakeTB{name: t.Name()}
+	func() {
+		defer func() {
+			if r := recover(); r != nil && r != errFailNow {
+				panic(r)
+			}
+		}()
+		rapid.Check(ft, property(true))
+	}()
+	if !ft.failed {
+		t.Fatal("the broken admission rule was not caught")
+	}
+	if !strings.Contains(ft.log.String(), "FIFO") {
+		t.Fatalf("caught, but not by the FIFO rule:\n%s", ft.log.String())
+	}
+	t.Logf("caught as expected: %s", firstLine(ft.log.String()))
+}
+
+func property(broken bool) func(*rapid.T) {
+	return func(t *rapid.T) {
+		w := newWorld(t, broken)
+		n := rapid.IntRange(40, 250).Draw(t, "actions")
+		for range n {
+			w.act(rapid.SampledFrom(actions).Draw(t, "action"))
+			w.checkIdle()
+		}
+		w.drain()
+	}
+}
+
+var actions = []string{
+	"accept", "accept", "accept", "accept", "feed", "feed", "feed", "feed",
+	"step", "step", "step", "commit", "commit", "commit", "handoff", "crash", "tick",
+}
+
+func (w *world) act(a string) {
+	switch {
+	case a == "accept":
+		w.accept(w.genCommand())
+	case a == "feed" && w.cursor < len(w.stream) && w.view().Ended == "":
+		w.feed()
+	case a == "step" && w.step != nil:
+		w.stepDone(w.genResult())
+	case a == "commit" && w.pending != nil:
+		w.commitDone(rapid.IntRange(0, 99).Draw(w.t, "commit"))
+	case a == "handoff" && w.handoff != nil:
+		w.handoffDone(rapid.Bool().Draw(w.t, "moved"), rapid.SampledFrom([]string{"", runtime.SkipQueued}).Draw(w.t, "skip"))
+	case a == "crash" && rapid.IntRange(0, 3).Draw(w.t, "crash") == 0:
+		coverage.add("crash")
+		w.boot(runtime.BootRecover)
+	case a == "tick":
+		w.now = w.now.Add(time.Minute)
+		w.handle(runtime.Tick{Now: w.now})
+	}
+}
+
+func (w *world) checkIdle() {
+	if !w.m.Stopped() {
+		w.require(w.m.IdleReason() == w.idleReason(), "IdleReason %q, definition says %q", w.m.IdleReason(), w.idleReason())
+	}
+}
+
+func (w *world) accept(c runtime.Command) {
+	if _, ok := w.firstSeq[c.ID]; !ok {
+		w.firstSeq[c.ID] = c.Seq
+	}
+	w.stream = append(w.stream, c)
+}
+
+// feed delivers the next stream command and checks the handoff decision.
+func (w *world) feed() {
+	c := w.stream[w.cursor]
+	w.cursor++
+	dup, reason, target := w.dup(c), w.idleReason(), w.target(c)
+	w.fed[c.Seq] = true
+	interrupt := w.interrupts(c) && !dup
+	effs := w.handle(runtime.Received{Cmd: c})
+	w.require(!interrupt || w.cancelled, "%s %d did not reach the running step", c.Kind, c.Seq)
+	got := len(effs) > 0 && isHandoff(effs[0])
+	want := !dup && target != "" && reason == ""
+	w.require(got == want, "command %d (%s from %s, idle=%q): handoff=%v, want %v", c.Seq, c.Kind, c.Deployment, reason, got, want)
+	switch {
+	case got:
+		w.triggers[c.Seq] = ""
+	case !dup && target != "":
+		w.wantSkip[c.Seq] = reason
+	}
+}
+
+func isHandoff(e runtime.Effect) bool { _, ok := e.(runtime.Handoff); return ok }
+
+// interrupts reports whether c must cancel the running step at once.
+func (w *world) interrupts(c runtime.Command) bool {
+	v := w.view()
+	switch {
+	case w.step == nil || c.Rejected != "":
+		return false
+	case c.Kind == runtime.KindCancel || c.Kind == runtime.KindReset:
+		return true
+	}
+	return c.Kind == runtime.KindTimeout && v.Timer != nil && v.Timer.ID == c.TimerID
+}
+
+func (w *world) stepDone(r runtime.StepResult) {
+	in := w.step.Input
+	w.aborted[in.Key()] = w.cancelled
+	w.step = nil
+	w.handle(runtime.StepDone{TurnID: in.TurnID, Step: in.Step, Result: r})
+}
+
+// commitDone lands the commit (ok, or an uncertain write resolved as
+// landed) or loses it (conflict: ownership lost, a new owner boots).
+func (w *world) commitDone(dice int) {
+	switch { // rapid biases integers toward small values: rare cases sit mid-range
+	case !w.uncertain && dice >= 40 && dice < 48:
+		coverage.add("uncertain")
+		w.handle(runtime.CommitDone{Outcome: runtime.CommitUncertain})
+	case dice < 70 || dice >= 76:
+		c := *w.pending
+		w.checkCommit(w.committed, c)
+		w.committed, w.pending, w.uncertain = c.Snapshot, nil, false
+		w.handle(runtime.CommitDone{Outcome: runtime.CommitOK})
+	default:
+		coverage.add("conflict")
+		w.pending = nil
+		w.handle(runtime.CommitDone{Outcome: runtime.CommitConflict})
+		w.require(w.m.Stopped(), "machine runs on after a conflict")
+		w.boot(runtime.BootRecover)
+	}
+}
+
+func (w *world) handoffDone(moved bool, skip string) {
+	h := *w.handoff
+	w.handoff = nil
+	if !moved {
+		w.triggers[h.Trigger.Seq] = skip
+		w.handle(runtime.HandoffDone{SkipReason: skip})
+		return
+	}
+	coverage.add("moved")
+	w.handle(runtime.HandoffDone{Moved: true})
+	w.require(w.m.Stopped(), "machine runs on after a handoff")
+	w.cfg.Deployment = h.Target
+	w.boot(runtime.BootHandoff)
+}
+
+// drain settles everything and checks that no command was dropped.
+func (w *world) drain() {
+	for i := 0; i < 2000 && w.drainOne(); i++ {
+		w.checkIdle()
+	}
+	w.require(w.pending == nil && w.step == nil && w.handoff == nil, "drain did not settle")
+	if w.committed.Ended != "" {
+		return
+	}
+	for _, c := range w.stream {
+		if !w.isDup(c) {
+			w.require(w.committed.Applied.Has(c.Seq), "command %d (%s) never processed", c.Seq, c.Kind)
+			w.require(c.Rejected != "" || w.applied[c.ID] == 1, "command %d applied %d times", c.Seq, w.applied[c.ID])
+		}
+	}
+}
+
+func (w *world) drainOne() bool {
+	v := w.view()
+	switch {
+	case w.handoff != nil:
+		w.handoffDone(false, "")
+	case w.pending != nil:
+		w.commitDone(0)
+	case w.step != nil:
+		w.stepDone(runtime.StepResult{Outcome: runtime.OutcomeDone})
+	case v.Ended != "":
+		return false
+	case w.cursor < len(w.stream):
+		w.feed()
+	case v.Waits.Input != nil:
+		w.accept(w.command(runtime.KindInputResponse, func(c *runtime.Command) { c.RequestID = v.Waits.Input.RequestID }))
+	case v.Waits.Auth != nil:
+		w.accept(w.command(runtime.KindAuthCallback, func(c *runtime.Command) { c.AttemptID = v.Waits.Auth.AttemptID }))
+	case v.Paused:
+		w.accept(w.command(runtime.KindResume, nil))
+	default:
+		return false
+	}
+	return true
+}
+
+// command builds a plain command from the current deployment.
+func (w *world) command(k runtime.Kind, set func(*runtime.Command)) runtime.Command {
+	seq := uint64(1)
+	if n := len(w.stream); n > 0 {
+		seq = w.stream[n-1].Seq + 1
+	}
+	c := runtime.Command{Seq: seq, ID: "c" + strconv.FormatUint(seq, 10), Kind: k, Deployment: w.cfg.Deployment}
+	if set != nil {
+		set(&c)
+	}
+	return c
+}
+
+// setFlag sets a rapid flag for one test unless the command line set it.
+func setFlag(t *testing.T, name, value string) {
+	f := flag.Lookup(name)
+	if f == nil {
+		t.Fatalf("no flag %s", name)
+	}
+	set := false
+	flag.Visit(func(v *flag.Flag) { set = set || v.Name == name })
+	if set {
+		return
+	}
+	old := f.Value.String()
+	_ = flag.Set(name, value)
+	t.Cleanup(func() { _ = flag.Set(name, old) })
+}
+
+var errFailNow = errors.New("fakeTB: FailNow")
+
+// fakeTB is a rapid.TB that records a failure instead of failing the test.
+type fakeTB struct {
+	name   string
+	failed bool
+	log    strings.Builder
+}
+
+func (f *fakeTB) Helper()                       {}
+func (f *fakeTB) Name() string                  { return f.name }
+func (f *fakeTB) Logf(format string, a ...any)  { f.log.WriteString(sprintf(format, a...) + "\n") }
+func (f *fakeTB) Log(a ...any)                  { f.log.WriteString(sprint(a...) + "\n") }
+func (f *fakeTB) Skipf(format string, a ...any) { f.Logf(format, a...) }
+func (f *fakeTB) Skip(a ...any)                 { f.Log(a...) }
+func (f *fakeTB) SkipNow()                      {}
+func (f *fakeTB) Errorf(format string, a ...any) {
+	f.Logf(format, a...)
+	f.failed = true
+}
+func (f *fakeTB) Error(a ...any) { f.Log(a...); f.failed = true }
+func (f *fakeTB) Fatalf(format string, a ...any) {
+	f.Errorf(format, a...)
+	panic(errFailNow)
+}
+func (f *fakeTB) Fatal(a ...any) { f.Error(a...); panic(errFailNow) }
+func (f *fakeTB) FailNow()       { f.failed = true; panic(errFailNow) }
+func (f *fakeTB) Fail()          { f.failed = true }
+func (f *fakeTB) Failed() bool   { return f.failed }
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "FIFO") {
+			return strings.TrimSpace(l)
+		}
+	}
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,174 @@
+package runtime
+
+import (
+	"slices"
+	"time"
+)
+
+func (m *Machine) boot(b Boot) ([]Effect, error) {
+	if m.booted {
+		return nil, ErrBooted
+	}
+	m.booted, m.now = true, b.Now
+	var out []Effect
+	if len(m.snap.Outbox) > 0 {
+		out = append(out, Publish{Events: slices.Clone(m.snap.Outbox)})
+	}
+	if m.snap.Ended != "" {
+		return append(out, m.cleanup()), nil
+	}
+	out = append(out, m.bootTimer(b.Reason)...)
+	return append(out, m.advance()...), nil
+}
+
+// bootTimer starts a new session, re-arms a successor's timer with the
+// original duration, or re-publishes a recovered one.
+func (m *Machine) bootTimer(r BootReason) []Effect {
+	t := m.snap.Timer
+	switch {
+	case !m.snap.Started:
+		m.start()
+	case r == BootHandoff && t != nil:
+		m.armTimer(t.Duration)
+	case t != nil:
+		return []Effect{ArmTimer{Timer: *t}}
+	}
+	return nil
+}
+
+func (m *Machine) start() {
+	m.snap.Started = true
+	m.emit(EventSessionStarted, Fields{"sessionId": m.cfg.SessionID, "deploymentId": m.cfg.Deployment})
+	if m.cfg.Timeout > 0 {
+		m.armTimer(m.cfg.Timeout)
+	}
+}
+
+func (m *Machine) armTimer(d time.Duration) {
+	t := Timer{ID: m.cfg.RunID, Deadline: m.now.Add(d), Duration: d}
+	m.snap.Timer = &t
+	m.st.dirty = true
+	m.st.after = append(m.st.after, ArmTimer{Timer: t})
+}
+
+func (m *Machine) receive(c Command) ([]Effect, error) {
+	if m.snap.Ended != "" {
+		return nil, ErrEnded
+	}
+	if c.Seq == 0 || c.ID == "" {
+		return nil, ErrInvalidCommand
+	}
+	if m.duplicate(c) {
+		m.maxSeen = max(m.maxSeen, c.Seq)
+		return nil, nil
+	}
+	if out, ok := m.decide(c); ok {
+		return out, nil
+	}
+	m.enqueue(c)
+	return append(m.interrupt(c), m.advance()...), nil
+}
+
+// duplicate reports a redelivered sequence or a repeated command ID.
+func (m *Machine) duplicate(c Command) bool {
+	if m.snap.Applied.Has(c.Seq) || m.snap.Applied.HasID(c.ID) {
+		return true
+	}
+	return slices.ContainsFunc(m.queue, func(q Command) bool { return q.Seq == c.Seq || q.ID == c.ID })
+}
+
+// decide evaluates the handoff signal once, before c is enqueued: an idle
+// session hands off; a busy one records why it skipped when c is applied.
+func (m *Machine) decide(c Command) ([]Effect, bool) {
+	target, ok := m.handoffTarget(c)
+	if !ok {
+		return nil, false
+	}
+	if r := m.IdleReason(); r != "" {
+		m.skips[c.Seq] = r
+		return nil, false
+	}
+	m.enqueue(c)
+	m.handoff = &c
+	return []Effect{Handoff{Trigger: c, Target: target}}, true
+}
+
+// handoffTarget returns the deployment a command asks to move to: only a
+// delivery from another deployment, or a move to another deployment.
+func (m *Machine) handoffTarget(c Command) (string, bool) {
+	target := ""
+	switch {
+	case c.Rejected != "":
+	case c.Kind == KindDeliver:
+		target = c.Deployment
+	case c.Kind == KindMove:
+		target = c.Target
+	}
+	return target, target != "" && target != m.cfg.Deployment
+}
+
+func (m *Machine) enqueue(c Command) {
+	m.maxSeen = max(m.maxSeen, c.Seq)
+	i, _ := slices.BinarySearchFunc(m.queue, c.Seq, func(q Command, s uint64) int { return cmpSeq(q.Seq, s) })
+	m.queue = slices.Insert(m.queue, i, c)
+}
+
+func cmpSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// interrupt cancels the running step at once for cancel, reset and a
+// matching timeout.
+func (m *Machine) interrupt(c Command) []Effect {
+	if m.step == nil || m.cancelled || !c.interrupts(m.snap.Timer) {
+		return nil
+	}
+	m.cancelled = true
+	in := m.step.Input
+	return []Effect{CancelStep{TurnID: in.TurnID, Step: in.Step, Reason: c.Kind}}
+}
+
+func (m *Machine) stepDone(d StepDone) ([]Effect, error) {
+	if m.step == nil || d.TurnID != m.step.Input.TurnID || d.Step != m.step.Input.Step {
+		return nil, ErrNoStep
+	}
+	m.step, m.cancelled, m.result = nil, false, &d
+	return m.advance(), nil
+}
+
+func (m *Machine) commitDone(d CommitDone) ([]Effect, error) {
+	if m.commit == nil {
+		return nil, ErrNoCommit
+	}
+	switch d.Outcome {
+	case CommitConflict:
+		m.stop()
+		return nil, nil
+	case CommitUncertain:
+		return []Effect{ResolveCommit{Writer: m.commit.Snapshot.Writer}}, nil
+	}
+	out := m.after
+	m.commit, m.after = nil, nil
+	return append(out, m.advance()...), nil
+}
+
+func (m *Machine) handoffDone(h HandoffDone) ([]Effect, error) {
+	if m.handoff == nil {
+		return nil, ErrNoHandoff
+	}
+	if h.Moved {
+		m.stop()
+		return nil, nil
+	}
+	if h.SkipReason != "" {
+		m.skips[m.handoff.Seq] = h.SkipReason
+	}
+	m.handoff = nil
+	return m.advance(), nil
+}

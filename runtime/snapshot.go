@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Snapshot is the machine's whole durable state. The driver commits it in
+// one CAS of the session record; a successor (crash recovery, wake or
+// handoff) resumes from it with [NewMachine]. It is plain JSON.
+type Snapshot struct {
+	Started  bool            `json:"started,omitempty"`
+	Applied  Applied         `json:"applied"`
+	EventSeq uint64          `json:"eventSeq"` // seq of the last committed event
+	Turns    uint64          `json:"turns"`    // turns started so far (turn IDs)
+	History  []Entry         `json:"history,omitempty"`
+	State    json.RawMessage `json:"state,omitempty"` // the agent's own state
+	Turn     *Turn           `json:"turn,omitempty"`
+	Waits    Waits           `json:"waits"`
+	Paused   bool            `json:"paused,omitempty"`
+	Timer    *Timer          `json:"timer,omitempty"`
+	Aliases  []string        `json:"aliases,omitempty"`
+	Ended    string          `json:"ended,omitempty"` // done|expired|failed
+	Outbox   []Event         `json:"outbox,omitempty"`
+	Writer   Writer          `json:"writer"`
+}
+
+// Applied is the record of exactly which commands were processed (applied,
+// or rejected as undecodable). Next is the lowest inbox sequence that may
+// still be unprocessed: the consumer restarts there and the stream may be
+// purged below it. Above holds the processed sequences at or above Next
+// (steering and cancellation apply out of arrival order). RecentIDs are the
+// most recent applied command IDs, for deduplication by ID.
+type Applied struct {
+	Next      uint64   `json:"next"`
+	Above     []uint64 `json:"above,omitempty"`
+	RecentIDs []string `json:"recentIds,omitempty"`
+}
+
+// Has reports whether seq was processed.
+func (a *Applied) Has(seq uint64) bool {
+	if seq < a.Next {
+		return true
+	}
+	_, ok := slices.BinarySearch(a.Above, seq)
+	return ok
+}
+
+// HasID reports whether id is among the recent applied IDs.
+func (a *Applied) HasID(id string) bool { return slices.Contains(a.RecentIDs, id) }
+
+func (a *Applied) add(seq uint64, id string, keep int) {
+	if i, ok := slices.BinarySearch(a.Above, seq); !ok {
+		a.Above = slices.Insert(a.Above, i, seq)
+	}
+	if id == "" {
+		return
+	}
+	a.RecentIDs = append(a.RecentIDs, id)
+	if n := len(a.RecentIDs); n > keep {
+		a.RecentIDs = slices.Clone(a.RecentIDs[n-keep:])
+	}
+}
+
+// advance raises Next to next and drops the sequences below it.
+func (a *Applied) advance(next uint64) {
+	if next <= a.Next {
+		return
+	}
+	a.Next = next
+	i, _ := slices.BinarySearch(a.Above, next)
+	a.Above = slices.Clone(a.Above[i:])
+	if len(a.Above) == 0 {
+		a.Above = nil
+	}
+}
+
+// Entry is one history entry. Role is "user", "agent", "input", "auth",
+// "task" or "summary".
+type Entry struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+// Turn is the open turn. Open means the agent asked for another step (the
+// next step is due and steering may join); a turn that is not open is parked
+// on an input or authorization wait. Inputs are the admitted commands for
+// the next step.
+type Turn struct {
+	ID     string    `json:"id"`
+	Caller string    `json:"caller,omitempty"`
+	Steps  int       `json:"steps"` // committed steps
+	Open   bool      `json:"open"`
+	Inputs []Command `json:"inputs,omitempty"`
+}
+
+// Waits are the session's live waits.
+type Waits struct {
+	Input *InputWait `json:"input,omitempty"`
+	Auth  *AuthWait  `json:"auth,omitempty"`
+	Tasks []Task     `json:"tasks,omitempty"`
+}
+
+func (w *Waits) empty() bool { return w.Input == nil && w.Auth == nil && len(w.Tasks) == 0 }
+
+// InputWait is a pending human-input request.
+type InputWait struct {
+	RequestID string `json:"requestId"`
+	Question  string `json:"question,omitempty"`
+}
+
+// AuthWait is the current authorization attempt; a new request replaces it.
+type AuthWait struct {
+	AttemptID string `json:"attemptId"`
+}
+
+// Task is a live background task.
+type Task struct {
+	ID       string        `json:"id"`
+	Duration time.Duration `json:"duration,omitempty"`
+}
+
+// Timer is the armed session-lifetime timer.
+type Timer struct {
+	ID       string        `json:"id"`
+	Deadline time.Time     `json:"deadline"`
+	Duration time.Duration `json:"duration"` // original configured timeout
+}
+
+// Writer stamps every commit with the writing run and a counter, so an
+// uncertain write can be settled by reading the record back.
+type Writer struct {
+	RunID string `json:"runId,omitempty"`
+	Write uint64 `json:"write"`
+}
+
+// Clone returns a deep copy (through JSON, which also proves the snapshot
+// round-trips).
+func (s *Snapshot) Clone() Snapshot {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic("runtime: snapshot does not marshal: " + err.Error())
+	}
+	var out Snapshot
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic("runtime: snapshot does not unmarshal: " + err.Error())
+	}
+	return out
+}

@@ -1,0 +1,211 @@
+package runtime_test
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+
+	"github.com/baton-rt/baton/runtime"
+	"pgregory.net/rapid"
+)
+
+// world plays the driver and the inbox stream for the property tests. It
+// keeps its own view of what is committed and published, and checks every
+// effect against the rules (see oracle_test.go).
+type world struct {
+	t         *rapid.T
+	broken    bool
+	cfg       runtime.Config
+	m         *runtime.Machine
+	runs      int
+	now       time.Time
+	booted    bool
+	stream    []runtime.Command
+	firstSeq  map[string]uint64 // first sequence of each command ID
+	fed       map[uint64]bool   // sequences fed to the current machine
+	cursor    int               // next stream index the consumer delivers
+	committed runtime.Snapshot
+	pending   *runtime.Commit
+	uncertain bool
+	step      *runtime.RunStep
+	cancelled bool
+	handoff   *runtime.Handoff
+	triggers  map[uint64]string // handoff triggers → skip reason reported
+	wantSkip  map[uint64]string // expected handoff.skipped reasons
+	published []runtime.Event
+	applied   map[string]int  // command ID → committed applications
+	steps     map[string]bool // committed step keys
+	aborted   map[string]bool // steps whose context was cancelled (this run)
+	ends      int
+}
+
+func newWorld(t *rapid.T, broken bool) *world {
+	w := &world{t: t, broken: broken, now: epoch, firstSeq: map[string]uint64{},
+		applied: map[string]int{}, steps: map[string]bool{}}
+	w.cfg = runtime.Config{SessionID: "s", Deployment: "A", EventKinds: []string{"x.custom"}}
+	if rapid.Bool().Draw(t, "timeout") {
+		w.cfg.Timeout = time.Hour
+	}
+	w.boot(runtime.BootNew)
+	return w
+}
+
+// boot starts a new owner run from the committed snapshot and recreates the
+// consumer at Applied.Next, as a driver does after a crash or handoff.
+func (w *world) boot(reason runtime.BootReason) {
+	w.runs++
+	w.cfg.RunID = "r" + strconv.Itoa(w.runs)
+	m, err := runtime.NewMachine(w.cfg, w.committed)
+	if err != nil {
+		w.t.Fatalf("NewMachine: %v", err)
+	}
+	if w.broken {
+		runtime.BreakAdmitOrder(m)
+	}
+	w.m, w.pending, w.uncertain, w.step, w.cancelled, w.handoff = m, nil, false, nil, false, nil
+	w.fed, w.triggers, w.wantSkip = map[uint64]bool{}, map[uint64]string{}, map[uint64]string{}
+	w.aborted = map[string]bool{}
+	w.cursor = 0
+	for w.cursor < len(w.stream) && w.stream[w.cursor].Seq < w.committed.Applied.Next {
+		w.cursor++
+	}
+	w.booted = true
+	w.handle(runtime.Boot{Now: w.now, Reason: reason})
+}
+
+// handle feeds one input and performs the effects like a driver.
+func (w *world) handle(in runtime.Input) []runtime.Effect {
+	effs, err := w.m.Handle(in)
+	if err != nil {
+		w.t.Fatalf("Handle(%T): %v", in, err)
+	}
+	for _, e := range effs {
+		w.perform(e)
+	}
+	return effs
+}
+
+func (w *world) perform(e runtime.Effect) {
+	switch e := e.(type) {
+	case runtime.Commit:
+		w.onCommit(e)
+	case runtime.Publish:
+		w.onPublish(e)
+	case runtime.RunStep:
+		w.onRunStep(e)
+	case runtime.CancelStep:
+		w.require(w.step != nil && !w.cancelled && e.TurnID == w.step.Input.TurnID, "CancelStep without its step")
+		w.cancelled = true
+	case runtime.Handoff:
+		w.require(w.handoff == nil && w.step == nil && w.pending == nil, "Handoff while busy")
+		w.handoff = &e
+	case runtime.ResolveCommit:
+		w.require(w.pending != nil, "ResolveCommit without commit")
+		w.uncertain = true
+	}
+}
+
+func (w *world) onCommit(c runtime.Commit) {
+	w.require(w.pending == nil && w.step == nil && w.handoff == nil, "commit while something is in flight")
+	w.pending = &c
+}
+
+// onPublish checks that only committed events are published, contiguously
+// and identically on every re-publication.
+func (w *world) onPublish(p runtime.Publish) {
+	for _, e := range p.Events {
+		w.require(e.Seq <= w.committed.EventSeq, "published an uncommitted event %d", e.Seq)
+		n := uint64(len(w.published))
+		switch {
+		case e.Seq <= n:
+			old := w.published[e.Seq-1]
+			w.require(old.Kind == e.Kind && bytes.Equal(old.Data, e.Data), "event %d changed on re-publish", e.Seq)
+		case e.Seq == n+1:
+			w.published = append(w.published, e)
+		default:
+			w.t.Fatalf("published event %d after %d: gap", e.Seq, n)
+		}
+	}
+}
+
+// onRunStep checks that a step runs alone, against committed state, and
+// that no committed step ever runs again.
+func (w *world) onRunStep(r runtime.RunStep) {
+	w.require(w.step == nil && w.pending == nil && w.handoff == nil, "step while something is in flight")
+	t := w.committed.Turn
+	w.require(t != nil && t.Open && !w.committed.Paused, "step without an open turn")
+	w.require(r.Input.TurnID == t.ID && r.Input.Step == t.Steps+1, "step %s is not the next step", r.Input.Key())
+	w.require(len(r.Input.Inputs) == len(t.Inputs), "step inputs differ from committed inputs")
+	w.require(!w.steps[r.Input.Key()], "committed step %s runs again", r.Input.Key())
+	w.step, w.cancelled = &r, false
+}
+
+func (w *world) require(ok bool, format string, args ...any) {
+	if !ok {
+		w.t.Helper()
+		w.t.Fatalf(format, args...)
+	}
+}
+
+// view is the machine's working state as the world knows it.
+func (w *world) view() runtime.Snapshot {
+	if w.pending != nil {
+		return w.pending.Snapshot
+	}
+	return w.committed
+}
+
+// dup reports whether the machine must drop c as already seen.
+func (w *world) dup(c runtime.Command) bool {
+	return w.fed[c.Seq] || w.committed.Applied.Has(c.Seq) || w.firstSeq[c.ID] != c.Seq
+}
+
+// queued counts fed commands the machine has not processed yet.
+func (w *world) queued() int {
+	n, v := 0, w.view()
+	for _, c := range w.stream {
+		if w.fed[c.Seq] && w.firstSeq[c.ID] == c.Seq && !v.Applied.Has(c.Seq) {
+			n++
+		}
+	}
+	return n
+}
+
+// idleReason is DESIGN.md §5's idle definition, written independently of
+// the machine: "" = idle, else the documented skip reason.
+func (w *world) idleReason() string {
+	v := w.view()
+	switch {
+	case v.Ended != "":
+		return runtime.SkipBusy
+	case v.Paused:
+		return runtime.SkipPaused
+	case v.Waits.Input != nil:
+		return runtime.SkipInput
+	case v.Waits.Auth != nil:
+		return runtime.SkipAuthorization
+	case len(v.Waits.Tasks) > 0:
+		return runtime.SkipTask
+	case w.queued() > 0:
+		return runtime.SkipQueued
+	case w.step != nil || w.pending != nil || w.handoff != nil || v.Turn != nil:
+		return runtime.SkipBusy
+	}
+	return ""
+}
+
+// target returns the deployment a command asks to move to, if any.
+func (w *world) target(c runtime.Command) string {
+	t := ""
+	switch {
+	case c.Rejected != "":
+	case c.Kind == runtime.KindDeliver:
+		t = c.Deployment
+	case c.Kind == runtime.KindMove:
+		t = c.Target
+	}
+	if t == w.cfg.Deployment {
+		return ""
+	}
+	return t
+}
