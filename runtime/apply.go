@@ -55,7 +55,7 @@ func (m *Machine) markApplied(c Command) {
 			"deploymentId": m.cfg.Deployment, "targetDeploymentId": target,
 		})
 	}
-	m.emit(EventCommandApplied, Fields{"commandId": c.ID, "seq": c.Seq})
+	m.emit(EventCommandApplied, Fields{"commandId": c.ID, "seq": c.Seq, "kind": c.Kind})
 	m.snap.Applied.add(c.Seq, c.ID, m.cfg.RecentIDs)
 	m.st.applied = append(m.st.applied, Ref{Seq: c.Seq, ID: c.ID})
 }
@@ -103,7 +103,7 @@ func (m *Machine) cancelTurn() {
 	m.cancelTurnWaits()
 	m.snap.Turn = nil
 	m.emit(EventTurnCancelled, Fields{"turnId": t.ID})
-	m.emit(EventSessionWaiting, nil)
+	m.emit(EventSessionWaiting, Fields{"reason": "message"})
 }
 
 func (m *Machine) cancelTurnWaits() {

@@ -104,7 +104,7 @@ func (m *Machine) outcome(t *Turn, r StepResult) {
 func (m *Machine) completeTurn(t *Turn) {
 	m.snap.Turn = nil
 	m.emit(EventTurnCompleted, Fields{"turnId": t.ID})
-	m.emit(EventSessionWaiting, nil)
+	m.emit(EventSessionWaiting, Fields{"reason": "message"})
 }
 
 func (m *Machine) waitInput(t *Turn, id, question string) {

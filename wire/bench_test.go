@@ -32,7 +32,7 @@ func benchDecode(b *testing.B, path string) {
 
 func BenchmarkDecodeEvent(b *testing.B) {
 	reg := DefaultEvents()
-	raw, err := EncodeEvent(reg, envelope(EventMessageOutput, MessageOutput{Turn: 1, Text: "hello there"}))
+	raw, err := EncodeEvent(reg, envelope(EventMessageOutput, MessageOutput{TurnID: "t1", Text: "hello there"}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,6 +52,12 @@ type Checkpoint struct {
 	Waits   Waits     `json:"waits,omitzero"`
 	Turn    TurnState `json:"turn,omitzero"`
 	Paused  bool      `json:"paused,omitempty"`
+
+	// Started is set by the first commit (session.started recorded); Ended
+	// names the end reason (done, expired, failed) once finalized.
+	Started bool   `json:"started,omitempty"`
+	Ended   string `json:"ended,omitempty" jsonschema:"enum=,enum=done,enum=expired,enum=failed"`
+	Writer  Writer `json:"writer,omitzero"`
 }
 
 // HistoryEntry is one entry of the private model history.
@@ -76,29 +82,80 @@ type Compaction struct {
 
 // Timer is an armed session timer.
 type Timer struct {
-	ID       string    `json:"id" jsonschema:"minLength=1"`
-	Deadline time.Time `json:"deadline"`
+	ID       string        `json:"id" jsonschema:"minLength=1"`
+	Deadline time.Time     `json:"deadline"`
+	Duration time.Duration `json:"durationNs,omitempty" jsonschema:"minimum=0"` // original configured timeout
 }
 
 // Waits lists what the session waits for: input request IDs, auth attempt
 // IDs and task IDs. A session with waits is not idle.
 type Waits struct {
-	Inputs       []string `json:"inputs,omitempty"`
-	AuthAttempts []string `json:"authAttempts,omitempty"`
-	Tasks        []string `json:"tasks,omitempty"`
+	Input *InputWait `json:"input,omitempty"`
+	Auth  *AuthWait  `json:"auth,omitempty"`
+	Tasks []TaskWait `json:"tasks,omitempty"`
+}
+
+// InputWait is a pending human-input request.
+type InputWait struct {
+	RequestID string `json:"requestId" jsonschema:"minLength=1"`
+	Question  string `json:"question,omitempty"`
+}
+
+// AuthWait is the current authorization attempt; a newer one replaces it.
+type AuthWait struct {
+	AttemptID string `json:"attemptId" jsonschema:"minLength=1"`
+}
+
+// TaskWait is a live background task.
+type TaskWait struct {
+	ID       string        `json:"id" jsonschema:"minLength=1"`
+	Duration time.Duration `json:"durationNs,omitempty" jsonschema:"minimum=0"`
 }
 
 // Empty reports whether nothing is awaited.
 func (w Waits) Empty() bool {
-	return len(w.Inputs) == 0 && len(w.AuthAttempts) == 0 && len(w.Tasks) == 0
+	return w.Input == nil && w.Auth == nil && len(w.Tasks) == 0
 }
 
 // TurnState is the turn accounting: Count turns started so far; while Open,
 // turn Count is running and Step steps of it have been committed (steering
 // is admitted at those boundaries).
 type TurnState struct {
-	Count     uint64 `json:"count,omitempty"`
-	Open      bool   `json:"open,omitempty"`
-	Step      uint64 `json:"step,omitempty"`
-	CommandID string `json:"commandId,omitempty"`
+	Count     uint64      `json:"count,omitempty"`
+	Live      bool        `json:"live,omitempty"` // a turn is open or parked
+	ID        string      `json:"id,omitempty"`
+	Caller    string      `json:"caller,omitempty"`
+	Open      bool        `json:"open,omitempty"`
+	Step      uint64      `json:"step,omitempty"`
+	CommandID string      `json:"commandId,omitempty"`
+	Inputs    []TurnInput `json:"inputs,omitempty"`
+}
+
+// TurnInput is a command admitted into the live turn but not yet seen by a
+// step (a steer that joined, an answer that reopened the turn): the owner's
+// decoded view of an inbox command, with its stream sequence.
+type TurnInput struct {
+	Seq        uint64          `json:"seq"`
+	ID         string          `json:"id" jsonschema:"minLength=1"`
+	Kind       string          `json:"kind" jsonschema:"minLength=1"`
+	Mode       string          `json:"mode,omitempty"`
+	Caller     string          `json:"caller,omitempty"`
+	Deployment string          `json:"deployment,omitempty"`
+	Text       string          `json:"text,omitempty"`
+	RequestID  string          `json:"requestId,omitempty"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	AttemptID  string          `json:"attemptId,omitempty"`
+	AuthResult string          `json:"authResult,omitempty"`
+	TaskID     string          `json:"taskId,omitempty"`
+	TaskError  string          `json:"taskError,omitempty"`
+	TimerID    string          `json:"timerId,omitempty"`
+	Target     string          `json:"target,omitempty"`
+	Rejected   string          `json:"rejected,omitempty"`
+}
+
+// Writer identifies the write that produced a checkpoint: the owner run and
+// its write counter, so an uncertain write can be settled by reading back.
+type Writer struct {
+	RunID string `json:"runId,omitempty"`
+	Write uint64 `json:"write,omitempty"`
 }

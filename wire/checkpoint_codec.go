@@ -211,7 +211,7 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 	c.Tokens = nilIfEmpty(slices.Clone(c.Tokens))
 	c.PendingAliases = nilIfEmpty(slices.Clone(c.PendingAliases))
 	if c.Timer != nil {
-		t := Timer{ID: c.Timer.ID, Deadline: c.Timer.Deadline.UTC()}
+		t := Timer{ID: c.Timer.ID, Deadline: c.Timer.Deadline.UTC(), Duration: c.Timer.Duration}
 		c.Timer = &t
 	}
 	c.Applied = Applied{Low: c.Applied.low(), Above: nilIfEmpty(slices.Clone(c.Applied.Above)), IDs: nilIfEmpty(slices.Clone(c.Applied.IDs))}
@@ -219,10 +219,10 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 	for i := range c.Outbox {
 		c.Outbox[i] = normalizeEvent(c.Outbox[i])
 	}
-	c.Waits = Waits{
-		Inputs:       nilIfEmpty(slices.Clone(c.Waits.Inputs)),
-		AuthAttempts: nilIfEmpty(slices.Clone(c.Waits.AuthAttempts)),
-		Tasks:        nilIfEmpty(slices.Clone(c.Waits.Tasks)),
+	c.Waits.Tasks = nilIfEmpty(slices.Clone(c.Waits.Tasks))
+	c.Turn.Inputs = nilIfEmpty(slices.Clone(c.Turn.Inputs))
+	for i := range c.Turn.Inputs {
+		c.Turn.Inputs[i].Value = compactRaw(c.Turn.Inputs[i].Value)
 	}
 	return c
 }

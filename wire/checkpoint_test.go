@@ -13,7 +13,7 @@ import (
 func fullCheckpoint() Checkpoint {
 	e1 := envelope(EventCommandApplied, CommandApplied{CommandID: "c1", Seq: 40, Kind: "deliver"})
 	e1.SessionID, e1.Seq = "sess-1", 11
-	e2 := envelope(EventTurnCompleted, TurnCompleted{Turn: 3})
+	e2 := envelope(EventTurnCompleted, TurnCompleted{TurnID: "t3"})
 	e2.SessionID, e2.Seq = "sess-1", 12
 	return Checkpoint{
 		SessionID:    "sess-1",
@@ -29,7 +29,7 @@ func fullCheckpoint() Checkpoint {
 		Timer:        &Timer{ID: "timer-1", Deadline: time.Date(2026, 3, 2, 12, 0, 0, 0, time.FixedZone("x", 7200))},
 		Applied:      Applied{Low: 41, Above: []uint64{45}, IDs: []string{"c0", "c1"}},
 		Outbox:       []Event{e1, e2},
-		Waits:        Waits{Inputs: []string{"r1"}},
+		Waits:        Waits{Input: &InputWait{RequestID: "r1"}},
 		Turn:         TurnState{Count: 3},
 	}
 }

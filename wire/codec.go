@@ -32,13 +32,46 @@ func Encode(target Capability, c Command) ([]byte, error) {
 
 // Decode is the only consumer-side interpretation of an inbox payload. It
 // runs the migration chain of the default registry to the current version,
-// validates the result against the current schema and rules, and returns
+// validates the result against the current shape and rules, and returns
 // the normalized command. An unknown newer version, an unknown kind or an
 // invalid value is a *Error (errors.Is with ErrUnknownVersion,
 // ErrUnknownKind, ErrInvalid, ErrTooLarge).
+//
+// A current-version document takes the typed fast path (fast.go): strict
+// decode into Command plus the Go rules, which are held to the frozen
+// schema by tests. A version-0 document is lifted through the migration
+// chain and its result takes the same typed path. Whatever the typed path
+// does not accept is decided by the reference path, which also produces the
+// typed error.
 func Decode(b []byte) (Command, error) {
 	if len(b) > MaxCommandBytes {
 		return Command{}, reject(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
+	}
+	if c, v := decodeFast(b); v == accepted {
+		return debugCheckDecoded(c, b)
+	}
+	return decodeLifted(b, true)
+}
+
+// decodeReference is Decode without the typed fast path: generic parse,
+// migration chain, the compiled schema, strict decode and the Go rules.
+// It is the reference the fast path is tested against (equivalence_test.go)
+// and decides whatever the fast path does not accept.
+func decodeReference(b []byte) (Command, error) {
+	if len(b) > MaxCommandBytes {
+		return Command{}, reject(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
+	}
+	return decodeLifted(b, false)
+}
+
+// decodeLifted parses b generically and lifts it to the current version.
+// With fast set, a migrated document is decided by the typed path when it
+// accepts it; the reference checks decide everything else.
+func decodeLifted(b []byte, fast bool) (Command, error) {
+	if fast {
+		if c, raw, ok := decodeMigrated(b); ok {
+			return debugCheckDecoded(c, raw)
+		}
 	}
 	doc, err := parseObject(b)
 	if err != nil {
@@ -53,6 +86,27 @@ func Decode(b []byte) (Command, error) {
 		return Command{}, annotate(err, cur, from)
 	}
 	return c, nil
+}
+
+// decodeMigrated is the typed path of an older document: lifted through
+// the migration chain in its generic form, re-encoded and read by
+// decodeFast. It reports ok only when all of that accepts; the reference
+// path decides the rest.
+func decodeMigrated(b []byte) (Command, []byte, bool) {
+	doc, ok := parseGenericObject(b)
+	if !ok {
+		return Command{}, nil, false
+	}
+	cur, from, err := defaultRegistry.lift(doc)
+	if err != nil || from == CurrentVersion {
+		return Command{}, nil, false
+	}
+	raw, ok := appendGeneric(make([]byte, 0, len(b)+64), cur)
+	if !ok {
+		return Command{}, nil, false
+	}
+	c, v := decodeFast(raw)
+	return c, raw, v == accepted
 }
 
 // decodeCurrent turns a document at the current version into a Command.

@@ -7,17 +7,23 @@
 //
 // [Command] is the one declared shape of the current wire version
 // ([CurrentVersion]). Its JSON Schema is generated from the Go types
-// (invopop/jsonschema) and frozen in testdata/schema_v1.json; runtime
-// validation compiles the same generated schema (santhosh-tekuri/jsonschema)
-// and adds the rules a schema cannot state ([Command] validation).
+// (invopop/jsonschema) and frozen in testdata/schema_v1.json: it is the
+// declared contract. Runtime validation is Go code held to that schema by
+// tests (equivalence_test.go): a typed decoder that states what the schema
+// says about the JSON text (fast.go) and Go rules that state the rest, plus
+// what a schema cannot say (validate.go). The compiled schema
+// (santhosh-tekuri/jsonschema) remains the reference path: it decides only
+// what the typed path does not accept, and words the errors.
 //
 //   - [Encode] encodes for the consumer's stamped [Capability] and validates
 //     the complete value once before it leaves: producer drift dies at the
 //     producer.
-//   - [Decode] runs the explicit migration chain of the [Registry] (0→1 today)
-//     to the current version, then validates. An unknown newer version, an
-//     unknown kind or an invalid value is a typed [*Error]; a versioned
-//     payload never falls through to a legacy interpretation.
+//   - [Decode] reads a current-version payload straight into [Command] and
+//     validates it; an older payload runs the explicit migration chain of
+//     the [Registry] (0→1 today) to the current version first. An unknown
+//     newer version, an unknown kind or an invalid value is a typed
+//     [*Error]; a versioned payload never falls through to a legacy
+//     interpretation.
 //   - Version 0 is the unversioned era (a legacy deliver envelope and a raw
 //     send); Baton never produces it and decodes it only through the pure
 //     migration in v0_migration.go.
@@ -28,7 +34,8 @@
 // maps each kind to a Go type, a schema generated from it and a validation
 // function; built-ins come from [DefaultEvents] and agent code adds its own
 // with [RegisterEvent] at start-up. [EncodeEvent] (append) and [DecodeEvent]
-// (reload) validate at the durable boundary only. With a nil registry (the
+// (reload) validate at the durable boundary only, on the same typed path as
+// commands (event_fast.go). With a nil registry (the
 // ingress) the envelope is validated and an unknown kind's data passes
 // through unchanged; with a registry an unknown kind is reported
 // ([ErrUnknownKind]) together with the event, never dropped.

@@ -88,7 +88,43 @@ func EncodeEvent(reg *EventRegistry, e Event) ([]byte, error) {
 // version of a known kind) returns the event together with an *EventError
 // wrapping ErrUnknownKind (ErrUnknownVersion), so the caller can report it
 // and still forward it; any other error returns no event.
+//
+// Validation runs on the typed path (event_fast.go): the Go rules, held to
+// the frozen schemas by tests. What it does not accept is decided by the
+// reference path, which also produces the typed error.
 func DecodeEvent(reg *EventRegistry, b []byte) (Event, error) {
+	if len(b) > MaxEventBytes {
+		return Event{}, &EventError{Err: ErrTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(b), MaxEventBytes)}
+	}
+	e, v := decodeEventFast(b)
+	if v != accepted {
+		return decodeEventReference(reg, b)
+	}
+	if debugSchema {
+		if err := debugCheck(eventEnvelope(), b); err != nil {
+			return Event{}, e.fail(ErrInvalid, "schema (debug check): %v", err)
+		}
+	}
+	if reg == nil {
+		return e, nil
+	}
+	v, err := reg.checkFast(&e)
+	switch {
+	case errors.Is(err, ErrUnknownKind) || errors.Is(err, ErrUnknownVersion):
+		return e, err // reported, never dropped: the envelope is valid
+	case err != nil:
+		return Event{}, err
+	case v != accepted:
+		return decodeEventReference(reg, b)
+	}
+	return e, nil
+}
+
+// decodeEventReference is DecodeEvent without the typed path: generic
+// parse, the compiled envelope and data schemas, strict decode and the Go
+// rules. It is the reference the typed path is tested against
+// (equivalence_test.go) and decides whatever the typed path does not accept.
+func decodeEventReference(reg *EventRegistry, b []byte) (Event, error) {
 	if len(b) > MaxEventBytes {
 		return Event{}, &EventError{Err: ErrTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(b), MaxEventBytes)}
 	}
@@ -138,6 +174,21 @@ func decodeEnvelope(doc map[string]any, b []byte) (Event, error) {
 }
 
 func (e *Event) validateEnvelope() error {
+	switch {
+	case len(e.SessionID) > 128 || !idChars(e.SessionID):
+		return e.fail(ErrInvalid, "sessionId %q must match [A-Za-z0-9_-]{1,128}", e.SessionID)
+	case e.Seq < 1:
+		return e.fail(ErrInvalid, "seq must be positive")
+	case e.V < 1:
+		return e.fail(ErrInvalid, "v must be positive")
+	case len(e.Kind) > 64 || !validEventKind(e.Kind):
+		return e.fail(ErrInvalid, "kind %q must match %s (at most 64 bytes)", e.Kind, eventKindPattern)
+	case !isObject(e.Data):
+		return e.fail(ErrInvalid, "data must be a JSON object")
+	}
+	if err := runeLen("ownerRunId", e.OwnerRunID, 128); err != nil {
+		return e.fail(ErrInvalid, "%v", err)
+	}
 	if err := validDeployment(e.DeploymentID); err != nil {
 		return e.fail(ErrInvalid, "deploymentId: %v", err)
 	}

@@ -23,6 +23,13 @@ type eventSpec struct {
 	typ      reflect.Type
 	contract *contract
 	check    func(json.RawMessage) error
+	// shape is set when the Go side states everything the kind's schema
+	// does: a built-in kind (its validate function covers the schema's
+	// constraints; equivalence_test.go holds it to that), or a data type
+	// without jsonschema tags or schema methods, whose generated schema is
+	// its shape alone. Its data is then checked without the schema.
+	shape  *shape
+	decode func(json.RawMessage) error // check, after shape: plain Unmarshal
 }
 
 // NewEventRegistry returns an empty registry (no built-ins); the zero value
@@ -53,7 +60,18 @@ func DefaultEvents() *EventRegistry {
 // struct: its JSON Schema is generated from T, and data is accepted only if
 // it matches the schema, decodes into T without unknown fields and passes
 // validate (which may be nil).
+//
+// The schema is the declared contract. At runtime a data type whose schema
+// states only its shape (no jsonschema tags, no schema methods) is checked
+// by the typed decoder alone; any other type is also checked against the
+// compiled schema, since validate need not state the tags' constraints.
 func RegisterEvent[T any](r *EventRegistry, kind string, validate func(T) error) error {
+	return registerEvent(r, kind, validate, false)
+}
+
+// registerEvent is RegisterEvent; complete declares that validate states
+// every constraint of T's schema beyond its shape (the built-ins).
+func registerEvent[T any](r *EventRegistry, kind string, validate func(T) error, complete bool) error {
 	typ := reflect.TypeFor[T]()
 	if !eventKindRE.MatchString(kind) || len(kind) > 64 {
 		return fmt.Errorf("%w: event kind %q must match %s (at most 64 bytes)", ErrRegistry, kind, eventKindRE)
@@ -75,6 +93,19 @@ func RegisterEvent[T any](r *EventRegistry, kind string, validate func(T) error)
 		}
 		return validate(v)
 	}}
+	if sh, plain, ok := shapeOf(typ); ok && (plain || complete) {
+		spec.shape = sh
+		spec.decode = func(raw json.RawMessage) error {
+			var v T
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
+			}
+			if validate == nil {
+				return nil
+			}
+			return validate(v)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.kinds == nil {
@@ -123,16 +154,26 @@ func (r *EventRegistry) spec(kind string) *eventSpec {
 	return r.kinds[kind]
 }
 
-// check validates e's data (data is its parsed form) against its kind.
-func (r *EventRegistry) check(e Event, data any) error {
+// lookup finds e's kind and checks its data version.
+func (r *EventRegistry) lookup(e *Event) (*eventSpec, error) {
 	s := r.spec(e.Kind)
 	switch {
 	case s == nil:
-		return e.fail(ErrUnknownKind, "kind is not registered")
+		return nil, e.fail(ErrUnknownKind, "kind is not registered")
 	case e.V > s.v:
-		return e.fail(ErrUnknownVersion, "newest known data version is %d", s.v)
+		return nil, e.fail(ErrUnknownVersion, "newest known data version is %d", s.v)
 	case e.V != s.v:
-		return e.fail(ErrInvalid, "data version %d, want %d", e.V, s.v)
+		return nil, e.fail(ErrInvalid, "data version %d, want %d", e.V, s.v)
+	}
+	return s, nil
+}
+
+// check validates e's data (data is its parsed form) against its kind: the
+// reference check, with the compiled schema.
+func (r *EventRegistry) check(e Event, data any) error {
+	s, err := r.lookup(&e)
+	if err != nil {
+		return err
 	}
 	if err := s.contract.check(data); err != nil {
 		return e.fail(ErrInvalid, "data: %v", err)
@@ -141,4 +182,33 @@ func (r *EventRegistry) check(e Event, data any) error {
 		return e.fail(ErrInvalid, "data: %v", err)
 	}
 	return nil
+}
+
+// checkFast validates e's data on the typed path. It returns the lookup
+// error (unknown kind or version), or the verdict on the data: a kind
+// without a shape is checked against the compiled schema here.
+func (r *EventRegistry) checkFast(e *Event) (verdict, error) {
+	s, err := r.lookup(e)
+	if err != nil {
+		return rejected, err
+	}
+	if s.shape == nil {
+		doc, err := parseDoc(e.Data)
+		if err != nil || s.contract.check(doc) != nil || s.check(e.Data) != nil {
+			return rejected, nil
+		}
+		return accepted, nil
+	}
+	if v := s.shape.checkData(e.Data); v != accepted {
+		return v, nil
+	}
+	if s.decode(e.Data) != nil {
+		return rejected, nil
+	}
+	if debugSchema {
+		if err := debugCheck(s.contract, e.Data); err != nil {
+			return rejected, e.fail(ErrInvalid, "data schema (debug check): %v", err)
+		}
+	}
+	return accepted, nil
 }

@@ -29,26 +29,26 @@ var ref = NewBlobRef([]byte("long answer"))
 
 // One valid value of every built-in kind.
 var builtinSamples = map[string]any{
-	EventSessionStarted:   SessionStarted{Tokens: []string{"sess-1", "C123.456"}},
+	EventSessionStarted:   SessionStarted{SessionID: "sess-1", DeploymentID: "dep-1", Tokens: []string{"sess-1", "C123.456"}},
 	EventCommandApplied:   CommandApplied{CommandID: "c1", Seq: 42, Kind: "deliver"},
-	EventTurnStarted:      TurnStarted{Turn: 1, CommandID: "c1"},
-	EventTurnStep:         TurnStep{Turn: 1, Step: 2},
-	EventMessageOutput:    MessageOutput{Turn: 1, Text: "hello"},
+	EventTurnStarted:      TurnStarted{TurnID: "t1", CommandID: "c1"},
+	EventTurnStep:         TurnStep{TurnID: "t1", Step: 2},
+	EventMessageOutput:    MessageOutput{TurnID: "t1", Text: "hello"},
 	EventInputRequested:   InputRequested{RequestID: "r1", Question: "Which city?"},
 	EventAuthRequested:    AuthRequested{AttemptID: "a1", Provider: "google"},
 	EventTaskStarted:      TaskStarted{TaskID: "t1", Name: "crawl"},
 	EventTaskCompleted:    TaskCompleted{TaskID: "t1"},
-	EventTurnCompleted:    TurnCompleted{Turn: 1},
-	EventTurnCancelled:    TurnCancelled{Turn: 1, CommandID: "c2"},
+	EventTurnCompleted:    TurnCompleted{TurnID: "t1"},
+	EventTurnCancelled:    TurnCancelled{TurnID: "t1", CommandID: "c2"},
 	EventSessionWaiting:   SessionWaiting{Reason: WaitMessage},
 	EventSessionPaused:    SessionPaused{CommandID: "c3"},
 	EventSessionResumed:   SessionResumed{},
 	EventHandoffStarted:   HandoffStarted{HandoffID: "h1", TargetDeploymentID: "dep-2", Trigger: CommandRef{CommandID: "c4", Seq: 50}},
-	EventHandoffSkipped:   HandoffSkipped{Reason: SkipBusy, TargetDeploymentID: "dep-2", Trigger: CommandRef{CommandID: "c4", Seq: 50}},
+	EventHandoffSkipped:   HandoffSkipped{Reason: SkipBusy, CommandID: "c4", Seq: 50, DeploymentID: "dep-1", TargetDeploymentID: "dep-2"},
 	EventHandoffCompleted: HandoffCompleted{HandoffID: "h1", FromDeploymentID: "dep-1", ToDeploymentID: "dep-2", Epoch: 3},
 	EventHandoffFailed:    HandoffFailed{HandoffID: "h1", TargetDeploymentID: "dep-2", Reason: "no responders"},
-	EventWaitCancelled:    WaitCancelled{Wait: WaitInput, ID: "r1", Reason: "forced move"},
-	EventStepInterrupted:  StepInterrupted{Turn: 1, Step: 3, Reason: "cancel"},
+	EventWaitCancelled:    WaitCancelled{Wait: WaitInput, RequestID: "r1", Reason: "forced move"},
+	EventStepInterrupted:  StepInterrupted{TurnID: "t1", Step: 3, Reason: "cancel"},
 	EventWireRejected:     WireRejected{Seq: 9, Reason: "wire: unknown version", Version: 2, CommandID: "c9"},
 	EventSessionEnded:     SessionEnded{Reason: EndDone},
 	EventErrorKind:        ErrorData{Message: "model unavailable", Code: "upstream"},
@@ -95,7 +95,7 @@ func TestBuiltinEnumerations(t *testing.T) {
 		events = append(events, envelope(EventSessionEnded, SessionEnded{Reason: r}))
 	}
 	for _, r := range []string{SkipBusy, SkipQueued, SkipInput, SkipAuthorization, SkipTask, SkipPaused} {
-		events = append(events, envelope(EventHandoffSkipped, HandoffSkipped{Reason: r, TargetDeploymentID: "d2", Trigger: CommandRef{"c", 1}}))
+		events = append(events, envelope(EventHandoffSkipped, HandoffSkipped{Reason: r, CommandID: "c", Seq: 1, DeploymentID: "d1", TargetDeploymentID: "d2"}))
 	}
 	for _, r := range []string{WaitMessage, WaitInput, WaitAuthorization, WaitTask} {
 		events = append(events, envelope(EventSessionWaiting, SessionWaiting{Reason: r}))
@@ -109,8 +109,10 @@ func TestBuiltinEnumerations(t *testing.T) {
 
 // A malformed-but-JSON event is caught at the boundary by a reader with the
 // registry, with a typed error; a reader without it passes the data through.
-func TestMalformedEventData(t *testing.T) {
-	tests := []struct{ kind, data string }{
+// malformedEventData are data a registry-aware reader rejects (also part of
+// the corpus of TestEventSchemaAgreement).
+var malformedEventData = func() []struct{ kind, data string } {
+	return []struct{ kind, data string }{
 		{EventCommandApplied, `{"commandId":"c","seq":"3","kind":"deliver"}`},
 		{EventCommandApplied, `{"commandId":"c","kind":"deliver"}`},
 		{EventCommandApplied, `{"commandId":"c","seq":0,"kind":"deliver"}`},
@@ -118,12 +120,16 @@ func TestMalformedEventData(t *testing.T) {
 		{EventCommandApplied, `{"CommandID":"c","seq":3,"kind":"deliver"}`},
 		{EventCommandApplied, `{"commandId":null,"seq":3,"kind":"deliver"}`},
 		{EventSessionEnded, `{"reason":"bored"}`},
-		{EventHandoffSkipped, `{"reason":"busy","targetDeploymentId":"latest","trigger":{"commandId":"c","seq":1}}`},
+		{EventHandoffSkipped, `{"reason":"busy","commandId":"c","seq":1,"deploymentId":"d1","targetDeploymentId":"latest"}`},
 		{EventMessageOutput, `{"text":"a","ref":{"digest":"` + ref.Digest + `","size":11}}`},
-		{EventMessageOutput, `{"turn":1}`},
+		{EventMessageOutput, `{"turnId":"t1"}`},
 		{EventMessageOutput, `{"ref":{"digest":"sha256:xyz","size":1}}`},
-		{EventTurnStep, `{"turn":1,"step":-1}`},
+		{EventTurnStep, `{"turnId":"t1","step":-1}`},
 	}
+}()
+
+func TestMalformedEventData(t *testing.T) {
+	tests := malformedEventData
 	reg := DefaultEvents()
 	for _, tt := range tests {
 		raw := rawEvent(tt.kind, tt.data)
@@ -138,9 +144,15 @@ func TestMalformedEventData(t *testing.T) {
 	}
 }
 
-func TestEnvelopeRejects(t *testing.T) {
-	ok := string(rawEvent("turn.completed", `{"turn":1}`))
-	tests := []struct {
+// envelopeRejectCases are events DecodeEvent rejects (also part of the
+// corpus of TestEventSchemaAgreement).
+var envelopeRejectCases = func() []struct {
+	name string
+	in   string
+	want error
+} {
+	ok := string(rawEvent("turn.completed", `{"turnId":"t1"}`))
+	return []struct {
 		name string
 		in   string
 		want error
@@ -152,13 +164,17 @@ func TestEnvelopeRejects(t *testing.T) {
 		{"zero time", strings.Replace(ok, `2026-02-03T04:05:06Z`, `0001-01-01T00:00:00Z`, 1), ErrInvalid},
 		{"bad kind", strings.Replace(ok, `"turn.completed"`, `"Turn Completed"`, 1), ErrInvalid},
 		{"v zero", strings.Replace(ok, `"v":1`, `"v":0`, 1), ErrInvalid},
-		{"data array", strings.Replace(ok, `{"turn":1}`, `[1]`, 1), ErrInvalid},
-		{"data missing", strings.Replace(ok, `,"data":{"turn":1}`, ``, 1), ErrInvalid},
+		{"data array", strings.Replace(ok, `{"turnId":"t1"}`, `[1]`, 1), ErrInvalid},
+		{"data missing", strings.Replace(ok, `,"data":{"turnId":"t1"}`, ``, 1), ErrInvalid},
 		{"unknown field", strings.Replace(ok, `"v":1`, `"v":1,"x":1`, 1), ErrInvalid},
-		{"data too large", strings.Replace(ok, `{"turn":1}`, `{"t":"`+strings.Repeat("x", MaxEventDataBytes)+`"}`, 1), ErrTooLarge},
-		{"event too large", strings.Replace(ok, `{"turn":1}`, `{"t":"`+strings.Repeat("x", MaxEventBytes)+`"}`, 1), ErrTooLarge},
+		{"data too large", strings.Replace(ok, `{"turnId":"t1"}`, `{"t":"`+strings.Repeat("x", MaxEventDataBytes)+`"}`, 1), ErrTooLarge},
+		{"event too large", strings.Replace(ok, `{"turnId":"t1"}`, `{"t":"`+strings.Repeat("x", MaxEventBytes)+`"}`, 1), ErrTooLarge},
 		{"not json", `{`, ErrInvalid},
 	}
+}()
+
+func TestEnvelopeRejects(t *testing.T) {
+	tests := envelopeRejectCases
 	for _, tt := range tests {
 		for _, reg := range []*EventRegistry{nil, DefaultEvents()} {
 			_, err := DecodeEvent(reg, []byte(tt.in))
@@ -260,7 +276,7 @@ func TestNewEventNilData(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	reg := DefaultEvents()
 	cmd := readFile(t, "testdata/v1/deliver.json")
-	ev, err := EncodeEvent(reg, envelope(EventTurnStarted, TurnStarted{Turn: 1}))
+	ev, err := EncodeEvent(reg, envelope(EventTurnStarted, TurnStarted{TurnID: "t1"}))
 	if err != nil {
 		t.Fatal(err)
 	}

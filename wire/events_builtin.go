@@ -61,8 +61,10 @@ type CommandRef struct {
 
 // SessionStarted: a session was created with its initial addresses (raw).
 type SessionStarted struct {
-	Tokens []string `json:"tokens" jsonschema:"minItems=1"`
-	Caller string   `json:"caller,omitempty"`
+	SessionID    string   `json:"sessionId" jsonschema:"minLength=1"`
+	DeploymentID string   `json:"deploymentId" jsonschema:"minLength=1"`
+	Tokens       []string `json:"tokens,omitempty"`
+	Caller       string   `json:"caller,omitempty"`
 }
 
 // CommandApplied is emitted once for every applied command, so exactly-once
@@ -73,24 +75,25 @@ type CommandApplied struct {
 	Kind      string `json:"kind" jsonschema:"minLength=1"`
 }
 
-// TurnStarted: turn number Turn started, triggered by CommandID if any.
+// TurnStarted: turn TurnID started (for Caller), triggered by CommandID if any.
 type TurnStarted struct {
-	Turn      uint64 `json:"turn" jsonschema:"minimum=1"`
+	TurnID    string `json:"turnId" jsonschema:"minLength=1"`
+	Caller    string `json:"caller,omitempty"`
 	CommandID string `json:"commandId,omitempty"`
 }
 
 // TurnStep: a step of a turn was committed.
 type TurnStep struct {
-	Turn uint64 `json:"turn" jsonschema:"minimum=1"`
-	Step uint64 `json:"step" jsonschema:"minimum=1"`
+	TurnID string `json:"turnId" jsonschema:"minLength=1"`
+	Step   uint64 `json:"step" jsonschema:"minimum=1"`
 }
 
 // MessageOutput is agent output: inline Text, or Ref to content stored out
 // of line when it exceeds MaxEventDataBytes.
 type MessageOutput struct {
-	Turn uint64   `json:"turn,omitempty"`
-	Text string   `json:"text,omitempty"`
-	Ref  *BlobRef `json:"ref,omitempty"`
+	TurnID string   `json:"turnId,omitempty"`
+	Text   string   `json:"text,omitempty"`
+	Ref    *BlobRef `json:"ref,omitempty"`
 }
 
 // InputRequested: the agent waits for an input.response to RequestID.
@@ -119,14 +122,14 @@ type TaskCompleted struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// TurnCompleted: turn number Turn settled.
+// TurnCompleted: turn TurnID settled.
 type TurnCompleted struct {
-	Turn uint64 `json:"turn" jsonschema:"minimum=1"`
+	TurnID string `json:"turnId" jsonschema:"minLength=1"`
 }
 
-// TurnCancelled: turn number Turn was cancelled (by CommandID if any).
+// TurnCancelled: turn TurnID was cancelled (by CommandID if any).
 type TurnCancelled struct {
-	Turn      uint64 `json:"turn" jsonschema:"minimum=1"`
+	TurnID    string `json:"turnId" jsonschema:"minLength=1"`
 	CommandID string `json:"commandId,omitempty"`
 }
 
@@ -155,9 +158,11 @@ type HandoffStarted struct {
 
 // HandoffSkipped: a delivery from another deployment did not hand off.
 type HandoffSkipped struct {
-	Reason             string     `json:"reason" jsonschema:"enum=busy,enum=queued,enum=input,enum=authorization,enum=task,enum=paused"`
-	TargetDeploymentID string     `json:"targetDeploymentId"`
-	Trigger            CommandRef `json:"trigger"`
+	Reason             string `json:"reason" jsonschema:"enum=busy,enum=queued,enum=input,enum=authorization,enum=task,enum=paused"`
+	CommandID          string `json:"commandId" jsonschema:"minLength=1"`
+	Seq                uint64 `json:"seq" jsonschema:"minimum=1"`
+	DeploymentID       string `json:"deploymentId"`
+	TargetDeploymentID string `json:"targetDeploymentId"`
 }
 
 // HandoffCompleted: the successor activated (Epoch is its fencing epoch).
@@ -177,23 +182,25 @@ type HandoffFailed struct {
 
 // WaitCancelled: a pending wait (input, authorization, task) was cancelled.
 type WaitCancelled struct {
-	Wait   string `json:"wait" jsonschema:"enum=input,enum=authorization,enum=task"`
-	ID     string `json:"id" jsonschema:"minLength=1"`
-	Reason string `json:"reason,omitempty"`
+	Wait      string `json:"wait" jsonschema:"enum=input,enum=authorization,enum=task"`
+	RequestID string `json:"requestId,omitempty"`
+	AttemptID string `json:"attemptId,omitempty"`
+	TaskID    string `json:"taskId,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // StepInterrupted: an uncommitted step was abandoned (cancel, crash, fence).
 type StepInterrupted struct {
-	Turn   uint64 `json:"turn" jsonschema:"minimum=1"`
+	TurnID string `json:"turnId" jsonschema:"minLength=1"`
 	Step   uint64 `json:"step" jsonschema:"minimum=1"`
-	Reason string `json:"reason" jsonschema:"minLength=1"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // WireRejected: the inbox command at Seq could not be decoded (wire.Error).
 type WireRejected struct {
 	Seq       uint64 `json:"seq" jsonschema:"minimum=1"`
 	Reason    string `json:"reason" jsonschema:"minLength=1"`
-	Version   int    `json:"version" jsonschema:"minimum=0"`
+	Version   int    `json:"version,omitempty" jsonschema:"minimum=0"`
 	CommandID string `json:"commandId,omitempty"`
 	Kind      string `json:"kind,omitempty"`
 }
@@ -207,54 +214,67 @@ type SessionEnded struct {
 type ErrorData struct {
 	Message string `json:"message" jsonschema:"minLength=1"`
 	Code    string `json:"code,omitempty"`
+	TurnID  string `json:"turnId,omitempty"`
+	Step    uint64 `json:"step,omitempty"`
 }
 
 // registerBuiltins adds every built-in kind to r.
 func registerBuiltins(r *EventRegistry) error {
 	return errors.Join(
-		RegisterEvent(r, EventSessionStarted, func(d SessionStarted) error { return nonEmpty("tokens", d.Tokens...) }),
-		RegisterEvent(r, EventCommandApplied, func(d CommandApplied) error {
+		registerBuiltin(r, EventSessionStarted, func(d SessionStarted) error {
+			return all(nonEmpty("sessionId", d.SessionID), nonEmpty("deploymentId", d.DeploymentID))
+		}),
+		registerBuiltin(r, EventCommandApplied, func(d CommandApplied) error {
 			return all(nonEmpty("commandId", d.CommandID), positive("seq", d.Seq), nonEmpty("kind", d.Kind))
 		}),
-		RegisterEvent(r, EventTurnStarted, func(d TurnStarted) error { return positive("turn", d.Turn) }),
-		RegisterEvent(r, EventTurnStep, func(d TurnStep) error { return all(positive("turn", d.Turn), positive("step", d.Step)) }),
-		RegisterEvent(r, EventMessageOutput, validateMessageOutput),
-		RegisterEvent(r, EventInputRequested, func(d InputRequested) error { return nonEmpty("requestId", d.RequestID) }),
-		RegisterEvent(r, EventAuthRequested, func(d AuthRequested) error { return nonEmpty("attemptId", d.AttemptID) }),
-		RegisterEvent(r, EventTaskStarted, func(d TaskStarted) error { return nonEmpty("taskId", d.TaskID) }),
-		RegisterEvent(r, EventTaskCompleted, func(d TaskCompleted) error { return nonEmpty("taskId", d.TaskID) }),
-		RegisterEvent(r, EventTurnCompleted, func(d TurnCompleted) error { return positive("turn", d.Turn) }),
-		RegisterEvent(r, EventTurnCancelled, func(d TurnCancelled) error { return positive("turn", d.Turn) }),
-		RegisterEvent(r, EventSessionWaiting, func(d SessionWaiting) error {
+		registerBuiltin(r, EventTurnStarted, func(d TurnStarted) error { return nonEmpty("turnId", d.TurnID) }),
+		registerBuiltin(r, EventTurnStep, func(d TurnStep) error { return all(nonEmpty("turnId", d.TurnID), positive("step", d.Step)) }),
+		registerBuiltin(r, EventMessageOutput, validateMessageOutput),
+		registerBuiltin(r, EventInputRequested, func(d InputRequested) error { return nonEmpty("requestId", d.RequestID) }),
+		registerBuiltin(r, EventAuthRequested, func(d AuthRequested) error { return nonEmpty("attemptId", d.AttemptID) }),
+		registerBuiltin(r, EventTaskStarted, func(d TaskStarted) error { return nonEmpty("taskId", d.TaskID) }),
+		registerBuiltin(r, EventTaskCompleted, func(d TaskCompleted) error { return nonEmpty("taskId", d.TaskID) }),
+		registerBuiltin(r, EventTurnCompleted, func(d TurnCompleted) error { return nonEmpty("turnId", d.TurnID) }),
+		registerBuiltin(r, EventTurnCancelled, func(d TurnCancelled) error { return nonEmpty("turnId", d.TurnID) }),
+		registerBuiltin(r, EventSessionWaiting, func(d SessionWaiting) error {
 			return oneOf("reason", d.Reason, WaitMessage, WaitInput, WaitAuthorization, WaitTask)
 		}),
-		RegisterEvent[SessionPaused](r, EventSessionPaused, nil),
-		RegisterEvent[SessionResumed](r, EventSessionResumed, nil),
-		RegisterEvent(r, EventHandoffStarted, func(d HandoffStarted) error {
+		registerBuiltin[SessionPaused](r, EventSessionPaused, nil),
+		registerBuiltin[SessionResumed](r, EventSessionResumed, nil),
+		registerBuiltin(r, EventHandoffStarted, func(d HandoffStarted) error {
 			return all(nonEmpty("handoffId", d.HandoffID), validDeployment(d.TargetDeploymentID), d.Trigger.validate())
 		}),
-		RegisterEvent(r, EventHandoffSkipped, validateHandoffSkipped),
-		RegisterEvent(r, EventHandoffCompleted, func(d HandoffCompleted) error {
+		registerBuiltin(r, EventHandoffSkipped, validateHandoffSkipped),
+		registerBuiltin(r, EventHandoffCompleted, func(d HandoffCompleted) error {
 			return all(nonEmpty("handoffId", d.HandoffID), validDeployment(d.FromDeploymentID),
 				validDeployment(d.ToDeploymentID), positive("epoch", d.Epoch))
 		}),
-		RegisterEvent(r, EventHandoffFailed, func(d HandoffFailed) error {
+		registerBuiltin(r, EventHandoffFailed, func(d HandoffFailed) error {
 			return all(nonEmpty("handoffId", d.HandoffID, d.Reason), validDeployment(d.TargetDeploymentID))
 		}),
-		RegisterEvent(r, EventWaitCancelled, func(d WaitCancelled) error {
-			return all(oneOf("wait", d.Wait, WaitInput, WaitAuthorization, WaitTask), nonEmpty("id", d.ID))
+		registerBuiltin(r, EventWaitCancelled, func(d WaitCancelled) error {
+			return oneOf("wait", d.Wait, WaitInput, WaitAuthorization, WaitTask)
 		}),
-		RegisterEvent(r, EventStepInterrupted, func(d StepInterrupted) error {
-			return all(positive("turn", d.Turn), positive("step", d.Step), nonEmpty("reason", d.Reason))
+		registerBuiltin(r, EventStepInterrupted, func(d StepInterrupted) error {
+			return all(nonEmpty("turnId", d.TurnID), positive("step", d.Step))
 		}),
-		RegisterEvent(r, EventWireRejected, func(d WireRejected) error {
+		registerBuiltin(r, EventWireRejected, func(d WireRejected) error {
+			if d.Version < 0 {
+				return errors.New("version is negative")
+			}
 			return all(positive("seq", d.Seq), nonEmpty("reason", d.Reason))
 		}),
-		RegisterEvent(r, EventSessionEnded, func(d SessionEnded) error {
+		registerBuiltin(r, EventSessionEnded, func(d SessionEnded) error {
 			return oneOf("reason", d.Reason, EndDone, EndExpired, EndFailed, EndCancelled)
 		}),
-		RegisterEvent(r, EventErrorKind, func(d ErrorData) error { return nonEmpty("message", d.Message) }),
+		registerBuiltin(r, EventErrorKind, func(d ErrorData) error { return nonEmpty("message", d.Message) }),
 	)
+}
+
+// registerBuiltin registers a built-in kind: its validate function states
+// every constraint of its schema (equivalence_test.go holds it to that).
+func registerBuiltin[T any](r *EventRegistry, kind string, validate func(T) error) error {
+	return registerEvent(r, kind, validate, true)
 }
 
 func validateMessageOutput(d MessageOutput) error {
@@ -270,7 +290,7 @@ func validateMessageOutput(d MessageOutput) error {
 func validateHandoffSkipped(d HandoffSkipped) error {
 	return all(
 		oneOf("reason", d.Reason, SkipBusy, SkipQueued, SkipInput, SkipAuthorization, SkipTask, SkipPaused),
-		validDeployment(d.TargetDeploymentID), d.Trigger.validate())
+		validDeployment(d.TargetDeploymentID), nonEmpty("commandId", d.CommandID), positive("seq", d.Seq))
 }
 
 func (c CommandRef) validate() error {

@@ -118,5 +118,5 @@ func (p Part) validate() error {
 	default:
 		return errors.New("unknown part type " + p.Type)
 	}
-	return nil
+	return errors.Join(maxRunes("url", p.URL, 4096), maxRunes("mediaType", p.MediaType, 255), maxRunes("name", p.Name, 255))
 }

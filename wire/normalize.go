@@ -92,6 +92,9 @@ func compactRaw(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return nil
 	}
+	if !looseSpace(raw) {
+		return raw // already compact (or invalid, for the encoder to reject)
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return raw

@@ -75,9 +75,16 @@ func TestV0Migration(t *testing.T) {
 
 // The migration decodes defensively: anything but the two shapes is a typed
 // error, and a versioned-looking payload without v is never reinterpreted.
-func TestV0Rejects(t *testing.T) {
+// v0RejectCases are legacy payloads Decode rejects (also part of the
+// corpus of TestSchemaAgreement).
+var v0RejectCases = func() []struct {
+	name string
+	in   string
+	want error
+	kind string
+} {
 	const env = `"commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z"`
-	tests := []struct {
+	return []struct {
 		name string
 		in   string
 		want error
@@ -100,6 +107,10 @@ func TestV0Rejects(t *testing.T) {
 		{"bad mode", `{"type":"deliver","mode":"now","payloads":[{"message":"x"}],` + env + `}`, ErrInvalid, "deliver"},
 		{"bad message", `{"message":{"text":"x"},` + env + `}`, ErrInvalid, "deliver"},
 	}
+}()
+
+func TestV0Rejects(t *testing.T) {
+	tests := v0RejectCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Decode([]byte(tt.in))

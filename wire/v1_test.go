@@ -62,8 +62,14 @@ func validDeliver() Command {
 	}
 }
 
-func TestEncodeRejects(t *testing.T) {
-	tests := []struct {
+// encodeRejectCases are changes to a valid command that Encode rejects
+// (also checked by TestEncodeSchemaAgreement).
+var encodeRejectCases = func() []struct {
+	name   string
+	change func(*Command)
+	want   error
+} {
+	return []struct {
 		name   string
 		change func(*Command)
 		want   error
@@ -105,6 +111,10 @@ func TestEncodeRejects(t *testing.T) {
 		{"move latest", func(c *Command) { c.Kind, c.Deliver, c.Move = KindMove, nil, &Move{DeploymentID: "latest"} }, ErrInvalid},
 		{"timeout zero deadline", func(c *Command) { c.Kind, c.Deliver, c.Timeout = KindTimeout, nil, &Timeout{TimerID: "t"} }, ErrInvalid},
 	}
+}()
+
+func TestEncodeRejects(t *testing.T) {
+	tests := encodeRejectCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validDeliver()
@@ -146,10 +156,16 @@ func TestEncodeNormalizesWithoutMutating(t *testing.T) {
 	}
 }
 
-func TestDecodeRejects(t *testing.T) {
+// decodeRejectCases are payloads Decode rejects (also part of the corpus of
+// TestSchemaAgreement).
+var decodeRejectCases = func() []struct {
+	name string
+	in   string
+	want error
+} {
 	const env = `"id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z"`
 	const body = `"deliver":{"mode":"queue","payloads":[{"message":"hi"}]}`
-	tests := []struct {
+	return []struct {
 		name string
 		in   string
 		want error
@@ -180,6 +196,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"invalid utf-8", "{\"v\":1,\"kind\":\"cancel\",\"caller\":\"\xff\"," + env + "}", ErrInvalid},
 		{"too large", `{"x":"` + strings.Repeat("a", MaxCommandBytes) + `"}`, ErrTooLarge},
 	}
+}()
+
+func TestDecodeRejects(t *testing.T) {
+	tests := decodeRejectCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Decode([]byte(tt.in))

@@ -5,18 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"time"
+	"unicode/utf8"
 )
 
-// The rules below are what a JSON Schema cannot say (or says less clearly):
-// the schema checks the shape, these check meaning. Both run at encode and at
-// decode.
+// sessionRE is the form of a session ID (checkpoints).
+var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-var (
-	deploymentRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	sessionRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-)
+// The rules below are the runtime validation of every shape: they check
+// everything the frozen JSON Schema states (lengths, enumerations, patterns,
+// kind ↔ body) and what a schema cannot say (`latest`, zero times). What the
+// schema states about the JSON text itself — exact member names, no unknown
+// member, no null, required members, minLength of an optional member — is
+// checked by the typed decoders (fast.go, event_fast.go), since it is gone
+// once a value is in its Go type. TestSchemaAgreement and
+// FuzzSchemaAgreement hold the two together to the schema.
 
 // validDeployment mirrors subjects.ValidateDeployment (wire is a leaf and
 // imports no project package): [A-Za-z0-9_-]{1,64} and never "latest".
@@ -26,8 +29,40 @@ func validDeployment(id string) error {
 		return errors.New("deployment ID is empty")
 	case len(id) == len("latest") && bytes.EqualFold([]byte(id), []byte("latest")):
 		return fmt.Errorf("deployment ID %q is not an exact deployment", id)
-	case !deploymentRE.MatchString(id):
+	case len(id) > 64 || !idChars(id):
 		return fmt.Errorf("deployment ID %q must match [A-Za-z0-9_-]{1,64}", id)
+	}
+	return nil
+}
+
+// idChars reports whether s is non-empty and matches [A-Za-z0-9_-]+.
+func idChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// runeLen checks a schema length bound: 1..max Unicode code points (what
+// JSON Schema's minLength and maxLength count).
+func runeLen(name, s string, max int) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", name)
+	}
+	if len(s) > max && utf8.RuneCountInString(s) > max {
+		return fmt.Errorf("%s is longer than %d characters", name, max)
+	}
+	return nil
+}
+
+// maxRunes checks an optional string's maxLength (code points).
+func maxRunes(name, s string, max int) error {
+	if len(s) > max && utf8.RuneCountInString(s) > max {
+		return fmt.Errorf("%s is longer than %d characters", name, max)
 	}
 	return nil
 }
@@ -52,17 +87,33 @@ func (c *Command) validate() *Error {
 	if err := c.validateEnvelope(); err != nil {
 		return c.fail(ErrInvalid, "%v", err)
 	}
-	var want []string
-	if body != "" {
-		want = []string{body}
-	}
-	if got := c.bodies(); !slices.Equal(got, want) {
-		return c.fail(ErrInvalid, "kind %q carries bodies %v, want %v", c.Kind, got, want)
+	if n, set := c.body(); n != 1 && body != "" || n != 0 && body == "" || n == 1 && set != body {
+		var want []string
+		if body != "" {
+			want = []string{body}
+		}
+		return c.fail(ErrInvalid, "kind %q carries bodies %v, want %v", c.Kind, c.bodies(), want)
 	}
 	if err := c.validateBody(); err != nil {
 		return c.fail(ErrInvalid, "%s: %v", body, err)
 	}
 	return nil
+}
+
+// body counts the bodies that are set and names the last one.
+func (c *Command) body() (n int, name string) {
+	count := func(set bool, body string) {
+		if set {
+			n, name = n+1, body
+		}
+	}
+	count(c.Deliver != nil, "deliver")
+	count(c.InputResponse != nil, "inputResponse")
+	count(c.AuthCallback != nil, "authCallback")
+	count(c.TaskResult != nil, "taskResult")
+	count(c.Timeout != nil, "timeout")
+	count(c.Move != nil, "move")
+	return n, name
 }
 
 func (c *Command) validateEnvelope() error {
@@ -156,15 +207,12 @@ func (p *Payload) validate() error {
 }
 
 func (r *InputResponse) validate() error {
-	if r.RequestID == "" {
-		return errors.New("requestId is empty")
-	}
-	return nil
+	return runeLen("requestId", r.RequestID, 128)
 }
 
 func (a *AuthCallback) validate() error {
-	if a.AttemptID == "" {
-		return errors.New("attemptId is empty")
+	if err := runeLen("attemptId", a.AttemptID, 128); err != nil {
+		return err
 	}
 	if a.Result != AuthGranted && a.Result != AuthDenied {
 		return fmt.Errorf("result %q must be granted or denied", a.Result)
@@ -173,8 +221,8 @@ func (a *AuthCallback) validate() error {
 }
 
 func (t *TaskResult) validate() error {
-	if t.TaskID == "" {
-		return errors.New("taskId is empty")
+	if err := runeLen("taskId", t.TaskID, 128); err != nil {
+		return err
 	}
 	if (t.Result == nil) == (t.Error == "") {
 		return errors.New("exactly one of result and error")
@@ -183,8 +231,8 @@ func (t *TaskResult) validate() error {
 }
 
 func (t *Timeout) validate() error {
-	if t.TimerID == "" {
-		return errors.New("timerId is empty")
+	if err := runeLen("timerId", t.TimerID, 128); err != nil {
+		return err
 	}
 	return validTime("deadline", t.Deadline)
 }

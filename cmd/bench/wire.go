@@ -108,7 +108,7 @@ func wireSampleDeliver() wire.Command {
 // wireSampleEvent is an encoded message.output event, the most frequent
 // event with data worth validating.
 func wireSampleEvent(reg *wire.EventRegistry) ([]byte, error) {
-	e, err := wire.NewEvent(wire.EventMessageOutput, wire.MessageOutput{Turn: 3,
+	e, err := wire.NewEvent(wire.EventMessageOutput, wire.MessageOutput{TurnID: "t3",
 		Text: "Tomorrow morning in Lisbon: 17°C, light wind from the north, no rain expected."})
 	if err != nil {
 		return nil, fmt.Errorf("wire bench: sample event: %w", err)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/baton-rt/baton/internal/app"
+	"github.com/baton-rt/baton/subjects"
 )
 
 func main() {
@@ -48,6 +49,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "JetStream store of the embedded NATS server")
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "embedded server fsyncs every write (sync_interval: always)")
+	fs.StringVar(&cfg.ProcessID, "process-id", "", "this owner process's ID, stable across restarts: its session index (default <hostname>-<deployment-id>)")
+	fs.StringVar(&cfg.ExecLog, "exec-log", "", "append the demo agent's execution log (one JSON line per step) to this file")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -55,6 +58,31 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return cfg, fmt.Errorf("%w: unexpected arguments %q", app.ErrUsage, fs.Args())
 	}
 	names, err := cfg.Validate()
+	if err != nil {
+		return cfg, err
+	}
 	cfg.Names = names
-	return cfg, err
+	if cfg.ProcessID == "" {
+		cfg.ProcessID = defaultProcessID(cfg.DeploymentID)
+	}
+	if err := subjects.ValidateSessionID(cfg.ProcessID); err != nil {
+		return cfg, fmt.Errorf("%w: --process-id: %w", app.ErrUsage, err)
+	}
+	return cfg, nil
+}
+
+// defaultProcessID is <hostname>-<deployment>, with every character outside
+// [A-Za-z0-9_-] replaced: stable across restarts of one process per host.
+func defaultProcessID(deployment string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "owner"
+	}
+	b := []byte(host + "-" + deployment)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/baton-rt/baton/internal/app"
 	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/demo"
+	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +25,8 @@ type Config struct {
 	DataDir    string
 	NATSListen string
 	SyncAlways bool
+	ProcessID  string
+	ExecLog    string
 }
 
 // Run starts (or connects to) NATS, ensures the topology and serves until ctx
@@ -53,10 +58,30 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	for _, c := range top.Changes {
 		log.Info("topology", "change", c)
 	}
-	log.Info("owner ready", "nats", url)
-	<-ctx.Done()
+	store, err := kv.Open(ctx, js, cfg.Names)
+	if err != nil {
+		return err
+	}
+	agent := &demo.Agent{Process: cfg.ProcessID}
+	if cfg.ExecLog != "" {
+		l, err := demo.OpenFileLog(cfg.ExecLog)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		agent.Log = l
+	}
+	owner, err := driver.New(driver.Config{
+		NC: nc, JS: js, Store: store, Names: cfg.Names, Deployment: cfg.DeploymentID,
+		ProcessID: cfg.ProcessID, Agent: agent, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("owner ready", "nats", url, app.KeyProcess, cfg.ProcessID)
+	err = owner.Run(ctx)
 	log.Info("owner shutting down")
-	return nil
+	return err
 }
 
 func embed(cfg Config, log *slog.Logger) (*server.Server, error) {

@@ -1,0 +1,53 @@
+// Package kv is Baton's typed store over JetStream KV: session records,
+// address hooks and handoff markers, owner-process leases, per-process
+// session indexes and deployment records, in the buckets baton_sessions,
+// baton_hooks and baton_owners (created by topology.Ensure; every key is
+// built by package subjects). docs/kv-records.md shows each record layout
+// and the `nats kv get` command that prints it.
+//
+// # The contract
+//
+//   - Ownership is decided by a revision compare-and-swap, never by a read.
+//     Every write other than an index entry is create-only or a CAS at the
+//     revision the caller read; a conditional delete at a stale revision
+//     deletes nothing. Revision 0 is refused for CAS writes and deletes
+//     (jetstream would treat it as "unconditional" or "must not exist").
+//   - Create-only writes (CreateSession, CreateHook, CreateMarker,
+//     AcquireLease, TakeoverLease, PutDeployment at revision 0) succeed on a
+//     missing key and over a delete, purge or TTL-expiry marker, and fail on a
+//     live value with an *OwnedError describing the holder. A hook tombstone
+//     is a live value: an ended session's address is never claimed again.
+//   - Reads come in two kinds. GetSession, GetHook and GetDeployment are
+//     direct gets: any replica may answer, so on a cluster they can be stale
+//     and are hints. LeaderSession, SessionAt, Settle, GetMarker and every
+//     read inside a create or a retire loop ask the stream leader
+//     ($JS.API.STREAM.MSG.GET), which holds every write it acknowledged;
+//     SessionAt retries briefly until the leader holds the revision asked
+//     for (just after a leader change it may not yet).
+//   - An uncertain write (lost reply) is settled by Settle: a leader read of
+//     the record's writer run ID and write counter. Never retry blindly at
+//     the same revision: a landed write would make the retry conflict with
+//     itself.
+//   - Leases carry a per-key TTL. AcquireLease, RenewLease and TakeoverLease
+//     publish to $KV.<bucket>.<key> with an expected last subject sequence
+//     and a message TTL, because kv.Update drops the TTL. Expiry leaves a
+//     server marker that WatchLeases reports as Expired. TakeoverLease writes
+//     at that marker's revision, so the dead holder's RenewLease (at its old
+//     revision) fails with ErrConflict for good.
+//
+// # Errors
+//
+// Upstream errors are translated at this boundary only: ErrConflict (lost
+// CAS), ErrNotFound, *OwnedError (matches ErrExists and ErrConflict),
+// ErrInvalid (refused before writing) and ErrTooLarge. KV-method errors are
+// mapped with errors.Is against jetstream.ErrKeyRevisionMismatch and
+// ErrKeyExists, which nats.go matches for both wrong-last-sequence codes
+// (10071 single server, 10164 replicated stream). Create-only writes go
+// through kv.Update(key, value, 0|markerRevision) rather than kv.Create:
+// kv.Create retries over a marker found by a direct get and returns a raw,
+// unmapped 10164 when that retry loses on a replicated bucket. The lease
+// publish path and the raw leader read are not KV methods; there, and only
+// there, the API error code is read (see mapPublishErr).
+//
+// A *Store is safe for concurrent use and keeps no state besides handles.
+package kv

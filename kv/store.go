@@ -1,0 +1,234 @@
+package kv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// headerRoom is reserved below a bucket's maximum value size for the headers
+// of a CAS write (Nats-Expected-Last-Subject-Sequence, Nats-TTL), which the
+// server counts against the limit.
+const headerRoom = 128
+
+// Store is the typed store over Baton's three KV buckets. It holds no
+// mutable state and is safe for concurrent use.
+type Store struct {
+	js        jetstream.JetStream
+	nc        *nats.Conn
+	sessions  bucket
+	hooks     bucket
+	owners    bucket
+	markerTTL time.Duration // TTL of the markers kv leaves in the owners bucket
+	minTTL    time.Duration // shortest lease TTL the owners bucket honours
+	now       func() time.Time
+}
+
+// bucket is one KV bucket with what kv learned about it at Open.
+type bucket struct {
+	kv        jetstream.KeyValue
+	name      string
+	msgGet    string // leader-only message get subject of its stream
+	maxValue  int    // largest value accepted, headers excluded; 0 = unbounded
+	history   int64  // revisions kept per key
+	markerTTL time.Duration
+}
+
+// entry is one stored KV message, read through the KV API or from the leader.
+type entry struct {
+	key  string
+	rev  uint64
+	op   jetstream.KeyValueOp
+	data []byte
+}
+
+// live reports whether the entry is a value, not a delete/purge/expiry marker.
+func (e entry) live() bool { return e.op == jetstream.KeyValuePut }
+
+// Open opens the sessions, hooks and owners buckets named by names. They
+// must exist (topology.Ensure creates them); the owners bucket must allow
+// per-key TTLs (LimitMarkerTTL), which leases need.
+func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*Store, error) {
+	if names == (subjects.Names{}) {
+		return nil, invalid("zero subjects.Names (use subjects.Default or subjects.New)")
+	}
+	s := &Store{js: js, nc: js.Conn(), now: func() time.Time { return time.Now().UTC() }}
+	prefix := apiPrefix(js.Options())
+	for _, b := range []struct {
+		dst  *bucket
+		name string
+	}{{&s.sessions, names.SessionsBucket()}, {&s.hooks, names.HooksBucket()}, {&s.owners, names.OwnersBucket()}} {
+		var err error
+		if *b.dst, err = openBucket(ctx, js, prefix, b.name); err != nil {
+			return nil, err
+		}
+	}
+	if s.markerTTL = s.owners.markerTTL; s.markerTTL <= 0 {
+		return nil, fmt.Errorf("kv: bucket %s has no LimitMarkerTTL, so leases cannot carry a per-key TTL (create it with topology.Ensure)", s.owners.name)
+	}
+	s.minTTL = minLeaseTTL(s.owners)
+	return s, nil
+}
+
+// minLeaseTTL is the shortest per-key TTL the owners bucket honours. A
+// stream with subject delete markers raises every message TTL below the
+// marker TTL up to it, unless it keeps one message per subject (nats-server
+// 2.15.2 stream.go, processJetStreamMsg: "If subject delete markers are
+// used, ensure message TTL is that at minimum ... MaxMsgsPer=1 is an
+// exception"). So with History > 1 a 2 s lease would silently live for the
+// marker TTL (5 min by default); kv refuses such a TTL instead.
+func minLeaseTTL(b bucket) time.Duration {
+	if b.history == 1 {
+		return MinLeaseTTL
+	}
+	return max(MinLeaseTTL, b.markerTTL.Round(time.Second))
+}
+
+func openBucket(ctx context.Context, js jetstream.JetStream, prefix, name string) (bucket, error) {
+	h, err := js.KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return bucket{}, fmt.Errorf("kv: bucket %s does not exist (create it with topology.Ensure): %w", name, err)
+	}
+	if err != nil {
+		return bucket{}, fmt.Errorf("kv: open bucket %s: %w", name, err)
+	}
+	st, err := h.Status(ctx)
+	if err != nil {
+		return bucket{}, fmt.Errorf("kv: bucket %s status: %w", name, err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return bucket{}, fmt.Errorf("kv: bucket %s: unexpected status type %T", name, st)
+	}
+	cfg := bs.StreamInfo().Config
+	b := bucket{kv: h, name: name, msgGet: msgGetSubject(prefix, cfg.Name),
+		history: cfg.MaxMsgsPerSubject, markerTTL: cfg.SubjectDeleteMarkerTTL}
+	if cfg.MaxMsgSize > headerRoom {
+		b.maxValue = int(cfg.MaxMsgSize) - headerRoom
+	}
+	return b, nil
+}
+
+// encode marshals a record and checks it fits the bucket.
+func (b bucket) encode(key string, v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode %s: %w", ErrInvalid, key, err)
+	}
+	if b.maxValue > 0 && len(data) > b.maxValue {
+		return nil, fmt.Errorf("%w: %s/%s is %d bytes, the bucket accepts %d", ErrTooLarge, b.name, key, len(data), b.maxValue)
+	}
+	return data, nil
+}
+
+// get is a direct get: any replica may answer, so it is a hint on a cluster.
+func (b bucket) get(ctx context.Context, key string) (entry, error) {
+	e, err := b.kv.Get(ctx, key)
+	if err != nil {
+		return entry{}, mapErr("get", key, err)
+	}
+	return entry{key: key, rev: e.Revision(), op: e.Operation(), data: e.Value()}, nil
+}
+
+// update is a revision CAS of an encoded value.
+func (b bucket) update(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
+	if rev == 0 {
+		return 0, invalid("update %s: revision 0 (a conditional write needs the revision read)", key)
+	}
+	n, err := b.kv.Update(ctx, key, data, rev)
+	return n, mapErr("update", key, err)
+}
+
+// remove writes a delete marker only if key is at rev. A stale rev deletes
+// nothing. rev 0 is refused: jetstream would delete unconditionally.
+func (b bucket) remove(ctx context.Context, key string, rev uint64) error {
+	if rev == 0 {
+		return invalid("delete %s: revision 0 (a conditional delete needs the revision read)", key)
+	}
+	return mapErr("delete", key, b.kv.Delete(ctx, key, jetstream.LastRevision(rev)))
+}
+
+// writeFunc writes one value at an expected last revision (0 = the key's
+// subject must be empty) and returns the new revision; a lost CAS matches
+// ErrConflict.
+type writeFunc func(ctx context.Context, expect uint64) (uint64, error)
+
+// kvWrite writes through kv.Update, which maps both CAS codes.
+func (b bucket) kvWrite(key string, data []byte) writeFunc {
+	return func(ctx context.Context, expect uint64) (uint64, error) {
+		rev, err := b.kv.Update(ctx, key, data, expect)
+		return rev, mapErr("create", key, err)
+	}
+}
+
+// ttlWrite publishes to the key's subject with a per-message TTL (a plain
+// kv.Update would write the key without one).
+func (s *Store) ttlWrite(b bucket, key string, data []byte, ttl time.Duration) writeFunc {
+	return func(ctx context.Context, expect uint64) (uint64, error) {
+		ack, err := s.js.Publish(ctx, subjects.KVSubject(b.name, key), data,
+			jetstream.WithExpectLastSequencePerSubject(expect), jetstream.WithMsgTTL(ttl))
+		if err != nil {
+			return 0, mapPublishErr("write", key, err)
+		}
+		return ack.Sequence, nil
+	}
+}
+
+// claimAttempts bounds claim's loop. Each extra attempt follows a key that
+// changed between a lost CAS and the leader read (a marker written or
+// expired meanwhile); a live holder ends the loop at once.
+const claimAttempts = 4
+
+// claim is a create-only write that, like kv.Create, succeeds over a delete,
+// purge or TTL-expiry marker. Unlike kv.Create it reads the marker from the
+// stream leader, not by a direct get that a lagging replica may answer, and
+// every write goes through write, so a lost race on a replicated stream
+// (code 10164) maps to ErrConflict like 10071. A live holder is reported as
+// an *OwnedError described by holder (which may return nil).
+func (s *Store) claim(ctx context.Context, b bucket, key string, write writeFunc, holder func(entry) *OwnedError) (uint64, error) {
+	var expect uint64
+	for range claimAttempts {
+		rev, err := write(ctx, expect)
+		if !errors.Is(err, ErrConflict) {
+			return rev, err
+		}
+		cur, err := s.leaderLast(ctx, b, key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			expect = 0
+		case err != nil:
+			return 0, err
+		case cur.live():
+			return 0, owned(key, cur, holder)
+		default:
+			expect = cur.rev
+		}
+	}
+	return 0, &OwnedError{Key: key}
+}
+
+func owned(key string, cur entry, holder func(entry) *OwnedError) *OwnedError {
+	e := holder(cur)
+	if e == nil {
+		e = &OwnedError{}
+	}
+	e.Key, e.Revision = key, cur.rev
+	return e
+}
+
+// decode unmarshals a live entry.
+func decode(e entry, v any) error {
+	if !e.live() {
+		return fmt.Errorf("%w: %s (deleted at revision %d)", ErrNotFound, e.key, e.rev)
+	}
+	if err := json.Unmarshal(e.data, v); err != nil {
+		return fmt.Errorf("kv: decode %s at revision %d: %w", e.key, e.rev, err)
+	}
+	return nil
+}

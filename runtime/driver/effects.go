@@ -1,0 +1,141 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
+	"github.com/cenkalti/backoff/v4"
+)
+
+// perform carries out one effect and returns the inputs its synchronous
+// result feeds back.
+func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Input, error) {
+	switch e := e.(type) {
+	case runtime.Commit:
+		return s.commit(ctx, e)
+	case runtime.ResolveCommit:
+		return s.resolve(ctx, e)
+	case runtime.Publish:
+		return nil, s.publish(ctx, e)
+	case runtime.RunStep:
+		s.runStep(ctx, e)
+	case runtime.CancelStep:
+		if s.cancel != nil {
+			s.cancel()
+		}
+	case runtime.Handoff:
+		return s.handoff(e), nil
+	case runtime.ArmTimer:
+		return nil, s.o.armTimer(ctx, s.id, e.Timer)
+	case runtime.StartTask:
+		return nil, s.o.startTask(ctx, s.id, e.Task)
+	case runtime.ClaimAlias:
+		return nil, s.claimAlias(ctx, e.Token)
+	case runtime.Purge:
+		s.purgeAt = max(s.purgeAt, e.Below)
+	case runtime.Cleanup:
+		return nil, s.cleanup(ctx, e)
+	default:
+		return nil, fmt.Errorf("driver: unknown effect %T", e)
+	}
+	return nil, nil
+}
+
+// commit is the one CAS of the session record.
+func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
+	rec, outbox, err := s.record(c.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := s.o.cfg.Store.UpdateSession(ctx, rec, s.rev)
+	if err == nil && s.o.faults.loseCommitReply(s.id) {
+		err = errReplyLost // the write landed; pretend its reply was lost
+	}
+	switch {
+	case err == nil:
+		s.rec, s.rev, s.outbox = rec, rev, outbox
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
+	case errors.Is(err, kv.ErrConflict):
+		s.log.Warn("commit lost the CAS: ownership moved on, stopping", "rev", s.rev)
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
+	default:
+		s.log.Warn("commit outcome uncertain, settling by leader read", "err", err)
+		s.pendingRec, s.pendingOutbox = rec, outbox
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitUncertain}}, nil
+	}
+}
+
+// resolve settles an uncertain commit: the record carries this run's write
+// → it landed; anything else → this owner is fenced.
+func (s *session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runtime.Input, error) {
+	var landed bool
+	var cur kv.Session
+	op := func() error {
+		var err error
+		cur, landed, err = s.o.cfg.Store.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
+		return err
+	}
+	if err := backoff.Retry(op, backoff.WithContext(backoff.NewExponentialBackOff(), ctx)); err != nil {
+		return nil, fmt.Errorf("driver: settle commit of %s: %w", s.id, err)
+	}
+	if !landed {
+		s.log.Warn("uncertain commit did not land: fenced, stopping")
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
+	}
+	s.rec, s.rev, s.outbox = s.pendingRec, cur.Revision, s.pendingOutbox
+	return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
+}
+
+// publish appends committed events; they are in s.outbox, stamped at commit.
+func (s *session) publish(ctx context.Context, p runtime.Publish) error {
+	for _, e := range p.Events {
+		we, ok := s.stamped(e)
+		if !ok {
+			return fmt.Errorf("driver: session %s: event %d is not in the committed outbox", s.id, e.Seq)
+		}
+		data, err := wire.EncodeEvent(s.o.cfg.Events, we)
+		if err != nil {
+			return fmt.Errorf("driver: session %s: %w", s.id, err)
+		}
+		if err := s.app.Append(ctx, we.Seq, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *session) stamped(e runtime.Event) (wire.Event, bool) {
+	for _, w := range s.outbox {
+		if w.Seq == e.Seq {
+			return w, true
+		}
+	}
+	return wire.Event{}, false
+}
+
+// runStep runs the agent's step in its own goroutine with a cancellable
+// context; its result comes back through s.steps.
+func (s *session) runStep(ctx context.Context, r runtime.RunStep) {
+	stepCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	go func() {
+		defer cancel()
+		d := runtime.Run(stepCtx, s.o.cfg.Agent, r.Input)
+		select {
+		case s.steps <- d:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// handoff answers the machine's decision. The transaction is the handoff
+// package's; until an executor is configured the owner keeps the session
+// and processes the trigger itself.
+func (s *session) handoff(h runtime.Handoff) []runtime.Input {
+	s.log.Info("handoff requested but no handoff executor is configured; keeping the session", "target", h.Target)
+	return []runtime.Input{runtime.HandoffDone{}}
+}

@@ -1,0 +1,126 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// inbox is a session's cursor over its merged FIFO: consumer
+// <sessionID>-<epoch> on the inbox stream, filtered on every token of the
+// session, in stream order. The consumer is a disposable cursor: the truth is
+// Applied in the session record, and the consumer is (re)created at
+// Applied.Next. AckExplicit with one message in flight keeps delivery in
+// stream order even when a message is lost in flight and redelivered.
+type inbox struct {
+	js     jetstream.JetStream
+	names  subjects.Names
+	name   string
+	tokens []string
+	cons   jetstream.Consumer
+	iter   jetstream.MessagesContext
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+const (
+	consumerInactive = 10 * time.Minute
+	consumerAckWait  = 5 * time.Second
+)
+
+func (ib *inbox) config(start uint64) jetstream.ConsumerConfig {
+	filters := make([]string, len(ib.tokens))
+	for i, t := range ib.tokens {
+		filters[i] = ib.names.Inbox(t)
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable: ib.name, FilterSubjects: filters,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: consumerAckWait, MaxAckPending: 1,
+		DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: consumerInactive,
+		MemoryStorage: true, Replicas: 1,
+	}
+	if start > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	}
+	return cfg
+}
+
+// open (re)creates the consumer at start and starts delivering decoded
+// commands to out until the consumer is closed.
+func (ib *inbox) open(ctx context.Context, start uint64, out chan<- runtime.Command) error {
+	ib.close()
+	stream := ib.names.InboxStream()
+	if err := ib.js.DeleteConsumer(ctx, stream, ib.name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("driver: delete consumer %s: %w", ib.name, err)
+	}
+	cons, err := ib.js.CreateConsumer(ctx, stream, ib.config(start))
+	if err != nil {
+		return fmt.Errorf("driver: create consumer %s: %w", ib.name, err)
+	}
+	iter, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		return fmt.Errorf("driver: consume %s: %w", ib.name, err)
+	}
+	ib.cons, ib.iter, ib.stop, ib.done = cons, iter, make(chan struct{}), make(chan struct{})
+	go ib.read(iter, out, ib.stop, ib.done)
+	return nil
+}
+
+func (ib *inbox) read(iter jetstream.MessagesContext, out chan<- runtime.Command, stop, done chan struct{}) {
+	defer close(done)
+	for {
+		msg, err := iter.Next()
+		if err != nil {
+			return // iterator stopped or consumer deleted
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		_ = msg.Ack()
+		select {
+		case out <- decodeCommand(meta.Sequence.Stream, msg.Data()):
+		case <-stop:
+			return
+		}
+	}
+}
+
+func decodeCommand(seq uint64, data []byte) runtime.Command {
+	c, err := wire.Decode(data)
+	if err != nil {
+		return rejected(seq, err)
+	}
+	return fromWire(seq, c)
+}
+
+// close stops delivery (the consumer stays until remove or its inactivity
+// threshold).
+func (ib *inbox) close() {
+	if ib.iter == nil {
+		return
+	}
+	close(ib.stop)
+	ib.iter.Stop()
+	<-ib.done
+	ib.iter = nil
+}
+
+// remove stops delivery and deletes the consumer.
+func (ib *inbox) remove(ctx context.Context) error {
+	ib.close()
+	err := ib.js.DeleteConsumer(ctx, ib.names.InboxStream(), ib.name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return err
+	}
+	return nil
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

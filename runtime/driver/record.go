@@ -1,0 +1,145 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// errReplyLost is the injected fault "the CAS landed but its reply was lost".
+var errReplyLost = errors.New("driver: commit reply lost (injected)")
+
+// record builds the session record a commit writes: ownership unchanged, the
+// state derived from the snapshot, and the checkpoint with the new outbox
+// stamped with this run's envelope.
+func (s *session) record(snap runtime.Snapshot) (kv.SessionRecord, []wire.Event, error) {
+	now := s.o.now()
+	outbox := make([]wire.Event, len(snap.Outbox))
+	for i, e := range snap.Outbox {
+		outbox[i] = s.restamp(e, now)
+	}
+	cp, err := encodeCheckpoint(s.id, s.tokens, snap, outbox)
+	if err != nil {
+		return kv.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
+	}
+	rec := s.rec
+	rec.State = stateOf(snap)
+	rec.Writer, rec.WriteCounter = snap.Writer.RunID, snap.Writer.Write
+	rec.UpdatedAt, rec.Checkpoint = now, cp
+	return rec, outbox, nil
+}
+
+// restamp keeps the stamp of an event already committed by this run (so a
+// re-committed outbox does not change), and stamps a new one.
+func (s *session) restamp(e runtime.Event, now time.Time) wire.Event {
+	if w, ok := s.stamped(e); ok {
+		return w
+	}
+	return toWireEvent(s.id, s.runID, s.o.cfg.Deployment, now, e)
+}
+
+func stateOf(snap runtime.Snapshot) kv.State {
+	switch {
+	case snap.Ended != "":
+		return kv.StateEnded
+	case snap.Paused:
+		return kv.StatePaused
+	}
+	return kv.StateActive
+}
+
+// claimAlias claims a committed alias: its hook (create-only), then the
+// consumer recreated at Applied.Next over the new token set, since an
+// in-place filter update never rewinds (DESIGN.md §4). A taken alias is
+// dropped with a log line.
+func (s *session) claimAlias(ctx context.Context, alias string) error {
+	tok, err := subjects.EncodeToken(alias)
+	if err != nil {
+		s.log.Warn("alias refused", "alias", alias, "err", err)
+		return nil
+	}
+	_, err = s.o.cfg.Store.CreateHook(ctx, kv.Hook{Token: tok, Address: alias, SessionID: s.id, WireV: wire.CurrentVersion})
+	var owned *kv.OwnedError
+	if errors.As(err, &owned) && owned.SessionID != s.id {
+		s.log.Warn("alias taken by another session; dropped", "alias", alias, "owner", owned.SessionID)
+		return nil
+	}
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("driver: claim alias %q: %w", alias, err)
+	}
+	s.tokens = appendUnique(s.tokens, tok)
+	s.inbox.tokens = s.tokens
+	return s.inbox.open(ctx, s.m.Snapshot().Applied.Next, s.cmds)
+}
+
+func appendUnique(list []string, v string) []string {
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+// flushPurge purges this session's processed commands below the lowest
+// unapplied sequence, on each of its inbox subjects. It runs on the tick,
+// not after every commit, to keep purges off the delivery path.
+func (s *session) flushPurge(ctx context.Context) {
+	if s.purgeAt <= s.purged+1 {
+		return
+	}
+	stream, err := s.o.cfg.JS.Stream(ctx, s.o.cfg.Names.InboxStream())
+	if err != nil {
+		return
+	}
+	for _, t := range s.tokens {
+		err := stream.Purge(ctx, jetstream.WithPurgeSubject(s.o.cfg.Names.Inbox(t)), jetstream.WithPurgeSequence(s.purgeAt))
+		if err != nil {
+			s.log.Debug("purge failed; retried on the next tick", "err", err)
+			return
+		}
+	}
+	s.purged = s.purgeAt - 1
+}
+
+// cleanup is the idempotent clean-up after finalization: tombstone every
+// address, delete the consumer, purge the timer, drop the index entry.
+func (s *session) cleanup(ctx context.Context, c runtime.Cleanup) error {
+	for _, t := range s.tokens {
+		if err := s.tombstone(ctx, t); err != nil {
+			return err
+		}
+	}
+	if err := s.inbox.remove(ctx); err != nil {
+		return fmt.Errorf("driver: delete consumer of ended %s: %w", s.id, err)
+	}
+	s.o.cancelTimer(ctx, s.id)
+	s.flushPurge(ctx)
+	if err := s.o.cfg.Store.RemoveIndex(ctx, s.o.cfg.ProcessID, s.id); err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	s.log.Info("session ended", "reason", c.Reason)
+	s.stopped = true
+	return nil
+}
+
+func (s *session) tombstone(ctx context.Context, tok string) error {
+	h, rev, err := s.o.cfg.Store.GetHook(ctx, tok)
+	if errors.Is(err, kv.ErrNotFound) || err == nil && (h.Tombstone || h.SessionID != s.id) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := s.o.cfg.Store.Tombstone(ctx, tok, rev); err != nil && !errors.Is(err, kv.ErrConflict) {
+		return fmt.Errorf("driver: tombstone %s: %w", tok, err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+)
+
+// session is one loaded session: its machine, its record revision, its
+// consumer and its event appender. Only its own goroutine touches it.
+type session struct {
+	o       *Owner
+	id      string
+	runID   string
+	log     *slog.Logger
+	m       *runtime.Machine
+	rec     kv.SessionRecord
+	rev     uint64
+	tokens  []string // encoded tokens: stable first, then aliases
+	inbox   *inbox
+	app     *appender
+	outbox  []wire.Event // events of the last commit, stamped
+	cmds    chan runtime.Command
+	steps   chan runtime.StepDone
+	cancel  context.CancelFunc // cancels the running step
+	purgeAt uint64             // lowest unapplied sequence to purge below
+	purged  uint64
+	prev    string // the predecessor's consumer, deleted after boot
+
+	pendingRec    kv.SessionRecord // the record of an uncertain commit
+	pendingOutbox []wire.Event
+	stopped       bool
+}
+
+// newSession prepares a claimed session; rec/rev are the record as claimed.
+func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapshot, tokens []string, timeout time.Duration) (*session, error) {
+	m, err := runtime.NewMachine(runtime.Config{
+		SessionID: rec.SessionID, RunID: rec.OwnerRunID, Deployment: o.cfg.Deployment,
+		Timeout: timeout, EventKinds: o.cfg.Agent.EventKinds(),
+	}, snap)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{
+		o: o, id: rec.SessionID, runID: rec.OwnerRunID, m: m, rec: rec, rev: rev, tokens: tokens,
+		log:   o.log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
+		cmds:  make(chan runtime.Command, 64),
+		steps: make(chan runtime.StepDone, 1),
+		app:   newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(rec.SessionID), rec.SessionID),
+	}
+	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens}
+	return s, nil
+}
+
+// run boots the machine and serves it until the session stops or ctx ends.
+func (s *session) run(ctx context.Context, reason runtime.BootReason) error {
+	defer s.shutdown()
+	if err := s.inbox.open(ctx, s.m.Snapshot().Applied.Next, s.cmds); err != nil {
+		return err
+	}
+	s.deletePredecessor(ctx)
+	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason}); err != nil {
+		return err
+	}
+	return s.loop(ctx)
+}
+
+func (s *session) loop(ctx context.Context) error {
+	tick := time.NewTicker(s.o.cfg.TickInterval)
+	defer tick.Stop()
+	for !s.stopped {
+		var err error
+		select {
+		case <-ctx.Done():
+			return nil
+		case c := <-s.cmds:
+			err = s.handle(ctx, runtime.Received{Cmd: c})
+		case d := <-s.steps:
+			s.cancel = nil
+			err = s.handle(ctx, d)
+		case now := <-tick.C:
+			err = s.handle(ctx, runtime.Tick{Now: now})
+			s.flushPurge(ctx)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handle feeds one input and performs the resulting effects, feeding back
+// the results of synchronous effects until nothing is left.
+func (s *session) handle(ctx context.Context, in runtime.Input) error {
+	pending := []runtime.Input{in}
+	for len(pending) > 0 && !s.stopped {
+		in, pending = pending[0], pending[1:]
+		effects, err := s.m.Handle(in)
+		if errors.Is(err, runtime.ErrEnded) {
+			continue // a command after the end: already cleaned up
+		}
+		if err != nil {
+			return fmt.Errorf("driver: session %s: %w", s.id, err)
+		}
+		for _, e := range effects {
+			next, err := s.perform(ctx, e)
+			if err != nil {
+				return err
+			}
+			pending = append(pending, next...)
+		}
+		s.stopped = s.stopped || s.m.Stopped()
+	}
+	return nil
+}
+
+// shutdown stops delivery and a running step. The consumer stays for a
+// successor run of this process or expires by its inactivity threshold.
+func (s *session) shutdown() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.inbox.close()
+}
+
+func (s *session) deletePredecessor(ctx context.Context) {
+	prev := s.prev
+	if prev == "" || prev == s.inbox.name {
+		return
+	}
+	if err := s.o.cfg.JS.DeleteConsumer(ctx, s.o.cfg.Names.InboxStream(), prev); err == nil {
+		s.log.Debug("deleted predecessor consumer", "consumer", prev)
+	}
+}
+
+// encodedTokens returns the stable token plus the encoded aliases.
+func encodedTokens(sessionID string, aliases []string) ([]string, error) {
+	toks := []string{subjects.StableToken(sessionID)}
+	for _, a := range aliases {
+		t, err := subjects.EncodeToken(a)
+		if err != nil {
+			return nil, err
+		}
+		toks = append(toks, t)
+	}
+	return toks, nil
+}

@@ -1,0 +1,568 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The typed fast paths (fast.go, event_fast.go) run the Go rules instead of
+// the JSON Schema validator. These tests hold them to the frozen schema: for
+// any input, the fast path accepts exactly what the reference path (generic
+// parse, migration, compiled schema, strict decode, Go rules — the codec as
+// it was before the fast paths) accepts, and decodes it to the same value.
+// A fast path may decline (repeated member names, version 0); it may never
+// accept what the reference rejects, nor reject what it accepts.
+
+var sentinels = []error{ErrUnknownVersion, ErrUnknownKind, ErrInvalid, ErrTooLarge}
+
+func sameSentinel(a, b error) bool {
+	for _, s := range sentinels {
+		if errors.Is(a, s) != errors.Is(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// agreeCommand checks one input against the reference and returns the fast
+// verdict.
+func agreeCommand(t testing.TB, b []byte) verdict {
+	t.Helper()
+	ref, refErr := decodeReference(b)
+	fast, v := decodeFast(b)
+	if len(b) > MaxCommandBytes {
+		v = declined // Decode checks the size before the fast path
+	}
+	switch v {
+	case accepted:
+		if refErr != nil {
+			t.Fatalf("fast path accepts what the schema path rejects (%v):\n%q", refErr, b)
+		}
+		if !reflect.DeepEqual(fast, ref) {
+			t.Fatalf("fast path and schema path decode differently:\n fast %+v\n  ref %+v\ninput %q", fast, ref, b)
+		}
+	case rejected:
+		if refErr == nil {
+			t.Fatalf("fast path rejects what the schema path accepts:\n%q", b)
+		}
+	}
+	agreeGeneric(t, b)
+	// Decode as a whole (fast path, migration, fallback) is the reference.
+	got, err := Decode(b)
+	switch {
+	case (err == nil) != (refErr == nil) || !sameSentinel(err, refErr):
+		t.Fatalf("Decode: %v, reference: %v\ninput %q", err, refErr, b)
+	case err == nil && !reflect.DeepEqual(got, ref):
+		t.Fatalf("Decode and reference decode differently:\n  got %+v\n  ref %+v\ninput %q", got, ref, b)
+	case err != nil && !sameErrorFields(err, refErr):
+		t.Fatalf("Decode error %q, reference %q", err, refErr)
+	}
+	if err == nil {
+		agreeEncode(t, got)
+	}
+	return v
+}
+
+// agreeGeneric holds the reflection-free generic form (generic.go) to
+// parseDoc and marshal.
+func agreeGeneric(t testing.TB, b []byte) {
+	t.Helper()
+	doc, ok := parseGenericObject(b)
+	ref, err := parseObject(b)
+	if !ok {
+		if err == nil {
+			t.Fatalf("parseGenericObject rejects what parseObject reads:\n%q", b)
+		}
+		return
+	}
+	if err != nil || !reflect.DeepEqual(doc, ref) {
+		t.Fatalf("parseGenericObject: %v\n got %#v\nwant %#v", err, doc, ref)
+	}
+	out, ok := appendGeneric(nil, doc)
+	want, err := marshal(ref)
+	if !ok || err != nil || string(out) != string(want) {
+		t.Fatalf("appendGeneric: %v %v\n got %s\nwant %s", ok, err, out, want)
+	}
+}
+
+// sameErrorFields compares what a caller reads from two command errors
+// (the schema validator's reasons are not deterministic: it may report any
+// of several violations).
+func sameErrorFields(a, b error) bool {
+	var ea, eb *Error
+	if !errors.As(a, &ea) || !errors.As(b, &eb) {
+		return false
+	}
+	return ea.Version == eb.Version && ea.Kind == eb.Kind && ea.CommandID == eb.CommandID && ea.Err == eb.Err
+}
+
+// agreeEncode checks that what Encode produces (Go rules only) passes the
+// schema and decodes back to the value.
+func agreeEncode(t testing.TB, c Command) {
+	t.Helper()
+	out, err := Encode(Current(), c)
+	if err != nil {
+		t.Fatalf("a decoded command does not encode: %v\n%+v", err, c)
+	}
+	if want, err := marshal(c); err != nil || string(out) != string(want) {
+		t.Fatalf("Encode and marshal differ: %v\n got %s\nwant %s", err, out, want)
+	}
+	if err := debugCheck(commandV1(), out); err != nil {
+		t.Fatalf("Encode produced what the schema rejects: %v\n%s", err, out)
+	}
+	back, err := decodeReference(out)
+	if err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("encode round trip: %v\n got %+v\nwant %+v", err, back, c)
+	}
+}
+
+// commandCorpus is every fixture, every invalid table of the tests, and
+// mutations of each version-1 fixture at every path.
+func commandCorpus(t testing.TB) [][]byte {
+	var out [][]byte
+	for v := 0; v <= CurrentVersion; v++ {
+		paths, err := globAll(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			raw := readFile(t, p)
+			out = append(out, raw)
+			if v == CurrentVersion {
+				out = append(out, mutations(t, raw)...)
+			}
+		}
+	}
+	for _, tt := range decodeRejectCases {
+		out = append(out, []byte(tt.in))
+	}
+	for _, tt := range v0RejectCases {
+		out = append(out, []byte(tt.in))
+	}
+	const env = `"id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z"`
+	for _, s := range []string{
+		`{"v":1,"kind":"cancel","kind":"reset",` + env + `}`,
+		`{"v":1,"kind":"cancel",` + env + `,"caller":""}`,
+		`{"v":1,"kind":"cancel",` + env + `,"idempotencyKey":""}`,
+		`{"v":1,"kind":"cancel","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T1:00:00Z"}`,
+		`{"v":1,"kind":"cancel","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T01:00:00,5Z"}`,
+		`{"v":1,"kind":"cancel","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T01:00:00+24:00"}`,
+		`{"v":1,"kind":"cancel","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T01:00:00+23:59"}`,
+		`{"v":1,"kind":"cancel","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01t01:00:00z"}`,
+		`{"v":1,"kind":"cancel","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T01:00:00\u005a"}`,
+		`{"v":1,"kind":"cancel","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T23:59:60Z"}`,
+		`{"v":1,"kind":"cancel","\u0069d":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"\u212Aind":"cancel",` + env + `}`,
+		`{"v":1.0,"kind":"cancel",` + env + `}`,
+		`{"v":1e0,"kind":"cancel",` + env + `}`,
+		`{"v":1,"v":1,"kind":"cancel",` + env + `}`,
+		`{"kind":"cancel","v":1,` + env + `}`,
+		`{"kind":"cancel",` + env + `,"v":1}`,
+		` {"v":1,"kind":"cancel",` + env + `} `,
+		`{"v":1,"kind":"task.result",` + env + `,"taskResult":{"taskId":"t","result":null}}`,
+		`{"v":1,"kind":"task.result",` + env + `,"taskResult":{"taskId":"t","result":null,"error":"e"}}`,
+		`{"v":1,"kind":"task.result",` + env + `,"taskResult":{"taskId":"t","result":1,"error":""}}`,
+		`{"v":1,"kind":"input.response",` + env + `,"inputResponse":{"requestId":"r"}}`,
+		`{"v":1,"kind":"input.response",` + env + `,"inputResponse":{"requestId":"` + strings.Repeat("é", 128) + `","value":1}}`,
+		`{"v":1,"kind":"input.response",` + env + `,"inputResponse":{"requestId":"` + strings.Repeat("é", 129) + `","value":1}}`,
+		`{"v":1,"kind":"auth.callback",` + env + `,"authCallback":{"attemptId":"a","result":"granted","data":null}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"context":[]}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"context":[null]}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"ext":{}}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"ext":{"":1}}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"ext":{"a":1,"a":{ "b" : [ ] }}}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"outputSchema":{}},{"message":""}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"outputSchema":[]}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":[]}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":[{"type":"image","url":"` + strings.Repeat("u", 4097) + `"}]}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":[{"type":"text","text":"a","name":"` + strings.Repeat("n", 256) + `"}]}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":"a\ud800b\u00e9\ud83d\ude00\n\"\\\/"}]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":"hi"}],"payloads":[]}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":"hi"}]},"deliver":{"mode":"steer"}}`,
+		`{"v":1,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"inputResponses":[{"requestId":"r","value":{"a" : 1}}]}]}}`,
+		`{"v":1,"kind":"move",` + env + `,"move":{"deploymentId":"d","force":null}}`,
+		`{"v":1,"kind":"move",` + env + `,"move":{"deploymentId":"d","force":false}}`,
+		`{"v":1,"kind":"timeout",` + env + `,"timeout":{"timerId":"t","deadline":"2026-01-01T00:00:00.123456789123Z"}}`,
+		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","context":[]}`,
+		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","caller":""}`,
+		`{"type":"deliver","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","payloads":[{"message":"x","Message":1}]}`,
+		`{"type":"deliver","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","payloads":[{"":1}]}`,
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// globAll lists every JSON file of a version, expected normalizations
+// (*.want.json) included.
+func globAll(v int) ([]string, error) {
+	return filepath.Glob(fmt.Sprintf("testdata/v%d/*.json", v))
+}
+
+// mutations replaces, removes, renames and adds members at every path of a
+// fixture, one change per output.
+func mutations(t testing.TB, raw []byte) [][]byte {
+	doc, err := parseDoc(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := []any{nil, "", "x", "latest", "a.b", strings.Repeat("é", 129), strings.Repeat("a", 257),
+		json.Number("0"), json.Number("1"), json.Number("-1"), json.Number("1.5"), true, false,
+		[]any{}, []any{"x"}, []any{map[string]any{}}, map[string]any{}, map[string]any{"a": json.Number("1")},
+		"2026-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "queue", "steer", "text", "image", "granted",
+		"deliver", "cancel", "move", "timeout", "task.result",
+	}
+	var out [][]byte
+	emit := func(d any) {
+		b, err := marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	var walk func(path []any)
+	walk = func(path []any) {
+		node := at(doc, path)
+		switch n := node.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(n))
+			for k := range n {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				p := append(slices.Clone(path), k)
+				for _, v := range values {
+					emit(edit(doc, p, func(any) (any, bool) { return v, true }))
+				}
+				emit(edit(doc, p, func(any) (any, bool) { return nil, false }))
+				emit(editParent(doc, p, func(m map[string]any) {
+					m[strings.ToUpper(k[:1])+k[1:]] = m[k]
+					delete(m, k)
+				}))
+				walk(p)
+			}
+			emit(edit(doc, path, func(v any) (any, bool) {
+				m := clone(v).(map[string]any)
+				m["zz"] = json.Number("1")
+				return m, true
+			}))
+		case []any:
+			for i := range n {
+				p := append(slices.Clone(path), i)
+				for _, v := range values {
+					emit(edit(doc, p, func(any) (any, bool) { return v, true }))
+				}
+				walk(p)
+			}
+		}
+	}
+	walk(nil)
+	return out
+}
+
+func at(doc any, path []any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			doc = doc.(map[string]any)[k]
+		case int:
+			doc = doc.([]any)[k]
+		}
+	}
+	return doc
+}
+
+// edit returns a deep copy of doc with the value at path replaced (or
+// removed when keep is false).
+func edit(doc any, path []any, f func(any) (any, bool)) any {
+	root := clone(doc)
+	if len(path) == 0 {
+		v, _ := f(root)
+		return v
+	}
+	parent := at(root, path[:len(path)-1])
+	switch k := path[len(path)-1].(type) {
+	case string:
+		m := parent.(map[string]any)
+		if v, keep := f(m[k]); keep {
+			m[k] = v
+		} else {
+			delete(m, k)
+		}
+	case int:
+		s := parent.([]any)
+		v, _ := f(s[k])
+		s[k] = v
+	}
+	return root
+}
+
+func editParent(doc any, path []any, f func(map[string]any)) any {
+	root := clone(doc)
+	f(at(root, path[:len(path)-1]).(map[string]any))
+	return root
+}
+
+func clone(v any) any {
+	switch n := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(n))
+		for k, e := range n {
+			m[k] = clone(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(n))
+		for i, e := range n {
+			s[i] = clone(e)
+		}
+		return s
+	}
+	return v
+}
+
+func TestSchemaAgreement(t *testing.T) {
+	counts := map[verdict]int{}
+	for _, b := range commandCorpus(t) {
+		counts[agreeCommand(t, b)]++
+	}
+	t.Logf("fast path: %d accepted, %d rejected, %d declined", counts[accepted], counts[rejected], counts[declined])
+	if counts[accepted] < 14 || counts[rejected] < 100 {
+		t.Fatalf("the corpus does not exercise the fast path: %v", counts)
+	}
+}
+
+// Encode no longer runs the schema: whatever it accepts must pass it, and
+// what it rejects stays rejected (encodeRejectCases), for every fixture and
+// every change of the encode table.
+func TestEncodeSchemaAgreement(t *testing.T) {
+	for _, tt := range encodeRejectCases {
+		c := validDeliver()
+		tt.change(&c)
+		if _, err := Encode(Current(), c); err == nil {
+			t.Errorf("%s: Encode accepts", tt.name)
+		}
+	}
+	for _, p := range fixtures(t, CurrentVersion) {
+		c, err := Decode(readFile(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		agreeEncode(t, c)
+	}
+}
+
+// appendCommand writes exactly what encoding/json writes, for any strings
+// a Go value can hold.
+func TestEncodeAgreement(t *testing.T) {
+	odd := []string{"", "a", "<&>", "\u2028\u2029", "\x00\x1f\b\f\n\r\t\"\\/", "\xff\xfe", "é€😀", "a\xc3", strings.Repeat("<", 40)}
+	c := validDeliver()
+	c.AcceptedAt = c.AcceptedAt.UTC()
+	for _, s := range odd {
+		c.ID, c.Caller, c.IdempotencyKey = "x"+s, s, s
+		c.Deliver = &Deliver{Mode: s, Payloads: []Payload{
+			{Message: TextMessage(s), Context: []string{s, s}},
+			{Message: &Message{Parts: []Part{{Type: s, Text: s, URL: s, MediaType: s, Name: s}, {}}}, OutputSchema: json.RawMessage(`{ "a" : [ 1 , "` + "<>" + `" ] }`)},
+			{InputResponses: []InputResponse{{RequestID: s, Value: json.RawMessage(`null`)}}, Ext: map[string]json.RawMessage{s: json.RawMessage(`"x"`), "b" + s: json.RawMessage(" [ ] ")}},
+			{Message: &Message{Parts: []Part{}}},
+		}}
+		c.AuthCallback = &AuthCallback{AttemptID: s, Result: s, Data: json.RawMessage(`{"a":"\u003c"}`)}
+		c.TaskResult = &TaskResult{TaskID: s, Error: s, Result: json.RawMessage(`1e400`)}
+		c.Timeout = &Timeout{TimerID: s, Deadline: c.AcceptedAt}
+		c.Move = &Move{DeploymentID: s, Force: s != ""}
+		c.InputResponse = &InputResponse{RequestID: s}
+		for _, cc := range []Command{c, {Kind: Kind(s)}} {
+			got, ok := appendCommand(nil, &cc)
+			want, err := marshal(cc)
+			if ok != (err == nil) || ok && string(got) != string(want) {
+				t.Errorf("%q: ok %v err %v\n got %s\nwant %s", s, ok, err, got, want)
+			}
+		}
+	}
+	c.Deliver.Payloads[0].Ext = map[string]json.RawMessage{"a": json.RawMessage(`{`)}
+	if _, ok := appendCommand(nil, &c); ok {
+		t.Error("appendCommand writes invalid raw JSON")
+	}
+}
+
+// FuzzSchemaAgreement: for any input, the typed fast path accepts exactly
+// what the schema path accepts, with the same value; Decode as a whole
+// returns what the schema path returns.
+func FuzzSchemaAgreement(f *testing.F) {
+	for _, b := range commandCorpus(f) {
+		if len(b) <= 4096 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeCommand(t, b)
+	})
+}
+
+// Events.
+
+// agreeRegistries are the registries events are checked with: none, the
+// built-ins, and the built-ins plus agent kinds with a plain and a tagged
+// data type.
+func agreeRegistries(t testing.TB) []*EventRegistry {
+	reg := DefaultEvents()
+	type plainRef struct {
+		ID  string `json:"id"`
+		Seq uint64 `json:"seq"`
+	}
+	type plainNote struct {
+		Note   string            `json:"note"`
+		Level  int               `json:"level,omitempty"`
+		Tags   []string          `json:"tags,omitempty"`
+		Ref    *plainRef         `json:"ref,omitempty"`
+		Extra  json.RawMessage   `json:"extra,omitempty"`
+		Labels map[string]string `json:"labels,omitempty"`
+		At     *time.Time        `json:"at,omitempty"`
+	}
+	type taggedNote struct {
+		Note string `json:"note" jsonschema:"minLength=3,maxLength=5"`
+		N    int    `json:"n,omitempty" jsonschema:"minimum=2"`
+	}
+	if err := errors.Join(
+		RegisterEvent[plainNote](reg, "acme.plain", nil),
+		RegisterEvent[taggedNote](reg, "acme.tagged", nil),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if reg.spec("acme.plain").shape == nil || reg.spec("acme.tagged").shape != nil {
+		t.Fatal("acme.plain has no shape or acme.tagged has one")
+	}
+	return []*EventRegistry{nil, DefaultEvents(), reg}
+}
+
+// agreeEvent checks one input with every registry.
+func agreeEvent(t testing.TB, regs []*EventRegistry, b []byte) verdict {
+	t.Helper()
+	worst := accepted
+	for _, reg := range regs {
+		ref, refErr := decodeEventReference(reg, b)
+		got, err := DecodeEvent(reg, b)
+		switch {
+		case (err == nil) != (refErr == nil) || !sameSentinel(err, refErr):
+			t.Fatalf("DecodeEvent: %v, reference: %v\ninput %s", err, refErr, b)
+		case !reflect.DeepEqual(got, ref):
+			t.Fatalf("DecodeEvent and reference decode differently:\n  got %+v\n  ref %+v\ninput %s", got, ref, b)
+		}
+		v := eventVerdict(reg, b)
+		switch {
+		case v == accepted && refErr != nil:
+			t.Fatalf("fast path accepts what the schema path rejects (%v):\n%s", refErr, b)
+		case v == rejected && refErr == nil:
+			t.Fatalf("fast path rejects what the schema path accepts:\n%s", b)
+		}
+		worst = min(worst, v)
+	}
+	return worst
+}
+
+// eventVerdict is the fast path's own verdict (accepted includes an unknown
+// kind or version reported with a valid envelope).
+func eventVerdict(reg *EventRegistry, b []byte) verdict {
+	if len(b) > MaxEventBytes {
+		return declined
+	}
+	e, v := decodeEventFast(b)
+	if v != accepted || reg == nil {
+		return v
+	}
+	v, err := reg.checkFast(&e)
+	if errors.Is(err, ErrUnknownKind) || errors.Is(err, ErrUnknownVersion) {
+		return declined
+	}
+	if err != nil {
+		return rejected
+	}
+	return v
+}
+
+func eventCorpus(t testing.TB) [][]byte {
+	var out [][]byte
+	add := func(e Event) {
+		b, err := marshal(normalizeEvent(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+		out = append(out, mutations(t, b)...)
+	}
+	kinds := make([]string, 0, len(builtinSamples))
+	for k := range builtinSamples {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		add(envelope(k, builtinSamples[k]))
+	}
+	add(envelope(EventMessageOutput, MessageOutput{Ref: &ref}))
+	add(envelope("acme.plain", map[string]any{"note": "n", "level": 2, "tags": []string{"a"},
+		"ref": map[string]any{"id": "c", "seq": 1}, "extra": nil, "labels": map[string]string{"a": "b"}, "at": "2026-01-01T00:00:00Z"}))
+	add(envelope("acme.tagged", map[string]any{"note": "abcd", "n": 3}))
+	for _, tt := range malformedEventData {
+		out = append(out, rawEvent(tt.kind, tt.data))
+	}
+	for _, tt := range envelopeRejectCases {
+		out = append(out, []byte(tt.in))
+	}
+	for _, s := range []string{
+		`{"kind":"x"}`,
+		string(rawEvent("turn.started", `{"turnId":"t1","turnId":"t2"}`)),
+		string(rawEvent("handoff.started", `{"handoffId":"h","targetDeploymentId":"d","trigger":{"commandId":"c","seq":1},"trigger":{"seq":2}}`)),
+		string(rawEvent("wire.rejected", `{"seq":1,"reason":"r","version":-1}`)),
+		string(rawEvent("input.requested", `{"requestId":"r"}`)),
+		string(rawEvent("command.applied", `{"commandId":"c","seq":1.0,"kind":"k"}`)),
+		string(rawEvent("acme.plain", `{"note":"n","at":"2026-01-01T1:00:00Z"}`)),
+		string(rawEvent("acme.plain", `{"note":"n","labels":{"a":null}}`)),
+		string(rawEvent("acme.plain", `{"note":"n","Note":"m"}`)),
+		string(rawEvent("acme.tagged", `{"note":"ab"}`)),
+		strings.Replace(string(rawEvent("turn.started", `{"turnId":"t1"}`)), `"seq":7`, `"seq":7,"seq":8`, 1),
+		strings.Replace(string(rawEvent("turn.started", `{"turnId":"t1"}`)), `"kind":"turn.started"`, `"kind":"turn..started"`, 1),
+		strings.Replace(string(rawEvent("turn.started", `{"turnId":"t1"}`)), `"ownerRunId":"run-1"`, `"ownerRunId":""`, 1),
+		strings.Replace(string(rawEvent("turn.started", `{"turnId":"t1"}`)), `"v":1`, `"v":2`, 1),
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+func TestEventSchemaAgreement(t *testing.T) {
+	regs := agreeRegistries(t)
+	counts := map[verdict]int{}
+	for _, b := range eventCorpus(t) {
+		counts[agreeEvent(t, regs, b)]++
+	}
+	t.Logf("fast path (worst over registries): %d accepted, %d rejected, %d declined", counts[accepted], counts[rejected], counts[declined])
+	if counts[accepted] < 20 || counts[rejected] < 100 {
+		t.Fatalf("the corpus does not exercise the fast path: %v", counts)
+	}
+	for _, k := range DefaultEvents().Kinds() {
+		if DefaultEvents().spec(k).shape == nil {
+			t.Errorf("built-in kind %s is checked against its schema at runtime", k)
+		}
+	}
+}
+
+// FuzzEventSchemaAgreement: for any input and registry, the typed event
+// path accepts exactly what the schema path accepts, with the same value.
+func FuzzEventSchemaAgreement(f *testing.F) {
+	for _, b := range eventCorpus(f) {
+		f.Add(b)
+	}
+	regs := agreeRegistries(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeEvent(t, regs, b)
+	})
+}
