@@ -33,7 +33,9 @@
 //     and a message TTL, because kv.Update drops the TTL. Expiry leaves a
 //     server marker that WatchLeases reports as Expired. TakeoverLease writes
 //     at that marker's revision, so the dead holder's RenewLease (at its old
-//     revision) fails with ErrConflict for good.
+//     revision) fails with ErrConflict for good. The owners bucket must keep
+//     History 1: with more, nats-server 2.15 stretches every message TTL to
+//     the bucket's marker TTL, and kv refuses a lease TTL it would stretch.
 //
 // # Errors
 //

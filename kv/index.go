@@ -50,7 +50,7 @@ func (s *Store) RemoveIndex(ctx context.Context, processID, sessionID string) er
 	if err != nil {
 		return err
 	}
-	return mapErr("purge", key, s.owners.kv.Purge(ctx, key, jetstream.PurgeTTL(s.markerTTL)))
+	return mapErr("purge", key, s.owners.kv.Purge(ctx, key, jetstream.PurgeTTL(s.owners.markerTTL)))
 }
 
 // ListIndex returns the session IDs in processID's index, sorted. It lists

@@ -54,7 +54,7 @@ func (s *Store) validTTL(ttl time.Duration) error {
 	}
 	if ttl < s.minTTL {
 		return invalid("lease TTL %v: bucket %s keeps %d revisions per key with %v delete markers, so the server would stretch it to %v; "+
-			"leases need History 1 on that bucket", ttl, s.owners.name, s.owners.history, s.markerTTL, s.minTTL)
+			"leases need History 1 on that bucket", ttl, s.owners.name, s.owners.history, s.owners.markerTTL, s.minTTL)
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (s *Store) ReleaseLease(ctx context.Context, processID string, rev uint64) 
 		return invalid("release lease %s: revision 0", processID)
 	}
 	key := subjects.LeaseKey(processID)
-	err := s.owners.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(s.markerTTL))
+	err := s.owners.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(s.owners.markerTTL))
 	return mapErr("release", key, err)
 }
 

@@ -20,24 +20,23 @@ const headerRoom = 128
 // Store is the typed store over Baton's three KV buckets. It holds no
 // mutable state and is safe for concurrent use.
 type Store struct {
-	js        jetstream.JetStream
-	nc        *nats.Conn
-	sessions  bucket
-	hooks     bucket
-	owners    bucket
-	markerTTL time.Duration // TTL of the markers kv leaves in the owners bucket
-	minTTL    time.Duration // shortest lease TTL the owners bucket honours
-	now       func() time.Time
+	js       jetstream.JetStream
+	nc       *nats.Conn
+	sessions bucket
+	hooks    bucket
+	owners   bucket
+	minTTL   time.Duration // shortest lease TTL the owners bucket honours
+	now      func() time.Time
 }
 
 // bucket is one KV bucket with what kv learned about it at Open.
 type bucket struct {
 	kv        jetstream.KeyValue
 	name      string
-	msgGet    string // leader-only message get subject of its stream
-	maxValue  int    // largest value accepted, headers excluded; 0 = unbounded
-	history   int64  // revisions kept per key
-	markerTTL time.Duration
+	msgGet    string        // leader-only message get subject of its stream
+	maxValue  int           // largest value accepted, headers excluded; 0 = unbounded
+	history   int64         // revisions kept per key
+	markerTTL time.Duration // TTL of delete markers (0 = no per-key TTL)
 }
 
 // entry is one stored KV message, read through the KV API or from the leader.
@@ -69,7 +68,7 @@ func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*S
 			return nil, err
 		}
 	}
-	if s.markerTTL = s.owners.markerTTL; s.markerTTL <= 0 {
+	if s.owners.markerTTL <= 0 {
 		return nil, fmt.Errorf("kv: bucket %s has no LimitMarkerTTL, so leases cannot carry a per-key TTL (create it with topology.Ensure)", s.owners.name)
 	}
 	s.minTTL = minLeaseTTL(s.owners)
@@ -87,7 +86,7 @@ func minLeaseTTL(b bucket) time.Duration {
 	if b.history == 1 {
 		return MinLeaseTTL
 	}
-	return max(MinLeaseTTL, b.markerTTL.Round(time.Second))
+	return max(MinLeaseTTL, b.markerTTL)
 }
 
 func openBucket(ctx context.Context, js jetstream.JetStream, prefix, name string) (bucket, error) {

@@ -94,7 +94,7 @@ func ownersConfig(c Config) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:         c.Names.OwnersBucket(),
 		Description:    "Baton owner leases, session indexes and deployment records",
-		History:        4,
+		History:        1, // with more history the server stretches short per-key TTLs to LimitMarkerTTL
 		MaxValueSize:   64 << 10,
 		Storage:        jetstream.FileStorage,
 		Replicas:       c.Replicas,
