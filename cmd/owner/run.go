@@ -32,6 +32,7 @@ type Config struct {
 // Run starts (or connects to) NATS, ensures the topology and serves until ctx
 // ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	base := log
 	log = log.With(app.KeyDeployment, cfg.DeploymentID)
 	url := cfg.NATSURL
 	if url == "" {
@@ -73,7 +74,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	owner, err := driver.New(driver.Config{
 		NC: nc, JS: js, Store: store, Names: cfg.Names, Deployment: cfg.DeploymentID,
-		ProcessID: cfg.ProcessID, Agent: agent, Log: log,
+		ProcessID: cfg.ProcessID, Agent: agent, Log: base,
 	})
 	if err != nil {
 		return err
