@@ -19,10 +19,13 @@ type Checkpoint struct {
 	StateV    int    `json:"stateV"`
 	SessionID string `json:"sessionId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=128"`
 
-	// History is the private model history, inline while it is small;
-	// beyond MaxInlineBytes it lives in the object store under HistoryRef.
-	History    []HistoryEntry `json:"history,omitempty"`
-	HistoryRef *BlobRef       `json:"historyRef,omitempty"`
+	// History is the private model history: sealed segments in the object
+	// store (immutable, content-addressed, in order), then the inline tail.
+	// The owner seals the tail into a new segment before it would pass
+	// MaxInlineBytes, so a session's record stays small however long it
+	// lives; each commit writes at most one new segment.
+	HistorySegments []BlobRef      `json:"historySegments,omitempty"`
+	History         []HistoryEntry `json:"history,omitempty"`
 	// State is the authored agent state, opaque to Baton; likewise inline
 	// or under StateRef.
 	State    json.RawMessage `json:"state,omitempty"`

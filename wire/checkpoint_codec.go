@@ -158,21 +158,24 @@ func (c *Checkpoint) validateContent() error {
 
 // validateInline enforces inline-or-reference for history and state.
 func (c *Checkpoint) validateInline() error {
-	if c.History != nil && c.HistoryRef != nil || c.State != nil && c.StateRef != nil {
-		return errors.New("history and state are each inline or referenced, not both")
+	if c.State != nil && c.StateRef != nil {
+		return errors.New("state is inline or referenced, not both")
 	}
-	for _, ref := range []*BlobRef{c.HistoryRef, c.StateRef} {
-		if ref != nil {
-			if err := ref.Validate(); err != nil {
-				return err
-			}
+	if c.StateRef != nil {
+		if err := c.StateRef.Validate(); err != nil {
+			return err
+		}
+	}
+	for _, ref := range c.HistorySegments {
+		if err := ref.Validate(); err != nil {
+			return err
 		}
 	}
 	if n := len(c.State); n > MaxInlineBytes {
 		return stateFail(c.StateV, ErrTooLarge, "inline state is %d bytes, limit %d (use StateRef)", n, MaxInlineBytes)
 	}
 	if h, _ := marshal(c.History); len(h) > MaxInlineBytes {
-		return stateFail(c.StateV, ErrTooLarge, "inline history is %d bytes, limit %d (use HistoryRef)", len(h), MaxInlineBytes)
+		return stateFail(c.StateV, ErrTooLarge, "inline history is %d bytes, limit %d (seal it into HistorySegments)", len(h), MaxInlineBytes)
 	}
 	return nil
 }
@@ -196,6 +199,7 @@ func (c *Checkpoint) validateOutbox() error {
 // normalizeCheckpoint: UTC times, compact raw JSON, empty collections nil,
 // Applied.Low at least 1. It copies what it changes.
 func normalizeCheckpoint(c Checkpoint) Checkpoint {
+	c.HistorySegments = nilIfEmpty(slices.Clone(c.HistorySegments))
 	c.History = nilIfEmpty(slices.Clone(c.History))
 	for i := range c.History {
 		c.History[i].Data = compactRaw(c.History[i].Data)

@@ -107,9 +107,9 @@ func TestCheckpointRejects(t *testing.T) {
 		change func(*Checkpoint)
 		want   error
 	}{
-		{"history both", func(c *Checkpoint) { r := NewBlobRef([]byte("h")); c.HistoryRef = &r }, ErrInvalid},
+		{"state both", func(c *Checkpoint) { r := NewBlobRef([]byte("h")); c.StateRef = &r }, ErrInvalid},
 		{"state both", func(c *Checkpoint) { r := NewBlobRef([]byte("s")); c.StateRef = &r }, ErrInvalid},
-		{"bad ref", func(c *Checkpoint) { c.History = nil; c.HistoryRef = &BlobRef{Digest: "md5:x"} }, ErrInvalid},
+		{"bad ref", func(c *Checkpoint) { c.HistorySegments = []BlobRef{{Digest: "md5:x"}} }, ErrInvalid},
 		{"inline state too large", func(c *Checkpoint) { c.State = big }, ErrTooLarge},
 		{"inline history too large", func(c *Checkpoint) { c.History = []HistoryEntry{{Role: "user", Data: big}} }, ErrTooLarge},
 		{"state invalid json", func(c *Checkpoint) { c.State = json.RawMessage(`{`) }, ErrInvalid},

@@ -16,7 +16,7 @@ const (
 	MaxEventBytes = MaxEventDataBytes + 2<<10
 
 	// MaxInlineBytes bounds inline history and inline authored state in a
-	// checkpoint. Anything larger goes to the object store (HistoryRef,
+	// checkpoint. Anything larger goes to the object store (HistorySegments,
 	// StateRef), so a long conversation never hits the KV value limit.
 	MaxInlineBytes = 128 << 10
 
