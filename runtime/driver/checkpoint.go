@@ -8,9 +8,10 @@ import (
 // encodeCheckpoint maps the machine's snapshot onto the versioned wire
 // checkpoint (wire owns the durable shape). tokens[0] is the stable token;
 // the raw addresses are the session ID plus the snapshot's aliases.
-func encodeCheckpoint(sessionID string, tokens []string, snap runtime.Snapshot, outbox []wire.Event) ([]byte, error) {
+func encodeCheckpoint(sessionID string, tokens []string, snap runtime.Snapshot, outbox []wire.Event, segs []wire.BlobRef) ([]byte, error) {
 	cp := wire.Checkpoint{
-		StateV: wire.CurrentStateVersion, SessionID: sessionID,
+		HistorySegments: segs,
+		StateV:          wire.CurrentStateVersion, SessionID: sessionID,
 		State: snap.State, EventSeq: snap.EventSeq, Paused: snap.Paused,
 		Tokens:  append([]string{sessionID}, snap.Aliases...),
 		Applied: wire.Applied{Low: snap.Applied.Next, Above: snap.Applied.Above, IDs: snap.Applied.RecentIDs},
@@ -31,12 +32,15 @@ func encodeCheckpoint(sessionID string, tokens []string, snap runtime.Snapshot, 
 }
 
 // decodeCheckpoint is the inverse: the snapshot, the encoded tokens and the
-// configured timeout. A checkpoint of an unknown state version is refused
+// outbox as stamped by the run that committed it (a successor re-publishes
+// exactly those events). A checkpoint of an unknown state version is refused
 // (wire.ErrUnsupportedState) before anything is claimed or run.
-func decodeCheckpoint(b []byte) (runtime.Snapshot, []string, error) {
+// The snapshot's History is only the inline tail; segments are the sealed
+// history segments before it (history.load reads them).
+func decodeCheckpoint(b []byte) (decoded, error) {
 	cp, err := wire.DecodeCheckpoint(b)
 	if err != nil {
-		return runtime.Snapshot{}, nil, err
+		return decoded{}, err
 	}
 	snap := runtime.Snapshot{
 		Started: cp.Started, Ended: cp.Ended, EventSeq: cp.EventSeq, Paused: cp.Paused, State: cp.State,
@@ -57,7 +61,15 @@ func decodeCheckpoint(b []byte) (runtime.Snapshot, []string, error) {
 		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
 	}
 	tokens, err := encodedTokens(cp.SessionID, snap.Aliases)
-	return snap, tokens, err
+	return decoded{snap: snap, tokens: tokens, outbox: cp.Outbox, segments: cp.HistorySegments}, err
+}
+
+// decoded is a checkpoint read back.
+type decoded struct {
+	snap     runtime.Snapshot
+	tokens   []string
+	outbox   []wire.Event
+	segments []wire.BlobRef
 }
 
 func toWireTurn(snap runtime.Snapshot) wire.TurnState {

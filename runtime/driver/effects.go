@@ -47,7 +47,7 @@ func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 
 // commit is the one CAS of the session record.
 func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
-	rec, outbox, err := s.record(c.Snapshot)
+	rec, outbox, err := s.record(ctx, c.Snapshot)
 	if err != nil {
 		return nil, err
 	}

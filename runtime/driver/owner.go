@@ -42,10 +42,20 @@ type Faults struct {
 	// commit CAS that landed (the write is durable, the owner is told it is
 	// uncertain).
 	LoseCommitReply func(sessionID string) bool
+	// AliasHooked runs after a live session created the hook of a new alias
+	// and before it recreates its consumer over the alias's subject, so a
+	// test can publish into that window.
+	AliasHooked func(sessionID, alias string)
 }
 
 func (f *Faults) loseCommitReply(id string) bool {
 	return f != nil && f.LoseCommitReply != nil && f.LoseCommitReply(id)
+}
+
+func (f *Faults) aliasHooked(id, alias string) {
+	if f != nil && f.AliasHooked != nil {
+		f.AliasHooked(id, alias)
+	}
 }
 
 // Owner runs the sessions of one owner process.
@@ -58,6 +68,7 @@ type Owner struct {
 	sessions map[string]*loaded
 	wg       sync.WaitGroup
 	ctx      context.Context // the serving context, set by Run
+	state    jetstream.ObjectStore
 }
 
 type loaded struct {
@@ -77,6 +88,13 @@ func New(cfg Config) (*Owner, error) {
 		return nil, errors.New("driver: NC, JS, Store and Agent are required")
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Events == nil {
+		reg, err := agentEvents(cfg.Agent)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Events = reg
+	}
 	o := &Owner{cfg: cfg, faults: cfg.Faults, sessions: map[string]*loaded{}}
 	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
 	return o, nil
@@ -95,12 +113,6 @@ func (c Config) withDefaults() Config {
 	if c.Names == (subjects.Names{}) {
 		c.Names = subjects.Default()
 	}
-	if c.Events == nil {
-		c.Events = wire.DefaultEvents()
-		for _, k := range c.Agent.EventKinds() {
-			_ = wire.RegisterEvent(c.Events, k, func(map[string]any) error { return nil })
-		}
-	}
 	return c
 }
 
@@ -113,14 +125,24 @@ func newID() string { return ulid.Make().String() }
 // is abandoned: its uncommitted work re-runs on the next owner).
 func (o *Owner) Run(ctx context.Context) error {
 	o.ctx = ctx
+	state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
+	if err != nil {
+		return fmt.Errorf("driver: state object store: %w", err)
+	}
+	o.state = state
+	// Resume the index before serving start requests: start indexes a new
+	// session before it runs it, so a resume listing the index meanwhile
+	// would claim that session a second time in this process.
+	if err := o.resumeIndex(ctx); err != nil {
+		o.stopAll()
+		return err
+	}
 	sub, err := o.cfg.NC.QueueSubscribe(o.cfg.Names.Start(o.cfg.Deployment), o.cfg.Names.QueueGroup(o.cfg.Deployment), o.serveStart)
 	if err != nil {
+		o.stopAll()
 		return fmt.Errorf("driver: subscribe start: %w", err)
 	}
 	defer sub.Unsubscribe()
-	if err := o.resumeIndex(ctx); err != nil {
-		return err
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- o.runTasks(ctx) }()
 	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment))

@@ -19,13 +19,18 @@ var errReplyLost = errors.New("driver: commit reply lost (injected)")
 // record builds the session record a commit writes: ownership unchanged, the
 // state derived from the snapshot, and the checkpoint with the new outbox
 // stamped with this run's envelope.
-func (s *session) record(snap runtime.Snapshot) (kv.SessionRecord, []wire.Event, error) {
+func (s *session) record(ctx context.Context, snap runtime.Snapshot) (kv.SessionRecord, []wire.Event, error) {
 	now := s.o.now()
 	outbox := make([]wire.Event, len(snap.Outbox))
 	for i, e := range snap.Outbox {
 		outbox[i] = s.restamp(e, now)
 	}
-	cp, err := encodeCheckpoint(s.id, s.tokens, snap, outbox)
+	segs, tail, err := s.hist.layout(ctx, snap.History)
+	if err != nil {
+		return kv.SessionRecord{}, nil, err
+	}
+	snap.History = tail
+	cp, err := encodeCheckpoint(s.id, s.tokens, snap, outbox, segs)
 	if err != nil {
 		return kv.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
 	}
@@ -74,8 +79,21 @@ func (s *session) claimAlias(ctx context.Context, alias string) error {
 	if err != nil && !errors.As(err, &owned) {
 		return fmt.Errorf("driver: claim alias %q: %w", alias, err)
 	}
+	s.o.faults.aliasHooked(s.id, alias)
 	s.tokens = appendUnique(s.tokens, tok)
 	s.inbox.tokens = s.tokens
+	return s.reopen(ctx)
+}
+
+// reopen recreates the consumer at Applied.Next with a fresh command
+// channel. Commands the old consumer delivered that the machine has not seen
+// yet are dropped with the old channel: the new consumer delivers them again
+// in stream order. Read from the old channel, they would reach the machine
+// ahead of a new alias's earlier command, and a commit would raise
+// Applied.Next past that command, which would then be skipped as processed.
+func (s *session) reopen(ctx context.Context) error {
+	s.inbox.close()
+	s.cmds = make(chan runtime.Command, cap(s.cmds))
 	return s.inbox.open(ctx, s.m.Snapshot().Applied.Next, s.cmds)
 }
 

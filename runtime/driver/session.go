@@ -32,7 +32,8 @@ type session struct {
 	cancel  context.CancelFunc // cancels the running step
 	purgeAt uint64             // lowest unapplied sequence to purge below
 	purged  uint64
-	prev    string // the predecessor's consumer, deleted after boot
+	prev    string   // the predecessor's consumer, deleted after boot
+	hist    *history // sealed history segments
 
 	pendingRec    kv.SessionRecord // the record of an uncertain commit
 	pendingOutbox []wire.Event
@@ -43,7 +44,7 @@ type session struct {
 func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapshot, tokens []string, timeout time.Duration) (*session, error) {
 	m, err := runtime.NewMachine(runtime.Config{
 		SessionID: rec.SessionID, RunID: rec.OwnerRunID, Deployment: o.cfg.Deployment,
-		Timeout: timeout, EventKinds: o.cfg.Agent.EventKinds(),
+		Timeout: timeout, EventKinds: o.cfg.Agent.EventKinds(), RecentIDs: wire.MaxAppliedIDs,
 	}, snap)
 	if err != nil {
 		return nil, err
@@ -55,6 +56,7 @@ func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapsh
 		steps: make(chan runtime.StepDone, 1),
 		app:   newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
+	s.hist = &history{obs: o.state}
 	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens}
 	return s, nil
 }

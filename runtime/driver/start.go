@@ -104,7 +104,7 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 	}
 	run := newID()
 	snap := runtime.Snapshot{Aliases: aliases}
-	cp, err := encodeCheckpoint(id, tokens, snap, nil)
+	cp, err := encodeCheckpoint(id, tokens, snap, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,96 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// segmentBytes is the inline history tail at which the owner seals the tail
+// into an immutable object-store segment (well below wire.MaxInlineBytes).
+const segmentBytes = 32 << 10
+
+// history keeps a session's sealed history segments: content-addressed
+// objects in the baton_state object store, named by digest. A segment is
+// written before the commit that references it, so a committed record never
+// points at a missing object; a segment of a commit that lost its CAS is an
+// unreferenced object.
+type history struct {
+	obs     jetstream.ObjectStore
+	segs    []wire.BlobRef
+	covered int    // history entries in the segments
+	first   string // fingerprint of entry 0, to notice a rewritten history
+}
+
+// layout splits the full history into segments and an inline tail, sealing
+// the tail into a new segment when it grew past segmentBytes.
+func (h *history) layout(ctx context.Context, full []runtime.Entry) ([]wire.BlobRef, []runtime.Entry, error) {
+	if h.covered > len(full) || h.covered > 0 && fingerprint(full[0]) != h.first {
+		h.segs, h.covered, h.first = nil, 0, "" // cleared, compacted or reset
+	}
+	tail := full[h.covered:]
+	data, err := json.Marshal(tail)
+	if err != nil || len(data) < segmentBytes {
+		return h.segs, tail, err
+	}
+	ref := wire.NewBlobRef(data)
+	if err := h.put(ctx, ref, data); err != nil {
+		return nil, nil, err
+	}
+	h.segs = append(h.segs, ref)
+	h.covered, h.first = len(full), fingerprint(full[0])
+	return h.segs, nil, nil
+}
+
+func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error {
+	if h.obs == nil {
+		return errors.New("driver: history segment needs the state object store")
+	}
+	if _, err := h.obs.GetInfo(ctx, ref.Digest); err == nil {
+		return nil // content-addressed: already there
+	}
+	if _, err := h.obs.PutBytes(ctx, ref.Digest, data); err != nil {
+		return fmt.Errorf("driver: store history segment: %w", err)
+	}
+	return nil
+}
+
+// load reads the segments back, verifying each digest, and restores the
+// layout so later commits keep them.
+func (h *history) load(ctx context.Context, segs []wire.BlobRef, tail []runtime.Entry) ([]runtime.Entry, error) {
+	var full []runtime.Entry
+	for _, ref := range segs {
+		part, err := h.segment(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		full = append(full, part...)
+	}
+	h.segs, h.covered = segs, len(full)
+	if len(full) > 0 {
+		h.first = fingerprint(full[0])
+	}
+	return append(full, tail...), nil
+}
+
+func (h *history) segment(ctx context.Context, ref wire.BlobRef) ([]runtime.Entry, error) {
+	if h.obs == nil {
+		return nil, errors.New("driver: history segments need the state object store")
+	}
+	data, err := h.obs.GetBytes(ctx, ref.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("driver: history segment %s: %w", ref.Digest, err)
+	}
+	if err := ref.Verify(data); err != nil {
+		return nil, err
+	}
+	var part []runtime.Entry
+	return part, json.Unmarshal(data, &part)
+}
+
+func fingerprint(e runtime.Entry) string { return e.Role + "\x00" + e.Text }
