@@ -26,7 +26,10 @@ func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 }
 
 // EncodeCheckpoint stamps the current state version, checks every rule and
-// the generated schema, and returns the canonical encoding. Inline history
+// returns the canonical encoding. It is on the commit path, so the Go rules
+// carry every constraint of the schema (TestCheckpointEncodeAgreement holds
+// them to it); the schema itself is checked on decode (boot, claim,
+// handoff: rare) and, with BATON_WIRE_SCHEMA_CHECK=1, on encode too. Inline history
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
@@ -42,8 +45,10 @@ func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 	if len(b) > MaxCheckpointBytes {
 		return nil, stateFail(c.StateV, ErrTooLarge, "%d bytes, limit %d (move history or state to the object store)", len(b), MaxCheckpointBytes)
 	}
-	if _, err := DecodeCheckpoint(b); err != nil {
-		return nil, err
+	if debugSchema {
+		if err := debugCheck(checkpointV1(), b); err != nil {
+			return nil, stateFail(c.StateV, ErrInvalid, "schema (debug check): %v", err)
+		}
 	}
 	return b, nil
 }
@@ -56,15 +61,11 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	if len(b) > MaxCheckpointBytes {
 		return Checkpoint{}, stateFail(0, ErrTooLarge, "%d bytes, limit %d", len(b), MaxCheckpointBytes)
 	}
-	doc, err := parseObject(b)
-	if err != nil {
-		return Checkpoint{}, stateFail(0, ErrInvalid, "%v", err)
-	}
-	v, err := stateVersionOf(doc)
+	v, err := peekStateVersion(b)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	if err := checkpointV1().check(doc); err != nil {
+	if err := debugCheck(checkpointV1(), b); err != nil {
 		return Checkpoint{}, stateFail(v, ErrInvalid, "%v", err)
 	}
 	var c Checkpoint
@@ -91,6 +92,18 @@ func ReadStateVersion(b []byte) (int, error) {
 		return 0, stateFail(0, ErrUnsupportedState, "stateV is missing or not an integer")
 	}
 	return n, nil
+}
+
+// peekStateVersion reads only stateV, so an unreadable version is refused
+// before the rest is interpreted.
+func peekStateVersion(b []byte) (int, error) {
+	var head struct {
+		StateV json.RawMessage `json:"stateV"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return 0, stateFail(0, ErrInvalid, "%v", err)
+	}
+	return stateVersionOf(map[string]any{"stateV": json.Number(head.StateV)})
 }
 
 func stateVersionOf(doc map[string]any) (int, error) {
@@ -153,7 +166,52 @@ func (c *Checkpoint) validateContent() error {
 	if err := c.Applied.validate(); err != nil {
 		return err
 	}
+	if err := c.validateRuntime(); err != nil {
+		return err
+	}
 	return c.validateOutbox()
+}
+
+// validateRuntime checks the owner's runtime fields: history roles, the
+// end reason, the timer's duration, waits and the live turn's inputs.
+func (c *Checkpoint) validateRuntime() error {
+	for i, h := range c.History {
+		if h.Role == "" {
+			return fmt.Errorf("history[%d].role is empty", i)
+		}
+	}
+	switch c.Ended {
+	case "", EndDone, EndExpired, EndFailed:
+	default:
+		return fmt.Errorf("ended %q is not done, expired or failed", c.Ended)
+	}
+	if c.Timer != nil && c.Timer.Duration < 0 {
+		return errors.New("timer.durationNs is negative")
+	}
+	if err := c.Waits.validate(); err != nil {
+		return err
+	}
+	for i, in := range c.Turn.Inputs {
+		if in.ID == "" || in.Kind == "" {
+			return fmt.Errorf("turn.inputs[%d] needs id and kind", i)
+		}
+	}
+	return nil
+}
+
+func (w Waits) validate() error {
+	if w.Input != nil && w.Input.RequestID == "" {
+		return errors.New("waits.input.requestId is empty")
+	}
+	if w.Auth != nil && w.Auth.AttemptID == "" {
+		return errors.New("waits.auth.attemptId is empty")
+	}
+	for i, t := range w.Tasks {
+		if t.ID == "" || t.Duration < 0 {
+			return fmt.Errorf("waits.tasks[%d] needs an id and a duration >= 0", i)
+		}
+	}
+	return nil
 }
 
 // validateInline enforces inline-or-reference for history and state.

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"pgregory.net/rapid"
 	"reflect"
 	"slices"
 	"sort"
@@ -565,4 +567,106 @@ func FuzzEventSchemaAgreement(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		agreeEvent(t, regs, b)
 	})
+}
+
+// TestCheckpointEncodeAgreement holds the Go rules of EncodeCheckpoint (the
+// only check on the commit path) to the frozen schema: for random
+// checkpoints, whatever EncodeCheckpoint accepts the schema accepts (the Go
+// rules may be stricter, never weaker).
+func TestCheckpointEncodeAgreement(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c := genCheckpoint(rt)
+		_, encErr := EncodeCheckpoint(c)
+		n := normalizeCheckpoint(c)
+		n.StateV = CurrentStateVersion
+		b, err := marshal(n)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		doc, err := parseDoc(b)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		schemaErr := checkpointV1().check(doc)
+		if encErr == nil && schemaErr != nil { // the Go rules may be stricter, never weaker
+			rt.Fatalf("EncodeCheckpoint: %v, schema: %v\n%s", encErr, schemaErr, b)
+		}
+	})
+}
+
+func genCheckpoint(rt *rapid.T) Checkpoint {
+	str := rapid.SampledFrom([]string{"", "x", "r1", "t1"})
+	dur := rapid.SampledFrom([]time.Duration{-1, 0, time.Second})
+	c := Checkpoint{
+		SessionID: rapid.SampledFrom([]string{"s1", "", "a.b"}).Draw(rt, "sid"),
+		Tokens:    rapid.SliceOfN(str, 0, 2).Draw(rt, "tokens"),
+		Ended:     rapid.SampledFrom([]string{"", "done", "expired", "failed", "other"}).Draw(rt, "ended"),
+		EventSeq:  0,
+		Timeout:   dur.Draw(rt, "timeout"),
+	}
+	for range rapid.IntRange(0, 2).Draw(rt, "history") {
+		c.History = append(c.History, HistoryEntry{Role: str.Draw(rt, "role"), Text: "t"})
+	}
+	if rapid.Bool().Draw(rt, "timer") {
+		c.Timer = &Timer{ID: str.Draw(rt, "timerId"), Deadline: time.Unix(1700000000, 0), Duration: dur.Draw(rt, "timerDur")}
+	}
+	if rapid.Bool().Draw(rt, "input") {
+		c.Waits.Input = &InputWait{RequestID: str.Draw(rt, "req")}
+	}
+	if rapid.Bool().Draw(rt, "auth") {
+		c.Waits.Auth = &AuthWait{AttemptID: str.Draw(rt, "att")}
+	}
+	for range rapid.IntRange(0, 2).Draw(rt, "tasks") {
+		c.Waits.Tasks = append(c.Waits.Tasks, TaskWait{ID: str.Draw(rt, "task"), Duration: dur.Draw(rt, "taskDur")})
+	}
+	for range rapid.IntRange(0, 2).Draw(rt, "inputs") {
+		c.Turn.Inputs = append(c.Turn.Inputs, TurnInput{Seq: 1, ID: str.Draw(rt, "inId"), Kind: str.Draw(rt, "inKind")})
+	}
+	if rapid.Bool().Draw(rt, "segments") {
+		c.HistorySegments = []BlobRef{NewBlobRef([]byte("x")), {Digest: str.Draw(rt, "digest")}}
+	}
+	return c
+}
+
+// TestCheckpointSchemaAgreement holds the checkpoint's Go rules (the only
+// check on the commit path) to its frozen schema: for the fixture and every
+// one-change mutation of it, DecodeCheckpoint accepts exactly what the
+// schema plus the Go rules accept.
+func TestCheckpointSchemaAgreement(t *testing.T) {
+	raw, err := os.ReadFile("testdata/checkpoint/state_v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := append([][]byte{raw}, mutations(t, raw)...)
+	disagree := 0
+	for _, b := range inputs {
+		_, fast := DecodeCheckpoint(b)
+		ref := checkpointReference(b)
+		if (fast == nil) != (ref == nil) {
+			disagree++
+			t.Errorf("DecodeCheckpoint: %v, schema+rules: %v\ninput %s", fast, ref, b)
+		}
+	}
+	if len(inputs) < 50 || disagree > 0 {
+		t.Fatalf("%d inputs, %d disagreements", len(inputs), disagree)
+	}
+}
+
+func checkpointReference(b []byte) error {
+	doc, err := parseObject(b)
+	if err != nil {
+		return err
+	}
+	if _, err := stateVersionOf(doc); err != nil {
+		return err
+	}
+	if err := checkpointV1().check(doc); err != nil {
+		return err
+	}
+	var c Checkpoint
+	if err := unmarshalStrict(b, &c); err != nil {
+		return err
+	}
+	c = normalizeCheckpoint(c)
+	return c.validate()
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -41,15 +42,24 @@ func suites() []suite {
 	return []suite{
 		{"js", benchJS},
 		{"wire", func(ctx context.Context, _ *env, r *bench.Reporter) error { return benchWire(ctx, r) }},
+		{"runtime", benchRuntime},
 	}
 }
 
 func main() {
 	only := flag.String("only", "", "comma-separated suites to run (default: all); js always runs first")
 	scale := flag.Float64("scale", 1, "multiplies every iteration count")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(*only, *scale); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

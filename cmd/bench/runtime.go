@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/demo"
+	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// probe wraps the demo agent and reports when a step begins for a command.
+type probe struct {
+	inner runtime.Agent
+	mu    sync.Mutex
+	wait  map[string]chan time.Time
+	steps int
+}
+
+func newProbe() *probe { return &probe{inner: &demo.Agent{}, wait: map[string]chan time.Time{}} }
+
+func (p *probe) EventKinds() []string { return p.inner.EventKinds() }
+
+func (p *probe) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult, error) {
+	now := time.Now()
+	p.mu.Lock()
+	p.steps++
+	for _, c := range in.Inputs {
+		if ch, ok := p.wait[c.ID]; ok {
+			ch <- now
+			delete(p.wait, c.ID)
+		}
+	}
+	p.mu.Unlock()
+	return p.inner.Step(ctx, in)
+}
+
+func (p *probe) expect(id string) chan time.Time {
+	ch := make(chan time.Time, 1)
+	p.mu.Lock()
+	p.wait[id] = ch
+	p.mu.Unlock()
+	return ch
+}
+
+func (p *probe) stepCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.steps
+}
+
+// rig is an owner of deployment "bench" running in this process over its
+// own TCP connection, plus a client connection that publishes.
+type rig struct {
+	e      *env
+	names  subjects.Names
+	probe  *probe
+	owner  *driver.Owner
+	cancel context.CancelFunc
+	done   chan error
+	nc     *nats.Conn
+}
+
+func newRig(ctx context.Context, e *env) (*rig, error) {
+	names := subjects.Default()
+	if _, err := topology.Ensure(ctx, e.js, topology.Config{Names: names, MaxConsumers: 20_000}); err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(e.url)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	store, err := kv.Open(ctx, js, names)
+	if err != nil {
+		return nil, err
+	}
+	r := &rig{e: e, names: names, probe: newProbe(), nc: nc, done: make(chan error, 1)}
+	r.owner, err = driver.New(driver.Config{NC: nc, JS: js, Store: store, Names: names, Deployment: "bench",
+		ProcessID: "bench-1", Agent: r.probe, Log: benchLogger()})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	go func() { r.done <- r.owner.Run(runCtx) }()
+	return r, r.waitServing()
+}
+
+func (r *rig) waitServing() error {
+	for range 200 {
+		if _, err := r.e.nc.Request(r.names.Start("bench"), []byte(`{`), time.Second); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("owner not serving")
+}
+
+func (r *rig) close() {
+	r.cancel()
+	<-r.done
+	r.nc.Close()
+}
+
+func (r *rig) startSession() (string, error) {
+	msg, err := r.e.nc.Request(r.names.Start("bench"), []byte(`{"deploymentId":"bench"}`), 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	var rep driver.StartReply
+	if err := jsonUnmarshal(msg.Data, &rep); err != nil || rep.Error != nil {
+		return "", fmt.Errorf("start: %v %v", err, rep.Error)
+	}
+	return rep.SessionID, nil
+}
+
+var cmdSeq struct {
+	sync.Mutex
+	n int
+}
+
+func nextID() string {
+	cmdSeq.Lock()
+	defer cmdSeq.Unlock()
+	cmdSeq.n++
+	return fmt.Sprintf("b%d", cmdSeq.n)
+}
+
+func deliverCmd(id, text string) ([]byte, error) {
+	return wire.Encode(wire.Current(), wire.Command{
+		V: wire.CurrentVersion, Kind: wire.KindDeliver, ID: id, AcceptedDeploymentID: "bench",
+		AcceptedAt: time.Now().UTC(),
+		Deliver:    &wire.Deliver{Mode: wire.ModeQueue, Payloads: []wire.Payload{{Message: wire.TextMessage(text)}}},
+	})
+}
+
+// deliverAndWait publishes one delivery and returns publish → step start.
+func (r *rig) deliverAndWait(ctx context.Context, sessionID string) (time.Duration, error) {
+	id := nextID()
+	data, err := deliverCmd(id, "hello "+id)
+	if err != nil {
+		return 0, err
+	}
+	ch := r.probe.expect(id)
+	t0 := time.Now()
+	if _, err := r.e.js.Publish(ctx, r.names.Inbox(sessionID), data, jetstream.WithMsgID(id)); err != nil {
+		return 0, err
+	}
+	select {
+	case t := <-ch:
+		return t.Sub(t0), nil
+	case <-time.After(30 * time.Second):
+		return 0, fmt.Errorf("step for %s never started", id)
+	}
+}
+
+// benchLogger discards the owner's logs unless BENCH_LOG=1.
+func benchLogger() *slog.Logger {
+	if os.Getenv("BENCH_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}

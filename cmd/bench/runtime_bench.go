@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/baton-rt/baton/internal/bench"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// benchRuntime: delivery → step start at 1 and 100 concurrent sessions, and
+// delivery throughput at 1,000 sessions against the raw write pattern.
+func benchRuntime(ctx context.Context, e *env, r *bench.Reporter) error {
+	rg, err := newRig(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer rg.close()
+	for _, n := range []int{1, 100} {
+		if err := benchStepStart(ctx, rg, r, n); err != nil {
+			return err
+		}
+	}
+	return benchThroughput(ctx, rg, r)
+}
+
+func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions int) error {
+	ids := make([]string, sessions)
+	for i := range ids {
+		id, err := rg.startSession()
+		if err != nil {
+			return err
+		}
+		ids[i] = id
+	}
+	per := max(rg.e.n(2000)/sessions, 20)
+	var mu sync.Mutex
+	var samples []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per + 5 {
+				d, err := rg.deliverAndWait(ctx, id)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if i >= 5 { // warm-up
+					samples = append(samples, d)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	r.Latencies(fmt.Sprintf("delivery_to_step_start_%d", sessions), samples, time.Since(start),
+		bench.Baseline("js_publish_consume_rtt"), bench.Field("sessions", sessions))
+	return nil
+}

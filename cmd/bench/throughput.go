@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/baton-rt/baton/internal/bench"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// writeCounts are the messages stored per resource: the durable JetStream
+// writes Baton makes.
+type writeCounts struct{ inbox, records, events uint64 }
+
+func (w writeCounts) total() uint64 { return w.inbox + w.records + w.events }
+
+func (rg *rig) counts(ctx context.Context) (writeCounts, error) {
+	var w writeCounts
+	for name, dst := range map[string]*uint64{
+		rg.names.InboxStream(): &w.inbox, "KV_" + rg.names.SessionsBucket(): &w.records, rg.names.EventsStream(): &w.events,
+	} {
+		s, err := rg.e.js.Stream(ctx, name)
+		if err != nil {
+			return w, err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return w, err
+		}
+		*dst = info.State.LastSeq
+	}
+	return w, nil
+}
+
+func (w writeCounts) sub(o writeCounts) writeCounts {
+	return writeCounts{w.inbox - o.inbox, w.records - o.records, w.events - o.events}
+}
+
+// benchThroughput: deliveries/s over 1,000 sessions, and the same write
+// pattern done raw, without Baton's logic.
+func benchThroughput(ctx context.Context, rg *rig, r *bench.Reporter) error {
+	n := rg.e.n(1000)
+	ids := make([]string, n)
+	for i := range ids {
+		id, err := rg.startSession()
+		if err != nil {
+			return err
+		}
+		ids[i] = id
+	}
+	per, err := rg.calibrate(ctx, ids[0])
+	if err != nil {
+		return err
+	}
+	m := max(n*6, 1)
+	before, err := rg.counts(ctx)
+	if err != nil {
+		return err
+	}
+	elapsed, err := rg.flood(ctx, ids, m, before.events+uint64(m)*per.events)
+	if err != nil {
+		return err
+	}
+	after, err := rg.counts(ctx)
+	if err != nil {
+		return err
+	}
+	d := after.sub(before)
+	if err := benchRawPattern(ctx, rg.e, r, n, m, per); err != nil {
+		return err
+	}
+	r.Throughput("deliveries_per_s", m, elapsed, bench.Baseline("raw_delivery_pattern"),
+		bench.Field("sessions", n), bench.Field("writes", fmt.Sprintf("%.2f", float64(d.total())/float64(m))),
+		bench.Field("inbox_writes", fmt.Sprintf("%.2f", float64(d.inbox)/float64(m))),
+		bench.Field("record_writes", fmt.Sprintf("%.2f", float64(d.records)/float64(m))),
+		bench.Field("event_writes", fmt.Sprintf("%.2f", float64(d.events)/float64(m))))
+	return nil
+}
+
+// calibrate measures the writes of one plain delivery on an idle session.
+func (rg *rig) calibrate(ctx context.Context, id string) (writeCounts, error) {
+	if _, err := rg.deliverAndWait(ctx, id); err != nil { // warm the session
+		return writeCounts{}, err
+	}
+	if err := rg.settle(ctx); err != nil {
+		return writeCounts{}, err
+	}
+	before, err := rg.counts(ctx)
+	if err != nil {
+		return writeCounts{}, err
+	}
+	if _, err := rg.deliverAndWait(ctx, id); err != nil {
+		return writeCounts{}, err
+	}
+	if err := rg.settle(ctx); err != nil {
+		return writeCounts{}, err
+	}
+	after, err := rg.counts(ctx)
+	return after.sub(before), err
+}
+
+// settle waits until the event stream stops growing for 200 ms.
+func (rg *rig) settle(ctx context.Context) error {
+	last, stable := uint64(0), 0
+	for stable < 10 {
+		c, err := rg.counts(ctx)
+		if err != nil {
+			return err
+		}
+		if c.events == last {
+			stable++
+		} else {
+			last, stable = c.events, 0
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// flood publishes m deliveries round-robin (async) and waits until the
+// event stream reaches wantEvents.
+func (rg *rig) flood(ctx context.Context, ids []string, m int, wantEvents uint64) (time.Duration, error) {
+	start := time.Now()
+	for i := range m {
+		id := nextID()
+		data, err := deliverCmd(id, "flood "+id)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := rg.e.js.PublishAsync(rg.names.Inbox(ids[i%len(ids)]), data, jetstream.WithMsgID(id)); err != nil {
+			return 0, err
+		}
+	}
+	<-rg.e.js.PublishAsyncComplete()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		c, err := rg.counts(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if c.events >= wantEvents {
+			return time.Since(start), nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("flood did not complete")
+}
+
+// benchRawPattern does per delivery exactly the writes Baton does (one inbox
+// publish, the record CASes, the event appends with an expected subject
+// sequence), one chain per session, all sessions concurrently.
+func benchRawPattern(ctx context.Context, e *env, r *bench.Reporter, sessions, m int, per writeCounts) error {
+	raw, err := newRawPattern(ctx, e, sessions)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, sessions)
+	start := time.Now()
+	for s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := s; i < m; i += sessions {
+				if err := raw.delivery(ctx, s, per); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return err
+	}
+	r.Throughput("raw_delivery_pattern", m, time.Since(start), bench.Field("sessions", sessions),
+		bench.Field("writes", per.total()))
+	return nil
+}
