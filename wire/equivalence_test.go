@@ -594,36 +594,35 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 	})
 }
 
+// genCheckpoint draws a valid checkpoint with at most one field perturbed
+// (empty, negative or out of its enum), so each constraint is met alone.
 func genCheckpoint(rt *rapid.T) Checkpoint {
-	str := rapid.SampledFrom([]string{"", "x", "r1", "t1"})
-	dur := rapid.SampledFrom([]time.Duration{-1, 0, time.Second})
-	c := Checkpoint{
-		SessionID: rapid.SampledFrom([]string{"s1", "", "a.b"}).Draw(rt, "sid"),
-		Tokens:    rapid.SliceOfN(str, 0, 2).Draw(rt, "tokens"),
-		Ended:     rapid.SampledFrom([]string{"", "done", "expired", "failed", "other"}).Draw(rt, "ended"),
-		EventSeq:  0,
-		Timeout:   dur.Draw(rt, "timeout"),
+	fault := rapid.IntRange(0, 12).Draw(rt, "fault")
+	str := func(n int, ok string) string {
+		if fault == n {
+			return ""
+		}
+		return ok
 	}
-	for range rapid.IntRange(0, 2).Draw(rt, "history") {
-		c.History = append(c.History, HistoryEntry{Role: str.Draw(rt, "role"), Text: "t"})
+	dur := func(n int) time.Duration {
+		if fault == n {
+			return -time.Second
+		}
+		return time.Second
 	}
-	if rapid.Bool().Draw(rt, "timer") {
-		c.Timer = &Timer{ID: str.Draw(rt, "timerId"), Deadline: time.Unix(1700000000, 0), Duration: dur.Draw(rt, "timerDur")}
+	c := Checkpoint{SessionID: "s1", Tokens: []string{"s1", str(1, "alias")}, Timeout: dur(2),
+		History: []HistoryEntry{{Role: str(3, "user"), Text: "t"}},
+		Timer:   &Timer{ID: str(4, "run1"), Deadline: time.Unix(1700000000, 0), Duration: dur(5)},
+		Waits: Waits{Input: &InputWait{RequestID: str(6, "r1")}, Auth: &AuthWait{AttemptID: str(7, "a1")},
+			Tasks: []TaskWait{{ID: str(8, "k1"), Duration: dur(9)}}},
+		Turn: TurnState{Live: true, ID: "t1", Inputs: []TurnInput{{Seq: 1, ID: str(10, "c1"), Kind: str(11, "deliver")}}},
+		HistorySegments: []BlobRef{NewBlobRef([]byte("x"))},
 	}
-	if rapid.Bool().Draw(rt, "input") {
-		c.Waits.Input = &InputWait{RequestID: str.Draw(rt, "req")}
+	if fault == 12 {
+		c.Ended = "other"
 	}
-	if rapid.Bool().Draw(rt, "auth") {
-		c.Waits.Auth = &AuthWait{AttemptID: str.Draw(rt, "att")}
-	}
-	for range rapid.IntRange(0, 2).Draw(rt, "tasks") {
-		c.Waits.Tasks = append(c.Waits.Tasks, TaskWait{ID: str.Draw(rt, "task"), Duration: dur.Draw(rt, "taskDur")})
-	}
-	for range rapid.IntRange(0, 2).Draw(rt, "inputs") {
-		c.Turn.Inputs = append(c.Turn.Inputs, TurnInput{Seq: 1, ID: str.Draw(rt, "inId"), Kind: str.Draw(rt, "inKind")})
-	}
-	if rapid.Bool().Draw(rt, "segments") {
-		c.HistorySegments = []BlobRef{NewBlobRef([]byte("x")), {Digest: str.Draw(rt, "digest")}}
+	if fault == 0 {
+		c.HistorySegments = append(c.HistorySegments, BlobRef{Digest: "sha256:00"})
 	}
 	return c
 }
