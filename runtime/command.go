@@ -3,35 +3,31 @@ package runtime
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/baton-rt/baton/wire"
 )
 
-// Kind names an inbox command kind. The strings match the wire kinds.
-type Kind string
+// Kind names an inbox command kind: the wire package owns the vocabulary.
+type Kind = wire.Kind
 
-// Command kinds.
+// Command kinds (wire's).
 const (
-	KindDeliver       Kind = "deliver"
-	KindCancel        Kind = "cancel"
-	KindReset         Kind = "reset"
-	KindClear         Kind = "clear"
-	KindCompact       Kind = "compact"
-	KindInputResponse Kind = "input.response"
-	KindAuthCallback  Kind = "auth.callback"
-	KindTaskResult    Kind = "task.result"
-	KindTimeout       Kind = "timeout"
-	KindPause         Kind = "pause"
-	KindResume        Kind = "resume"
-	KindMove          Kind = "move"
+	KindDeliver       = wire.KindDeliver
+	KindCancel        = wire.KindCancel
+	KindReset         = wire.KindReset
+	KindClear         = wire.KindClear
+	KindCompact       = wire.KindCompact
+	KindInputResponse = wire.KindInputResponse
+	KindAuthCallback  = wire.KindAuthCallback
+	KindTaskResult    = wire.KindTaskResult
+	KindTimeout       = wire.KindTimeout
+	KindPause         = wire.KindPause
+	KindResume        = wire.KindResume
+	KindMove          = wire.KindMove
 )
 
 // Kinds lists every command kind in a fixed order.
-func Kinds() []Kind {
-	return []Kind{
-		KindDeliver, KindCancel, KindReset, KindClear, KindCompact,
-		KindInputResponse, KindAuthCallback, KindTaskResult, KindTimeout,
-		KindPause, KindResume, KindMove,
-	}
-}
+func Kinds() []Kind { return wire.Kinds() }
 
 // Mode is the mode of a delivery.
 type Mode string

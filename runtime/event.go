@@ -1,6 +1,10 @@
 package runtime
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/baton-rt/baton/wire"
+)
 
 // Event is one session event. The machine assigns Seq (contiguous per
 // session, starting at 1) when it stages the event for a commit; an agent
@@ -11,29 +15,29 @@ type Event struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// Event kinds the machine emits. An agent may emit EventMessageOutput and
+// Event kinds the machine emits (the wire package owns the vocabulary). An agent may emit EventMessageOutput and
 // the kinds it registers; every other built-in kind is reserved.
 const (
-	EventSessionStarted  = "session.started"
-	EventCommandApplied  = "command.applied"
-	EventTurnStarted     = "turn.started"
-	EventTurnStep        = "turn.step"
-	EventMessageOutput   = "message.output"
-	EventInputRequested  = "input.requested"
-	EventAuthRequested   = "auth.requested"
-	EventTaskStarted     = "task.started"
-	EventTaskCompleted   = "task.completed"
-	EventTurnCompleted   = "turn.completed"
-	EventTurnCancelled   = "turn.cancelled"
-	EventSessionWaiting  = "session.waiting"
-	EventSessionPaused   = "session.paused"
-	EventSessionResumed  = "session.resumed"
-	EventHandoffSkipped  = "handoff.skipped"
-	EventWaitCancelled   = "wait.cancelled"
-	EventStepInterrupted = "step.interrupted"
-	EventWireRejected    = "wire.rejected"
-	EventSessionEnded    = "session.ended"
-	EventError           = "error"
+	EventSessionStarted  = wire.EventSessionStarted
+	EventCommandApplied  = wire.EventCommandApplied
+	EventTurnStarted     = wire.EventTurnStarted
+	EventTurnStep        = wire.EventTurnStep
+	EventMessageOutput   = wire.EventMessageOutput
+	EventInputRequested  = wire.EventInputRequested
+	EventAuthRequested   = wire.EventAuthRequested
+	EventTaskStarted     = wire.EventTaskStarted
+	EventTaskCompleted   = wire.EventTaskCompleted
+	EventTurnCompleted   = wire.EventTurnCompleted
+	EventTurnCancelled   = wire.EventTurnCancelled
+	EventSessionWaiting  = wire.EventSessionWaiting
+	EventSessionPaused   = wire.EventSessionPaused
+	EventSessionResumed  = wire.EventSessionResumed
+	EventHandoffSkipped  = wire.EventHandoffSkipped
+	EventWaitCancelled   = wire.EventWaitCancelled
+	EventStepInterrupted = wire.EventStepInterrupted
+	EventWireRejected    = wire.EventWireRejected
+	EventSessionEnded    = wire.EventSessionEnded
+	EventError           = wire.EventErrorKind
 )
 
 // BuiltinEvents lists every event kind the machine knows.
@@ -51,12 +55,12 @@ func BuiltinEvents() []string {
 
 // Handoff skip reasons (handoff.skipped {reason}).
 const (
-	SkipBusy          = "busy"
-	SkipQueued        = "queued"
-	SkipInput         = "input"
-	SkipAuthorization = "authorization"
-	SkipTask          = "task"
-	SkipPaused        = "paused"
+	SkipBusy          = wire.SkipBusy
+	SkipQueued        = wire.SkipQueued
+	SkipInput         = wire.SkipInput
+	SkipAuthorization = wire.SkipAuthorization
+	SkipTask          = wire.SkipTask
+	SkipPaused        = wire.SkipPaused
 )
 
 // End reasons (session.ended {reason}).

@@ -2,9 +2,11 @@ package runtime_test
 
 import (
 	"encoding/json"
+	"github.com/baton-rt/baton/wire"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/baton-rt/baton/runtime"
 )
@@ -45,6 +47,7 @@ func (w *world) checkCommit(prev runtime.Snapshot, c runtime.Commit) {
 	var refs []runtime.Ref
 	for i, e := range post.Outbox {
 		w.require(e.Seq == prev.EventSeq+uint64(i)+1, "event seq not contiguous")
+		w.require(validWire(e) == nil, "event %s does not pass the wire registry: %v", e.Kind, validWire(e))
 		w.require(!sc.ended, "event %s after session.ended", e.Kind)
 		if e.Kind == runtime.EventCommandApplied {
 			d := decode(e)
@@ -189,4 +192,31 @@ func (c *counter) get(k string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[k]
+}
+
+// wireEvents is the registry the driver validates with: the built-ins plus
+// the custom kind the property test's agent emits.
+var wireEvents = func() *wire.EventRegistry {
+	reg := wire.DefaultEvents()
+	if err := wire.RegisterEvent(reg, "x.custom", func(customData) error { return nil }); err != nil {
+		panic(err)
+	}
+	return reg
+}()
+
+// validWire checks an event the machine committed against the durable
+// boundary's validation (wire), as the driver will on append.
+func validWire(e runtime.Event) error {
+	data := e.Data
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+	}
+	_, err := wire.EncodeEvent(wireEvents, wire.Event{SessionID: "s1", Seq: e.Seq, Time: time.Unix(1700000000, 0).UTC(),
+		OwnerRunID: "run", DeploymentID: "v1", Kind: e.Kind, V: 1, Data: data})
+	return err
+}
+
+// customData is the data of the property test agent's own event kind.
+type customData struct {
+	N int `json:"n"`
 }
