@@ -23,8 +23,8 @@ func TestCloneMatchesJSON(t *testing.T) {
 	full := Snapshot{
 		Started: true, Applied: Applied{Next: 3, Above: []uint64{5, 7}, RecentIDs: []string{"a"}},
 		EventSeq: 9, Turns: 2, History: []Entry{{Role: "user", Text: "hi"}}, State: json.RawMessage(`{"k":1}`),
-		Turn:  &Turn{ID: "t2", Caller: "c", Steps: 1, Open: true, Inputs: []Command{{Seq: 4, ID: "x", Kind: KindDeliver, Value: json.RawMessage(`1`)}}},
-		Waits: Waits{Input: &InputWait{RequestID: "r"}, Auth: &AuthWait{AttemptID: "a"}, Tasks: []Task{{ID: "k", Duration: time.Second}}},
+		Turn:   &Turn{ID: "t2", Caller: "c", Steps: 1, Open: true, Inputs: []Command{{Seq: 4, ID: "x", Kind: KindDeliver, Value: json.RawMessage(`1`)}}},
+		Waits:  Waits{Input: &InputWait{RequestID: "r"}, Auth: &AuthWait{AttemptID: "a"}, Tasks: []Task{{ID: "k", Duration: time.Second}}},
 		Paused: true, Timer: &Timer{ID: "run", Deadline: time.Unix(1700000000, 0).UTC(), Duration: time.Minute},
 		Aliases: []string{"x"}, Ended: "", Outbox: []Event{{Seq: 9, Kind: "k", Data: json.RawMessage(`{}`)}},
 		Writer: Writer{RunID: "run", Write: 4},
