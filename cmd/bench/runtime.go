@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -148,23 +149,46 @@ func deliverCmd(id, text string) ([]byte, error) {
 	})
 }
 
-// deliverAndWait publishes one delivery and returns publish → step start.
+// deliverAndWait publishes one delivery to an idle session and returns
+// publish → step start; it then waits until the turn has settled (its
+// session.waiting event is on the stream), so the next delivery again finds
+// the session idle.
 func (r *rig) deliverAndWait(ctx context.Context, sessionID string) (time.Duration, error) {
 	id := nextID()
 	data, err := deliverCmd(id, "hello "+id)
 	if err != nil {
 		return 0, err
 	}
+	settled := make(chan struct{}, 1)
+	sub, err := r.e.nc.Subscribe(r.names.Events(sessionID), func(m *nats.Msg) {
+		if bytes.Contains(m.Data, []byte(`"kind":"session.waiting"`)) {
+			select {
+			case settled <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer sub.Unsubscribe()
 	ch := r.probe.expect(id)
 	t0 := time.Now()
 	if _, err := r.e.js.Publish(ctx, r.names.Inbox(sessionID), data, jetstream.WithMsgID(id)); err != nil {
 		return 0, err
 	}
+	var d time.Duration
 	select {
 	case t := <-ch:
-		return t.Sub(t0), nil
+		d = t.Sub(t0)
 	case <-time.After(30 * time.Second):
 		return 0, fmt.Errorf("step for %s never started", id)
+	}
+	select {
+	case <-settled:
+		return d, nil
+	case <-time.After(30 * time.Second):
+		return 0, fmt.Errorf("turn of %s never settled", id)
 	}
 }
 
