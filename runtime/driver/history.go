@@ -13,7 +13,9 @@ import (
 
 // segmentBytes is the inline history tail at which the owner seals the tail
 // into an immutable object-store segment (well below wire.MaxInlineBytes).
-const segmentBytes = 32 << 10
+// The record is encoded on every commit, so a small tail keeps commits cheap;
+// a segment is written once per segmentBytes of history.
+const segmentBytes = 8 << 10
 
 // history keeps a session's sealed history segments: content-addressed
 // objects in the baton_state object store, named by digest. A segment is
@@ -34,9 +36,12 @@ func (h *history) layout(ctx context.Context, full []runtime.Entry) ([]wire.Blob
 		h.segs, h.covered, h.first = nil, 0, "" // cleared, compacted or reset
 	}
 	tail := full[h.covered:]
+	if approxSize(tail) < segmentBytes {
+		return h.segs, tail, nil
+	}
 	data, err := json.Marshal(tail)
-	if err != nil || len(data) < segmentBytes {
-		return h.segs, tail, err
+	if err != nil {
+		return nil, nil, err
 	}
 	ref := wire.NewBlobRef(data)
 	if err := h.put(ctx, ref, data); err != nil {
@@ -94,3 +99,12 @@ func (h *history) segment(ctx context.Context, ref wire.BlobRef) ([]runtime.Entr
 }
 
 func fingerprint(e runtime.Entry) string { return e.Role + "\x00" + e.Text }
+
+// approxSize is a cheap upper-bound estimate of the tail's JSON size.
+func approxSize(entries []runtime.Entry) int {
+	n := 2
+	for _, e := range entries {
+		n += len(e.Role) + 2*len(e.Text) + 24
+	}
+	return n
+}
