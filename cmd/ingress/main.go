@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/app"
 )
 
@@ -31,7 +32,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := cfg.Logger(stderr)
-	if cfg.InsecureDev {
+	if cfg.InsecureDev && len(cfg.Tokens) == 0 {
 		log.Warn("--insecure-dev: the HTTP API accepts requests without a bearer token; never use this in production")
 	}
 	if err := Run(ctx, cfg, log); err != nil {
@@ -50,6 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file with the bearer tokens accepted on /v1/ (one per line)")
 	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/")
 	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", ingress.DefaultMaxBodyBytes, "largest request body; larger is 413 too_large (capped below the server's max_payload)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -63,6 +65,16 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	cfg.Names = names
 	if cfg.AuthTokenFile == "" && !cfg.InsecureDev {
 		return cfg, fmt.Errorf("%w: --auth-token-file is required (or --insecure-dev for local development)", app.ErrUsage)
+	}
+	if cfg.AuthTokenFile != "" {
+		if cfg.Tokens, err = ingress.LoadTokens(cfg.AuthTokenFile); err != nil {
+			return cfg, fmt.Errorf("%w: --auth-token-file: %w", app.ErrUsage, err)
+		}
+	}
+	if cfg.AdminTokenFile != "" {
+		if cfg.AdminTokens, err = ingress.LoadTokens(cfg.AdminTokenFile); err != nil {
+			return cfg, fmt.Errorf("%w: --admin-token-file: %w", app.ErrUsage, err)
+		}
 	}
 	return cfg, nil
 }

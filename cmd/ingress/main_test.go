@@ -5,6 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +28,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"latest", `"latest" is not an exact deployment`, []string{"--deployment-id", "latest", "--insecure-dev"}},
 		{"missing", "empty", []string{"--insecure-dev"}},
 		{"no auth", "--auth-token-file is required", []string{"--deployment-id", "v1"}},
+		{"empty token file", "holds no token", []string{"--deployment-id", "v1", "--auth-token-file", emptyFile(t)}},
+		{"missing token file", "--auth-token-file", []string{"--deployment-id", "v1", "--auth-token-file", "/nonexistent/tokens"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := proctest.Start(t, bin, tc.args...)
@@ -59,6 +64,52 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code := p.Wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM\n%s", code, p.Output())
 	}
+}
+
+// With --auth-token-file the API wants one of its tokens; the probes do not.
+func TestBearerTokens(t *testing.T) {
+	s := natstest.Server(t)
+	_, js := natstest.Connect(t, s.ClientURL())
+	if _, err := topology.Ensure(t.Context(), js, topology.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("# channel services\nsecret-1\n\nsecret-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := proctest.Build(t, pkg)
+	addr := freeAddr(t)
+	p := proctest.Start(t, bin, "--deployment-id", "v1", "--auth-token-file", tokens, "--nats-url", s.ClientURL(), "--listen", addr, "--log-format", "json")
+	p.WaitLog(t, "ingress ready", 30*time.Second)
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {"wrong", 401}, {"secret-2", 404}} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/sessions/01JZZZZZZZZZZZZZZZZZZZZZZZ", nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || !strings.Contains(string(b), `"code"`) {
+			t.Fatalf("token %q: %d %s, want %d", tc.token, resp.StatusCode, b, tc.want)
+		}
+	}
+	if code, body := get(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Fatalf("readyz = %d %s", code, body)
+	}
+}
+
+func emptyFile(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(path, []byte("# no tokens yet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func get(t *testing.T, url string) (int, string) {

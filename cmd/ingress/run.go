@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/app"
 	"github.com/baton-rt/baton/subjects"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -24,9 +25,13 @@ type Config struct {
 	AuthTokenFile  string
 	AdminTokenFile string
 	InsecureDev    bool
+	MaxBodyBytes   int64
+	Tokens         []string // read from AuthTokenFile
+	AdminTokens    []string // read from AdminTokenFile
 }
 
-// Run connects to NATS and serves HTTP until ctx ends.
+// Run connects to NATS, serves the HTTP API and the baton-ingress micro
+// service until ctx ends, then stops admission and drains.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log = log.With(app.KeyDeployment, cfg.DeploymentID)
 	nc, err := app.Connect(cfg.NATSURL, "baton-ingress-"+cfg.DeploymentID, log)
@@ -38,12 +43,32 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ing, err := ingress.New(ingress.Config{
+		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID,
+		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev,
+		Limits: ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer ing.Close()
+	svc, err := ing.Micro(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = svc.Stop() }()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: routes(cfg, nc, js), ReadHeaderTimeout: 10 * time.Second}
-	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted())
+	srv := &http.Server{Handler: handler(ing, reg), ReadHeaderTimeout: 10 * time.Second}
+	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted(), "service", ingress.ServiceName)
+	return serve(ctx, srv, ln, ing, log)
+}
+
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, ing *ingress.Server, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -51,42 +76,33 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
+	log.Info("ingress shutting down")
+	ing.Close() // ends the SSE streams, which Shutdown would wait for
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	log.Info("ingress shutting down")
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-func routes(cfg Config, nc *nats.Conn, js jetstream.JetStream) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector())
+// handler is the API plus /metrics from the process registry.
+func handler(ing *ingress.Server, reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := ready(r.Context(), cfg.Names, nc, js); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ok\n"))
-	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", ing.Handler())
 	return mux
 }
 
-// ready reports whether NATS is connected and the topology exists.
-func ready(ctx context.Context, names subjects.Names, nc *nats.Conn, js jetstream.JetStream) error {
-	if !nc.IsConnected() {
-		return errors.New("nats not connected")
+// bodyLimit keeps the request body limit below the server's max_payload
+// minus room for the command envelope and headers.
+func bodyLimit(flag int64, maxPayload int64) int64 {
+	limit := flag
+	if limit <= 0 {
+		limit = ingress.DefaultMaxBodyBytes
 	}
-	for _, s := range []string{names.InboxStream(), names.EventsStream()} {
-		if _, err := js.Stream(ctx, s); err != nil {
-			return errors.New("stream " + s + ": " + err.Error())
-		}
+	if room := maxPayload - 128<<10; maxPayload > 0 && limit > room {
+		limit = room
 	}
-	return nil
+	return limit
 }

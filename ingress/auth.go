@@ -1,0 +1,88 @@
+package ingress
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// LoadTokens reads a token file: one bearer token per line; blank lines and
+// lines starting with '#' are ignored. A file without a token is an error.
+func LoadTokens(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("ingress: token file: %w", err)
+	}
+	defer f.Close()
+	var toks []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.ContainsAny(line, " \t") {
+			return nil, fmt.Errorf("ingress: token file %s: a token contains whitespace", path)
+		}
+		toks = append(toks, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("ingress: token file %s: %w", path, err)
+	}
+	if len(toks) == 0 {
+		return nil, fmt.Errorf("ingress: token file %s holds no token", path)
+	}
+	return toks, nil
+}
+
+// auth checks bearer tokens. Tokens are kept as SHA-256 digests and
+// compared in constant time, so neither a token's content nor its length
+// leaks through timing.
+type auth struct {
+	user, admin [][32]byte
+	open        bool // --insecure-dev without tokens: /v1/ needs none
+}
+
+func newAuth(user, admin []string, insecure bool) *auth {
+	return &auth{user: digests(user), admin: digests(admin), open: insecure && len(user) == 0}
+}
+
+func digests(toks []string) [][32]byte {
+	out := make([][32]byte, len(toks))
+	for i, t := range toks {
+		out[i] = sha256.Sum256([]byte(t))
+	}
+	return out
+}
+
+// check verifies the request's bearer token against the user tokens.
+func (a *auth) check(r *http.Request) error {
+	if a.open {
+		return nil
+	}
+	return match(r, a.user)
+}
+
+// checkAdmin verifies an admin token; without admin tokens nothing passes.
+func (a *auth) checkAdmin(r *http.Request) error { return match(r, a.admin) }
+
+func match(r *http.Request, set [][32]byte) error {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || tok == "" {
+		return fail(ErrUnauthorized, "missing bearer token (Authorization: Bearer <token>)")
+	}
+	d := sha256.Sum256([]byte(tok))
+	found := 0
+	for i := range set {
+		found |= subtle.ConstantTimeCompare(d[:], set[i][:])
+	}
+	if found != 1 {
+		return fail(ErrUnauthorized, "unknown bearer token")
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package ingress
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Sentinels, one per public error code. Every error the ingress returns to a
+// client is an *Error wrapping exactly one of them.
+var (
+	// ErrBadRequest: the request is malformed or violates a rule (400).
+	ErrBadRequest = errors.New("ingress: bad request")
+	// ErrUnauthorized: a missing or unknown bearer token (401).
+	ErrUnauthorized = errors.New("ingress: unauthorized")
+	// ErrNotFound: no such session or route (404).
+	ErrNotFound = errors.New("ingress: not found")
+	// ErrGone: the session ended; its addresses are tombstones (410).
+	ErrGone = errors.New("ingress: gone")
+	// ErrConflict: an alias asked for by a new session belongs to another (409).
+	ErrConflict = errors.New("ingress: conflict")
+	// ErrTooLarge: the body, or a part of it, exceeds a limit (413).
+	ErrTooLarge = errors.New("ingress: too large")
+	// ErrUnavailable: no owner of this deployment answered, NATS is down or
+	// the topology is missing (503). Nothing was created.
+	ErrUnavailable = errors.New("ingress: unavailable")
+)
+
+// Public error codes (DESIGN.md §7), the "code" of the error body.
+const (
+	CodeBadRequest   = "bad_request"
+	CodeUnauthorized = "unauthorized"
+	CodeNotFound     = "not_found"
+	CodeGone         = "gone"
+	CodeConflict     = "conflict"
+	CodeTooLarge     = "too_large"
+	CodeUnavailable  = "unavailable"
+)
+
+var codes = []struct {
+	err    error
+	code   string
+	status int
+}{
+	{ErrBadRequest, CodeBadRequest, http.StatusBadRequest},
+	{ErrUnauthorized, CodeUnauthorized, http.StatusUnauthorized},
+	{ErrNotFound, CodeNotFound, http.StatusNotFound},
+	{ErrGone, CodeGone, http.StatusGone},
+	{ErrConflict, CodeConflict, http.StatusConflict},
+	{ErrTooLarge, CodeTooLarge, http.StatusRequestEntityTooLarge},
+	{ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable},
+}
+
+// Error is a refusal with a stable code. Err is one of the sentinels, so
+// errors.Is(err, ingress.ErrGone) works; Message is what the client reads.
+type Error struct {
+	Err     error
+	Message string
+}
+
+func (e *Error) Error() string { return e.Err.Error() + ": " + e.Message }
+
+// Unwrap returns the sentinel.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Code is the public error code ("bad_request", ...).
+func (e *Error) Code() string {
+	for _, c := range codes {
+		if c.err == e.Err {
+			return c.code
+		}
+	}
+	return CodeUnavailable
+}
+
+// Status is the HTTP status of the code.
+func (e *Error) Status() int {
+	for _, c := range codes {
+		if c.err == e.Err {
+			return c.status
+		}
+	}
+	return http.StatusServiceUnavailable
+}
+
+// Body is the JSON error body {"error":{"code","message"}}.
+func (e *Error) Body() []byte {
+	b, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Code: e.Code(), Message: e.Message}})
+	return b
+}
+
+// ErrorBody is the JSON shape of every error answer, over HTTP and NATS.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inner object of an error answer.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// fail builds an *Error.
+func fail(sentinel error, format string, args ...any) *Error {
+	return &Error{Err: sentinel, Message: fmt.Sprintf(format, args...)}
+}
+
+// asError turns any error into an *Error: a typed one is kept, anything
+// else (a NATS or KV failure) is unavailable — the request may be retried.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return fail(ErrUnavailable, "%v", err)
+}
+
+// byCode returns the sentinel of a public code (used for an owner's start
+// refusal, which carries the same codes); unknown codes are unavailable.
+func byCode(code string) error {
+	for _, c := range codes {
+		if c.code == code {
+			return c.err
+		}
+	}
+	return ErrUnavailable
+}

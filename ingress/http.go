@@ -1,0 +1,222 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/baton-rt/baton/wire"
+)
+
+// Handler returns the HTTP API of DESIGN.md §7 (see docs/api.md): every
+// /v1/ route, /healthz and /readyz. /metrics is the process's: it serves
+// the registry given as Config.Registerer (cmd/ingress does).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.route(mux, "POST /v1/sessions", s.user(s.httpCreate))
+	s.route(mux, "POST /v1/deliveries", s.user(s.httpDeliver))
+	for _, k := range []wire.Kind{wire.KindCancel, wire.KindReset, wire.KindClear, wire.KindCompact} {
+		s.route(mux, "POST /v1/sessions/{id}/"+string(k), s.user(s.httpControl(k)))
+	}
+	s.route(mux, "POST /v1/sessions/{id}/input", s.user(s.httpInput))
+	s.route(mux, "POST /v1/sessions/{id}/authorize", s.user(s.httpAuthorize))
+	s.route(mux, "GET /v1/sessions/{id}", s.user(s.httpStatus))
+	s.route(mux, "GET /v1/sessions/{id}/events", s.user(s.events))
+	s.route(mux, "/v1/admin/", s.admin(func(http.ResponseWriter, *http.Request) error {
+		return fail(ErrNotFound, "no admin routes in this version")
+	}))
+	s.route(mux, "GET /healthz", func(w http.ResponseWriter, _ *http.Request) error {
+		_, err := w.Write([]byte("ok\n"))
+		return err
+	})
+	s.route(mux, "GET /readyz", func(w http.ResponseWriter, r *http.Request) error {
+		if err := s.Ready(r.Context()); err != nil {
+			return fail(ErrUnavailable, "%v", asError(err).Message)
+		}
+		_, err := w.Write([]byte("ok\n"))
+		return err
+	})
+	s.route(mux, "/", func(_ http.ResponseWriter, r *http.Request) error {
+		return fail(ErrNotFound, "no route %s %s", r.Method, clip(r.URL.Path))
+	})
+	return mux
+}
+
+// handlerFunc is an HTTP handler that returns its refusal.
+type handlerFunc func(http.ResponseWriter, *http.Request) error
+
+// route registers h under pattern, counting requests by route and status.
+// A refusal is written as {"error":{"code","message"}}.
+func (s *Server) route(mux *http.ServeMux, pattern string, h handlerFunc) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		if err := h(sw, r); err != nil {
+			writeError(sw, asError(err))
+		}
+		s.met.requests.WithLabelValues("http", pattern, strconv.Itoa(sw.status())).Inc()
+	})
+}
+
+// user requires a user bearer token (unless the ingress runs open with
+// --insecure-dev and no token file).
+func (s *Server) user(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := s.auth.check(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+// admin requires an admin bearer token; --insecure-dev does not open it.
+func (s *Server) admin(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := s.auth.checkAdmin(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="baton-admin"`)
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+func (s *Server) httpCreate(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := ParseCreate(b, s.cfg.Limits)
+	if err != nil {
+		return err
+	}
+	out, err := s.Create(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) httpDeliver(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := ParseDelivery(b, s.cfg.Limits)
+	if err != nil {
+		return err
+	}
+	return s.accepted(w, r, req, s.Deliver)
+}
+
+func (s *Server) httpControl(kind wire.Kind) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return s.sessionOp(w, r, func(b []byte, id string) (Request, error) {
+			return ParseControl(b, kind, id, s.cfg.Limits)
+		})
+	}
+}
+
+func (s *Server) httpInput(w http.ResponseWriter, r *http.Request) error {
+	return s.sessionOp(w, r, func(b []byte, id string) (Request, error) { return ParseInput(b, id, s.cfg.Limits) })
+}
+
+func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) error {
+	return s.sessionOp(w, r, func(b []byte, id string) (Request, error) { return ParseAuthorize(b, id, s.cfg.Limits) })
+}
+
+// sessionOp runs a command on the session named by the path.
+func (s *Server) sessionOp(w http.ResponseWriter, r *http.Request, parse func([]byte, string) (Request, error)) error {
+	id := r.PathValue("id")
+	if err := checkSessionID(id); err != nil {
+		return err
+	}
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := parse(b, id)
+	if err != nil {
+		return err
+	}
+	return s.accepted(w, r, req, s.Send)
+}
+
+func (s *Server) accepted(w http.ResponseWriter, r *http.Request, req Request, op func(context.Context, Request) (Receipt, error)) error {
+	rc, err := op(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, rc)
+}
+
+func (s *Server) httpStatus(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.Status(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, st)
+}
+
+// readBody reads at most the body limit (plus one byte, to tell "too
+// large").
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, fail(ErrTooLarge, "the body exceeds %d bytes", s.cfg.Limits.MaxBodyBytes)
+	case err != nil:
+		return nil, bad("read body: %v", err)
+	}
+	return b, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status())
+	_, _ = w.Write(append(e.Body(), '\n'))
+}
+
+// statusWriter records the status for the request metric. Unwrap lets
+// http.ResponseController reach Flush and SetWriteDeadline underneath.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}

@@ -1,0 +1,46 @@
+package ingress
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the ingress's Prometheus metrics (GET /metrics).
+type metrics struct {
+	requests *prometheus.CounterVec   // by transport, route, status
+	command  *prometheus.HistogramVec // accepted command latency by kind
+	created  prometheus.Counter
+	clients  prometheus.Gauge
+	hubs     prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_ingress_requests_total",
+			Help: "Requests by transport (http, nats), route and status code.",
+		}, []string{"transport", "route", "status"}),
+		command: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "baton_ingress_command_seconds",
+			Help:    "Latency of accepted commands, from parsed request to acknowledged publish, by command kind (deliver = delivery latency).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"kind"}),
+		created: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_ingress_sessions_created_total",
+			Help: "Sessions this ingress created (POST /v1/sessions and deliveries to new aliases).",
+		}),
+		clients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_ingress_sse_clients",
+			Help: "Connected SSE clients.",
+		}),
+		hubs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_ingress_sse_hubs",
+			Help: "Event hubs, one per watched session, each with one ordered consumer on the events stream.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.command, m.created, m.clients, m.hubs} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

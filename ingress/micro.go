@@ -1,0 +1,122 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// The NATS interface: the same operations as a micro service
+// "baton-ingress", one endpoint per operation on baton.ingress.<op>, all in
+// the queue group "baton-ingress" (every ingress instance shares the load).
+// Request and answer bodies are the HTTP ones; operations on one session
+// carry its ID in the body ({"sessionId", ...}). A refusal carries the
+// headers Nats-Service-Error-Code (the HTTP status, e.g. "404") and
+// Nats-Service-Error (the message), and the same JSON error body
+// {"error":{"code","message"}}. Authorization is NATS's: see docs/api.md
+// for the permissions a channel service needs.
+
+// ServiceName and QueueGroup of the micro service.
+const (
+	ServiceName = "baton-ingress"
+	QueueGroup  = "baton-ingress"
+)
+
+// Version is the ingress API version the micro service reports.
+const Version = "1.0.0"
+
+// Operations lists the micro endpoints, in order.
+var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "status"}
+
+// Micro registers the micro service on the server's connection. ctx bounds
+// every operation; Stop the service to remove it.
+func (s *Server) Micro(ctx context.Context) (micro.Service, error) {
+	svc, err := micro.AddService(s.cfg.NC, micro.Config{
+		Name: ServiceName, Version: Version, QueueGroup: QueueGroup,
+		Description: "Baton ingress: start sessions and send them commands (the HTTP API over NATS)",
+		Metadata:    map[string]string{"deployment": s.cfg.Deployment, "prefix": s.cfg.Names.Prefix()},
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range Operations {
+		h := s.microOp(op)
+		err := svc.AddEndpoint(op, micro.ContextHandler(ctx, func(ctx context.Context, req micro.Request) {
+			s.serveMicro(ctx, op, req, h)
+		}), micro.WithEndpointSubject(s.cfg.Names.Ingress(op)), micro.WithEndpointQueueGroup(QueueGroup))
+		if err != nil {
+			_ = svc.Stop()
+			return nil, err
+		}
+	}
+	return svc, nil
+}
+
+// microHandler runs one operation on a request body.
+type microHandler func(ctx context.Context, body []byte) (any, error)
+
+func (s *Server) microOp(op string) microHandler {
+	lim := s.cfg.Limits
+	send := func(parse func([]byte) (Request, error)) microHandler {
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := parse(b)
+			if err != nil {
+				return nil, err
+			}
+			return s.Send(ctx, r)
+		}
+	}
+	switch op {
+	case "create":
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := ParseCreate(b, lim)
+			if err != nil {
+				return nil, err
+			}
+			return s.Create(ctx, r)
+		}
+	case "deliver":
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := ParseDelivery(b, lim)
+			if err != nil {
+				return nil, err
+			}
+			return s.Deliver(ctx, r)
+		}
+	case "input":
+		return send(func(b []byte) (Request, error) { return ParseInput(b, "", lim) })
+	case "authorize":
+		return send(func(b []byte) (Request, error) { return ParseAuthorize(b, "", lim) })
+	case "status":
+		return func(ctx context.Context, b []byte) (any, error) {
+			id, err := ParseStatus(b, lim)
+			if err != nil {
+				return nil, err
+			}
+			return s.Status(ctx, id)
+		}
+	}
+	return send(func(b []byte) (Request, error) { return ParseControl(b, wire.Kind(op), "", lim) })
+}
+
+func (s *Server) serveMicro(ctx context.Context, op string, req micro.Request, h microHandler) {
+	status := http.StatusOK
+	out, err := h(ctx, req.Data())
+	if err == nil {
+		var b []byte
+		if b, err = json.Marshal(out); err == nil {
+			err = req.Respond(b)
+		}
+	}
+	if err != nil {
+		e := asError(err)
+		status = e.Status()
+		_ = req.Error(strconv.Itoa(status), strings.NewReplacer("\r", " ", "\n", " ").Replace(e.Message), e.Body())
+	}
+	s.met.requests.WithLabelValues("nats", op, strconv.Itoa(status)).Inc()
+}

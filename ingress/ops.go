@@ -1,0 +1,207 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+)
+
+// Receipt answers an accepted command: 202 {"sessionId","seq","created",
+// "deploymentId"}. Seq is the command's BATON_INBOX stream sequence;
+// DeploymentID the deployment that accepted it (the acceptedDeploymentId
+// stamp, this ingress's --deployment-id); Created whether this request
+// created the session. A repeat of an idempotent request returns the first
+// receipt unchanged.
+type Receipt struct {
+	SessionID    string `json:"sessionId"`
+	Seq          uint64 `json:"seq"`
+	Created      bool   `json:"created"`
+	DeploymentID string `json:"deploymentId"`
+}
+
+// Created answers POST /v1/sessions: 201 {"sessionId","deploymentId",
+// "created":true}, plus "seq" when the request carried a first message.
+type Created struct {
+	SessionID    string `json:"sessionId"`
+	DeploymentID string `json:"deploymentId"`
+	Created      bool   `json:"created"`
+	Seq          uint64 `json:"seq,omitempty"`
+}
+
+// Create starts a session on this deployment (DESIGN.md §7): the owner
+// claims the alias, if any, before it replies; then the first message, if
+// any, is published. A taken alias is 409 (410 if its session ended) and
+// writes nothing; no owner answering is 503.
+func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
+	a, err := s.topology(ctx)
+	if err != nil {
+		return Created{}, err
+	}
+	cmd, data, err := s.prepare(&r)
+	if err != nil {
+		return Created{}, err
+	}
+	if err := s.aliasFree(ctx, a, r.Alias); err != nil {
+		return Created{}, err
+	}
+	rep, err := s.start(ctx, r.Alias, r.Timeout)
+	if err != nil {
+		return Created{}, err
+	}
+	if !rep.Created {
+		return Created{}, aliasTaken(r.Alias, rep.SessionID, rep.Ended)
+	}
+	s.met.created.Inc()
+	out := Created{SessionID: rep.SessionID, DeploymentID: or(rep.DeploymentID, s.cfg.Deployment), Created: true}
+	if data == nil {
+		return out, nil
+	}
+	t := target{sessionID: rep.SessionID, token: subjects.StableToken(rep.SessionID), wireV: versionOr(rep.WireV), deployment: out.DeploymentID, created: true}
+	rc, err := s.publish(ctx, a, t, cmd, data)
+	if err != nil {
+		e := asError(err)
+		return Created{}, fail(e.Err, "%s (session %s was created; deliver the first message to it again)", e.Message, rep.SessionID)
+	}
+	out.Seq = rc.Seq
+	return out, nil
+}
+
+// aliasFree refuses an alias some session holds, before any owner is asked
+// (so a refused create writes nothing).
+func (s *Server) aliasFree(ctx context.Context, a *attached, alias string) error {
+	if alias == "" {
+		return nil
+	}
+	tok, err := subjects.EncodeToken(alias)
+	if err != nil {
+		return bad("alias: %v", err)
+	}
+	h, _, err := a.store.GetHook(ctx, tok)
+	if err == nil {
+		return aliasTaken(alias, h.SessionID, h.Tombstone)
+	}
+	return nil
+}
+
+func aliasTaken(alias, holder string, ended bool) error {
+	if ended {
+		return fail(ErrGone, "alias %q belongs to session %s, which has ended", clip(alias), holder)
+	}
+	return fail(ErrConflict, "alias %q belongs to session %s (deliver to it with POST /v1/deliveries)", clip(alias), holder)
+}
+
+// Deliver sends a delivery (resume-first): to the session it names, or to
+// the session that holds its alias, or to a new session that claims the
+// alias. See DESIGN.md §7 and docs/api.md.
+func (s *Server) Deliver(ctx context.Context, r Request) (Receipt, error) {
+	return s.send(ctx, r, r.Alias != "")
+}
+
+// Send sends a command to an existing session: cancel, reset, clear,
+// compact, input.response or auth.callback (and deliveries by session ID).
+func (s *Server) Send(ctx context.Context, r Request) (Receipt, error) {
+	return s.send(ctx, r, false)
+}
+
+func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, error) {
+	start := time.Now()
+	a, err := s.topology(ctx)
+	if err != nil {
+		return Receipt{}, err
+	}
+	cmd, data, err := s.prepare(&r)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if data == nil {
+		return Receipt{}, bad("no command")
+	}
+	t, err := s.resolve(ctx, a, &r, create)
+	if err != nil {
+		return Receipt{}, err
+	}
+	rc, err := s.publish(ctx, a, t, cmd, data)
+	if err == nil {
+		s.met.command.WithLabelValues(string(cmd.Kind)).Observe(time.Since(start).Seconds())
+	}
+	return rc, err
+}
+
+// prepare builds and encodes the command (current wire version) before
+// anything is looked up, so an invalid command is refused with nothing
+// written. A request without a command (a bare create) returns nil data.
+func (s *Server) prepare(r *Request) (wire.Command, []byte, error) {
+	if r.Kind == "" {
+		return wire.Command{}, nil, nil
+	}
+	cmd := r.command(s.cfg.Deployment, s.now())
+	cmd.ID = ulid.Make().String()
+	if r.IdempotencyKey != "" {
+		cmd.ID = idemID(r.IdempotencyKey)
+	}
+	data, err := encode(wire.CurrentVersion, cmd)
+	return cmd, data, err
+}
+
+// publish appends the command to the target's inbox subject and wakes the
+// session's deployment. data is cmd encoded for the current version; it is
+// re-encoded when the owner stamped another.
+func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Command, data []byte) (Receipt, error) {
+	if t.wireV != wire.CurrentVersion {
+		var err error
+		if data, err = encode(t.wireV, cmd); err != nil {
+			return Receipt{}, err
+		}
+	}
+	rc := Receipt{SessionID: t.sessionID, Created: t.created, DeploymentID: s.cfg.Deployment}
+	msgID := cmd.ID
+	if cmd.IdempotencyKey != "" {
+		msgID = t.sessionID + "/" + cmd.ID
+		first, err := a.receipts.claim(ctx, t.sessionID, cmd.ID, receipt{Created: t.created, DeploymentID: s.cfg.Deployment})
+		if err != nil {
+			return Receipt{}, fail(ErrUnavailable, "%v", err)
+		}
+		rc.Created, rc.DeploymentID = first.Created, first.DeploymentID
+	}
+	ack, err := s.cfg.JS.Publish(ctx, s.cfg.Names.Inbox(t.token), data, jetstream.WithMsgID(msgID))
+	if err != nil {
+		return Receipt{}, publishError(err)
+	}
+	rc.Seq = ack.Sequence
+	s.wake(t)
+	return rc, nil
+}
+
+// wake tells the session's deployment, fire-and-forget over core NATS,
+// that the session has a command (DESIGN.md §5, hibernation). Nobody
+// answering is fine: a loaded session reads its consumer anyway.
+func (s *Server) wake(t target) {
+	if t.deployment == "" {
+		return
+	}
+	data, _ := json.Marshal(Wake{SessionID: t.sessionID})
+	if err := s.cfg.NC.Publish(s.cfg.Names.Wake(t.deployment), data); err != nil {
+		s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
+	}
+}
+
+// Wake is the body of baton.deploy.<deployment>.wake.
+type Wake struct {
+	SessionID string `json:"sessionId"`
+}
+
+func publishError(err error) error {
+	var api *jetstream.APIError
+	if errors.Is(err, nats.ErrMaxPayload) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum {
+		return fail(ErrTooLarge, "the command exceeds the server's message size limit: %v", err)
+	}
+	return fail(ErrUnavailable, "publish: %v", err)
+}

@@ -1,0 +1,191 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go"
+)
+
+// target is a resolved session: where to publish and whom to wake.
+type target struct {
+	sessionID  string
+	token      string // inbox token addressed: the stable token or the alias's
+	wireV      int    // inbox wire version the owner stamped on the hook
+	deployment string // the session's current deployment (wake subject)
+	created    bool   // this request created the session
+}
+
+// resolve finds the session a request addresses (resume-first). With
+// create set, an alias nobody holds starts a new session on this
+// deployment that claims it; otherwise an unknown address is 404.
+//
+// The hook read is a hint (a direct get). Deciding is left to CASes: the
+// owner claims an alias create-only before it replies, so of two requests
+// that both read "no hook" one creates the session and the other is told
+// the winner (created=false) and delivers there.
+func (s *Server) resolve(ctx context.Context, a *attached, r *Request, create bool) (target, error) {
+	if r.Alias == "" {
+		return s.resolveID(ctx, a, r)
+	}
+	tok, err := subjects.EncodeToken(r.Alias)
+	if err != nil {
+		return target{}, bad("alias: %v", err)
+	}
+	h, _, err := a.store.GetHook(ctx, tok)
+	switch {
+	case errors.Is(err, kv.ErrNotFound) && r.Alias != "" && create:
+		return s.startFor(ctx, a, r, tok)
+	case errors.Is(err, kv.ErrNotFound):
+		return target{}, notFound(r)
+	case err != nil:
+		return target{}, fail(ErrUnavailable, "look up %s: %v", what(r), err)
+	}
+	return s.session(ctx, a, h, tok)
+}
+
+// resolveID resolves a session ID: its stable hook and its record, read
+// concurrently (both keys are known).
+func (s *Server) resolveID(ctx context.Context, a *attached, r *Request) (target, error) {
+	type read struct {
+		cur kv.Session
+		err error
+	}
+	rec := make(chan read, 1)
+	go func() {
+		cur, err := a.store.GetSession(ctx, r.SessionID)
+		rec <- read{cur, err}
+	}()
+	tok := subjects.StableToken(r.SessionID)
+	h, _, err := a.store.GetHook(ctx, tok)
+	got := <-rec
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return target{}, notFound(r)
+	case err != nil:
+		return target{}, fail(ErrUnavailable, "look up %s: %v", what(r), err)
+	}
+	return complete(h, tok, got.cur, got.err)
+}
+
+// session completes a target from the hook of the address and the record.
+func (s *Server) session(ctx context.Context, a *attached, h kv.Hook, tok string) (target, error) {
+	if h.Tombstone {
+		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
+	}
+	cur, err := a.store.GetSession(ctx, h.SessionID)
+	return complete(h, tok, cur, err)
+}
+
+// complete checks the hook and the record read for it. A session
+// mid-handoff (state handoff, or a marker) is an ordinary target: the
+// stream holds the command for whichever owner comes next.
+func complete(h kv.Hook, tok string, cur kv.Session, err error) (target, error) {
+	switch {
+	case h.Tombstone:
+		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
+	case errors.Is(err, kv.ErrNotFound):
+		return target{}, fail(ErrUnavailable, "session %s is being created or undone; retry", h.SessionID)
+	case err != nil:
+		return target{}, fail(ErrUnavailable, "read session %s: %v", h.SessionID, err)
+	case cur.Record.State == kv.StateEnded:
+		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
+	}
+	v := h.WireV
+	if v == 0 {
+		v = cur.Record.WireV
+	}
+	if v == 0 {
+		v = wire.CurrentVersion
+	}
+	return target{sessionID: h.SessionID, token: tok, wireV: v, deployment: cur.Record.DeploymentID}, nil
+}
+
+// startFor starts a session that claims the request's alias. A loser of
+// the claim race is told the holder and delivers there.
+func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok string) (target, error) {
+	rep, err := s.start(ctx, r.Alias, r.Timeout)
+	if err != nil {
+		return target{}, err
+	}
+	if rep.Created {
+		s.met.created.Inc()
+		return target{sessionID: rep.SessionID, token: tok, wireV: versionOr(rep.WireV), deployment: or(rep.DeploymentID, s.cfg.Deployment), created: true}, nil
+	}
+	if rep.Ended {
+		return target{}, fail(ErrGone, "alias %q belongs to session %s, which has ended", clip(r.Alias), rep.SessionID)
+	}
+	h, _, err := a.store.GetHook(ctx, tok)
+	if err == nil && h.SessionID == rep.SessionID {
+		return s.session(ctx, a, h, tok)
+	}
+	// A lagging replica may not show the winner's hook yet: the reply
+	// names the holder, and its stamp is this build's current version.
+	return s.session(ctx, a, kv.Hook{Token: tok, SessionID: rep.SessionID, WireV: rep.WireV}, tok)
+}
+
+// start asks an owner of this deployment to create a session, claiming
+// alias ("" for none) before it replies. No responder, or none within
+// StartTimeout, is unavailable: nothing was created by this request.
+func (s *Server) start(ctx context.Context, alias, timeout string) (driver.StartReply, error) {
+	req := driver.StartRequest{DeploymentID: s.cfg.Deployment, Timeout: timeout}
+	if alias != "" {
+		req.Aliases = []string{alias}
+	}
+	data, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
+	defer cancel()
+	msg, err := s.cfg.NC.RequestWithContext(ctx, s.cfg.Names.Start(s.cfg.Deployment), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return driver.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s is running", s.cfg.Deployment)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return driver.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s answered within %s", s.cfg.Deployment, s.cfg.StartTimeout)
+	case err != nil:
+		return driver.StartReply{}, fail(ErrUnavailable, "start request: %v", err)
+	}
+	var rep driver.StartReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return driver.StartReply{}, fail(ErrUnavailable, "start reply: %v", err)
+	}
+	if rep.Error != nil {
+		return driver.StartReply{}, fail(byCode(rep.Error.Code), "owner refused the start: %s", rep.Error.Message)
+	}
+	if subjects.ValidateSessionID(rep.SessionID) != nil {
+		return driver.StartReply{}, fail(ErrUnavailable, "start reply names no session")
+	}
+	return rep, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func versionOr(v int) int {
+	if v == 0 {
+		return wire.CurrentVersion
+	}
+	return v
+}
+
+func notFound(r *Request) *Error {
+	if r.Alias != "" {
+		return fail(ErrNotFound, "no session has the alias %q", clip(r.Alias))
+	}
+	return fail(ErrNotFound, "no session %s", r.SessionID)
+}
+
+func what(r *Request) string {
+	if r.Alias != "" {
+		return "alias " + clip(r.Alias)
+	}
+	return "session " + r.SessionID
+}

@@ -1,0 +1,199 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of Config.
+const (
+	DefaultStartTimeout = 5 * time.Second
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultHubLinger    = 10 * time.Second
+	DefaultHubRing      = 256
+	DefaultClientQueue  = 1024
+)
+
+// Config wires a Server.
+type Config struct {
+	NC         *nats.Conn
+	JS         jetstream.JetStream
+	Names      subjects.Names // zero: subjects.Default()
+	Deployment string         // stamped on every command as acceptedDeploymentId
+	// Tokens are the bearer tokens accepted on /v1/; AdminTokens those on
+	// /v1/admin/. Without Tokens, New refuses unless InsecureDev is set.
+	Tokens      []string
+	AdminTokens []string
+	InsecureDev bool
+	Limits      Limits
+	// StartTimeout bounds a start request to this deployment's owners.
+	StartTimeout time.Duration
+	// Heartbeat is the interval of SSE comment lines on an idle stream.
+	Heartbeat time.Duration
+	// HubLinger keeps a session's event hub (and its one consumer) alive
+	// this long after its last client left, for clients that reconnect.
+	HubLinger time.Duration
+	// HubRing is how many recent events a hub keeps for joining clients;
+	// ClientQueue how many live events a client may lag behind before it
+	// catches up from the stream instead.
+	HubRing     int
+	ClientQueue int
+	// Registerer receives the metrics (nil: a private registry).
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+	Now        func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Names == (subjects.Names{}) {
+		c.Names = subjects.Default()
+	}
+	c.Limits = c.Limits.withDefaults()
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.HubLinger < 0 {
+		c.HubLinger = 0
+	} else if c.HubLinger == 0 {
+		c.HubLinger = DefaultHubLinger
+	}
+	if c.HubRing <= 0 {
+		c.HubRing = DefaultHubRing
+	}
+	if c.ClientQueue <= 0 {
+		c.ClientQueue = DefaultClientQueue
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Server is the ingress: the operations, their HTTP handler and their NATS
+// micro service. It is safe for concurrent use.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	met  *metrics
+	auth *auth
+	hubs *hubs
+
+	attachMu sync.Mutex
+	att      atomic.Pointer[attached]
+}
+
+// attached are the handles that need the topology. The ingress starts
+// without it (readyz says 503 until it exists) and opens them on first use.
+type attached struct {
+	store    *kv.Store
+	inbox    jetstream.Stream
+	events   jetstream.Stream
+	receipts *receipts
+}
+
+// New validates cfg and returns a Server. It does no I/O: the topology is
+// opened on first use (see Ready).
+func New(cfg Config) (*Server, error) {
+	if err := subjects.ValidateDeployment(cfg.Deployment); err != nil {
+		return nil, fmt.Errorf("ingress: deployment: %w", err)
+	}
+	if cfg.NC == nil || cfg.JS == nil {
+		return nil, errors.New("ingress: NC and JS are required")
+	}
+	if len(cfg.Tokens) == 0 && !cfg.InsecureDev {
+		return nil, errors.New("ingress: no bearer tokens (give Tokens, or InsecureDev for local development)")
+	}
+	cfg = cfg.withDefaults()
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, met: met, auth: newAuth(cfg.Tokens, cfg.AdminTokens, cfg.InsecureDev)}
+	s.log = cfg.Log.With(slog.String("deployment", cfg.Deployment))
+	s.hubs = newHubs(s)
+	return s, nil
+}
+
+// Close stops every event hub (and deletes its consumer). Open SSE
+// responses end.
+func (s *Server) Close() { s.hubs.close() }
+
+// topology returns the attached handles, opening them if needed.
+func (s *Server) topology(ctx context.Context) (*attached, error) {
+	if a := s.att.Load(); a != nil {
+		return a, nil
+	}
+	s.attachMu.Lock()
+	defer s.attachMu.Unlock()
+	if a := s.att.Load(); a != nil {
+		return a, nil
+	}
+	a, err := s.open(ctx)
+	if err != nil {
+		return nil, fail(ErrUnavailable, "the Baton topology is not ready: %v", err)
+	}
+	s.att.Store(a)
+	return a, nil
+}
+
+func (s *Server) open(ctx context.Context) (*attached, error) {
+	n := s.cfg.Names
+	inbox, err := s.cfg.JS.Stream(ctx, n.InboxStream())
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", n.InboxStream(), err)
+	}
+	events, err := s.cfg.JS.Stream(ctx, n.EventsStream())
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", n.EventsStream(), err)
+	}
+	store, err := kv.Open(ctx, s.cfg.JS, n)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := openReceipts(ctx, s.cfg.JS, n, inbox.CachedInfo().Config)
+	if err != nil {
+		return nil, err
+	}
+	return &attached{store: store, inbox: inbox, events: events, receipts: rc}, nil
+}
+
+// Ready reports whether the ingress can serve: NATS connected and the
+// topology present (its streams, buckets and the receipts bucket).
+func (s *Server) Ready(ctx context.Context) error {
+	if !s.cfg.NC.IsConnected() {
+		return errors.New("ingress: NATS is not connected")
+	}
+	a, err := s.topology(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range []jetstream.Stream{a.inbox, a.events} {
+		name := st.CachedInfo().Config.Name
+		if _, err := s.cfg.JS.Stream(ctx, name); err != nil {
+			return fmt.Errorf("ingress: stream %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Server) now() time.Time { return s.cfg.Now() }

@@ -1,0 +1,111 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Status answers GET /v1/sessions/{id}, as of the session's last commit.
+type Status struct {
+	SessionID    string   `json:"sessionId"`
+	OwnerRunID   string   `json:"ownerRunId"`
+	DeploymentID string   `json:"deploymentId"`
+	Epoch        uint64   `json:"epoch"`
+	State        string   `json:"state"` // active, handoff, hibernated, paused, ended
+	Idle         bool     `json:"idle"`
+	QueueDepth   int      `json:"queueDepth"`
+	EventSeq     uint64   `json:"eventSeq"`
+	Tokens       []string `json:"tokens"` // raw addresses: the session ID, then the aliases
+}
+
+// maxQueueCount caps the commands QueueDepth counts (it is then a lower
+// bound): counting reads the inbox one message at a time.
+const maxQueueCount = 1000
+
+// Status reads the session record (a direct get: a hint on a cluster) and
+// its checkpoint.
+//
+//   - eventSeq, tokens: the checkpoint's last committed event seq and
+//     claimed addresses.
+//   - queueDepth: commands accepted into the session's inbox subjects that
+//     the last commit does not record as applied (at or above Applied.Low and
+//     not in Applied.Above), counted from the stream.
+//   - idle: active or hibernated, no turn live, nothing awaited (input,
+//     authorization, tasks), not paused and queueDepth 0 — the DESIGN.md §5
+//     rule as far as the record can tell.
+func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
+	if err := checkSessionID(sessionID); err != nil {
+		return Status{}, err
+	}
+	a, err := s.topology(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	cur, err := a.store.GetSession(ctx, sessionID)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return Status{}, fail(ErrNotFound, "no session %s", sessionID)
+	case err != nil:
+		return Status{}, fail(ErrUnavailable, "read session %s: %v", sessionID, err)
+	}
+	rec := cur.Record
+	cp, err := wire.DecodeCheckpoint(rec.Checkpoint)
+	if err != nil {
+		return Status{}, fail(ErrUnavailable, "session %s: checkpoint: %v", sessionID, err)
+	}
+	st := Status{
+		SessionID: rec.SessionID, OwnerRunID: rec.OwnerRunID, DeploymentID: rec.DeploymentID,
+		Epoch: rec.Epoch, State: string(rec.State), EventSeq: cp.EventSeq, Tokens: cp.Tokens,
+	}
+	if st.QueueDepth, err = s.queueDepth(ctx, a.inbox, cp); err != nil {
+		return Status{}, fail(ErrUnavailable, "session %s: inbox: %v", sessionID, err)
+	}
+	live := rec.State == kv.StateActive || rec.State == kv.StateHibernated
+	st.Idle = live && !cp.Turn.Live && cp.Waits.Empty() && !cp.Paused && st.QueueDepth == 0
+	return st, nil
+}
+
+// queueDepth counts the unapplied commands on the session's inbox subjects.
+func (s *Server) queueDepth(ctx context.Context, inbox jetstream.Stream, cp wire.Checkpoint) (int, error) {
+	n := 0
+	for _, addr := range cp.Tokens {
+		tok, err := subjects.EncodeToken(addr)
+		if err != nil {
+			continue
+		}
+		c, err := s.countFrom(ctx, inbox, s.cfg.Names.Inbox(tok), max(cp.Applied.Low, 1), cp.Applied.Above, maxQueueCount-n)
+		if err != nil {
+			return 0, err
+		}
+		if n += c; n >= maxQueueCount {
+			break
+		}
+	}
+	return n, nil
+}
+
+// countFrom counts the messages of subject from stream sequence seq on,
+// skipping applied sequences, up to limit.
+func (s *Server) countFrom(ctx context.Context, st jetstream.Stream, subject string, seq uint64, applied []uint64, limit int) (int, error) {
+	n := 0
+	for n < limit {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if _, done := slices.BinarySearch(applied, m.Sequence); !done {
+			n++
+		}
+		seq = m.Sequence + 1
+	}
+	return n, nil
+}
