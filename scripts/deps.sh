@@ -16,5 +16,6 @@ check ./subjects '^$'
 check ./wire '^$'
 check ./runtime "^$mod/(wire|subjects)\$"
 check ./kv "^$mod/(subjects|wire)\$"
+check ./handoff "^$mod/(kv|subjects|internal/jsx)\$"
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi
 exit $fail

@@ -1,0 +1,90 @@
+package handoff_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/internal/jsx"
+	"github.com/baton-rt/baton/internal/natstest"
+	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The compile-time checks: kv implements what handoff declares.
+var (
+	_ handoff.Store  = (*kv.Store)(nil)
+	_ handoff.Reader = (*kv.Store)(nil)
+)
+
+var names = subjects.Default()
+
+func testCtx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// ensure creates the topology, retrying while a fresh cluster settles.
+func ensure(t *testing.T, js jetstream.JetStream, replicas int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := topology.Ensure(c, js, topology.Config{Replicas: replicas})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topology: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func openStore(t *testing.T, js jetstream.JetStream) *kv.Store {
+	t.Helper()
+	st, err := kv.Open(testCtx(t), js, names)
+	if err != nil {
+		t.Fatalf("kv: %v", err)
+	}
+	return st
+}
+
+// natsServer is one embedded server with Baton's topology.
+type natsServer struct {
+	url string
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	st  *kv.Store
+}
+
+func newNATS(t *testing.T) *natsServer {
+	s := natstest.Server(t)
+	nc, js := natstest.Connect(t, s.ClientURL())
+	ensure(t, js, 1)
+	return &natsServer{url: s.ClientURL(), nc: nc, js: js, st: openStore(t, js)}
+}
+
+func (n *natsServer) backend(t *testing.T) *backend {
+	return &backend{
+		name: "nats", store: n.st, backlog: handoff.StreamBacklog{NC: n.nc, Names: names},
+		publish: func(tt tb, tok string) uint64 {
+			ack, err := n.js.Publish(testCtx(t), names.Inbox(tok), []byte(`{"cmd":"test"}`))
+			if err != nil {
+				tt.Errorf("publish: %v", err)
+				return 0
+			}
+			return ack.Sequence
+		},
+		holds: func(_ tb, seq uint64) bool {
+			m, err := jsx.LeaderGet(testCtx(t), n.nc, names.InboxStream(), jsx.Query{Seq: seq})
+			return err == nil && m.Sequence == seq
+		},
+	}
+}

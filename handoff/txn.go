@@ -1,0 +1,338 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Defaults of Txn.
+const (
+	DefaultStartTimeout   = 10 * time.Second
+	DefaultResolveTimeout = 30 * time.Second
+)
+
+// Txn is the executor of the source side: it performs the actions of a
+// Plan against a Store, a Starter and a Backlog. It holds no state between
+// runs; one Txn serves every session of a process.
+type Txn struct {
+	Store   Store
+	Starter Starter
+	Backlog Backlog
+	// StartTimeout bounds the start request (load, validation, hydration
+	// and the claim on the candidate). A timeout is an uncertain start,
+	// resolved by the reclaim CAS.
+	StartTimeout time.Duration
+	// ResolveTimeout bounds the leader reads and CASes that settle an
+	// uncertain write, the reclaim and the clean-up. They run under
+	// context.WithoutCancel, so a cancelled ctx still leaves a settled
+	// record behind whenever the store answers.
+	ResolveTimeout time.Duration
+	Hooks          Hooks // fault injection (tests)
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Outcome Outcome
+	// Session is, for Kept, the record and revision the source now holds
+	// (its next commit CASes at Session.Revision); for Moved and Lost the
+	// last record read (the successor's, for handoff.completed); for
+	// Unknown the last record the source knew it held.
+	Session    kv.Session
+	SkipReason string   // Kept after a backlog: "queued" (record handoff.skipped)
+	Failure    *Failure // Kept after a failure before activation (record handoff.failed)
+	Steps      []Step   // the steps performed, in order
+	// CleanupErr is set when the marker could not be removed; Clean on the
+	// next claim or stage removes it.
+	CleanupErr error
+}
+
+// Run performs one handoff attempt for a source holding req.Record.
+//
+// err == nil: Outcome is Moved, Kept or Lost. An invalid request writes
+// nothing and returns Kept with the original record and an error matching
+// ErrInvalid. Any other error (ErrUnresolved, or a hook's stop) comes with
+// Outcome Unknown: the source stops the session without writing.
+func (t Txn) Run(ctx context.Context, req Request) (Result, error) {
+	if err := t.check(req); err != nil {
+		return Result{Outcome: Kept, Session: req.Record, Failure: &Failure{Step: StepStage, Reason: err.Error()}}, err
+	}
+	x := &run{t: t.withDefaults(), req: req, plan: NewPlan(req.Record.Revision), cur: req.Record}
+	for !x.plan.Done() {
+		o, err := x.do(ctx, x.plan.Next())
+		if err == nil {
+			err = x.plan.Advance(o)
+		}
+		if err != nil {
+			return x.result(Unknown), err
+		}
+	}
+	if x.plan.Verdict().Outcome == Unknown {
+		return x.result(Unknown), fmt.Errorf("%w: session %s: more than %d reclaims", ErrUnresolved, req.SessionID, MaxReclaims)
+	}
+	return x.result(x.plan.Verdict().Outcome), nil
+}
+
+func (t Txn) check(req Request) error {
+	if t.Store == nil || t.Starter == nil || t.Backlog == nil {
+		return fmt.Errorf("%w: Txn needs a Store, a Starter and a Backlog", ErrInvalid)
+	}
+	return req.validate()
+}
+
+func (t Txn) withDefaults() Txn {
+	if t.StartTimeout <= 0 {
+		t.StartTimeout = DefaultStartTimeout
+	}
+	if t.ResolveTimeout <= 0 {
+		t.ResolveTimeout = DefaultResolveTimeout
+	}
+	return t
+}
+
+// run is one execution of a plan.
+type run struct {
+	t          Txn
+	req        Request
+	plan       *Plan
+	cur        kv.Session // newest record the source is known to hold
+	last       kv.Session // newest record read
+	cleanupErr error
+}
+
+func (x *run) result(o Outcome) Result {
+	v := x.plan.Verdict()
+	r := Result{Outcome: o, Session: x.cur, SkipReason: v.SkipReason, Failure: v.Failure,
+		Steps: x.plan.Steps(), CleanupErr: x.cleanupErr}
+	if o == Moved || o == Lost {
+		r.Session = x.last
+	}
+	return r
+}
+
+func (x *run) do(ctx context.Context, a Action) (Observation, error) {
+	if err := x.t.Hooks.before(a.Step); err != nil {
+		return Observation{}, err
+	}
+	switch a.Step {
+	case StepStage:
+		return x.stage(ctx, a)
+	case StepMark:
+		return x.mark(ctx, a)
+	case StepCheckBacklog:
+		return x.checkBacklog(ctx)
+	case StepStart:
+		return x.start(ctx, a)
+	case StepConfirm:
+		return x.confirm(ctx)
+	case StepReclaim:
+		return x.reclaim(ctx, a)
+	case StepCleanup:
+		return x.cleanup(ctx)
+	}
+	return Observation{}, fmt.Errorf("handoff: unknown step %q", a.Step)
+}
+
+// stage CASes the held record to state handoff, recording the attempt.
+func (x *run) stage(ctx context.Context, a Action) (Observation, error) {
+	rec := x.withOutcome(x.cur.Record, kv.StateHandoff, OutcomeStaged, StepStage)
+	rev, err := x.t.Store.UpdateSession(ctx, rec, a.Revision)
+	if herr := x.t.Hooks.after(StepStage, &err); herr != nil {
+		return Observation{}, herr
+	}
+	if err != nil {
+		return x.read(ctx, err)
+	}
+	x.cur = kv.Session{Record: rec, Revision: rev}
+	return Observation{Signal: SigOK, Revision: rev}, nil
+}
+
+// withOutcome is rec in state st with this handoff's outcome. Writer and
+// WriteCounter stay: they identify the source's last commit, and a handoff
+// write must never look like a later commit to kv.Settle.
+func (x *run) withOutcome(rec kv.SessionRecord, st kv.State, outcome string, step Step) kv.SessionRecord {
+	rec.State = st
+	rec.Handoff = &kv.HandoffOutcome{ID: x.req.HandoffID, Target: x.req.Target, Outcome: outcome, Step: string(step)}
+	rec.UpdatedAt = time.Time{}
+	return rec
+}
+
+// mark creates the marker. A marker of an earlier, finished handoff is
+// removed (Clean) and the create retried once; an uncertain create is
+// settled by reading the marker back.
+func (x *run) mark(ctx context.Context, a Action) (Observation, error) {
+	m := kv.Marker{HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, SourceRun: x.req.SourceRun,
+		Target: x.req.Target, TriggerSeq: x.req.Trigger.Seq, StagedRevision: a.Revision}
+	_, err := x.t.Store.CreateMarker(ctx, m)
+	if herr := x.t.Hooks.after(StepMark, &err); herr != nil {
+		return Observation{}, herr
+	}
+	var owned *kv.OwnedError
+	if errors.As(err, &owned) && owned.Owner != "" && owned.Owner != x.req.HandoffID {
+		if _, cerr := Clean(ctx, x.t.Store, x.req.SessionID); cerr == nil {
+			_, err = x.t.Store.CreateMarker(ctx, m)
+		}
+	}
+	if err == nil || x.ownMarker(ctx, a.Revision) {
+		return Observation{Signal: SigOK}, nil
+	}
+	return Observation{Signal: SigFailed, Reason: "marker: " + err.Error()}, nil
+}
+
+func (x *run) ownMarker(ctx context.Context, staged uint64) bool {
+	m, _, err := x.t.Store.GetMarker(ctx, x.req.SessionID)
+	return err == nil && m.HandoffID == x.req.HandoffID && m.StagedRevision == staged
+}
+
+func (x *run) checkBacklog(ctx context.Context) (Observation, error) {
+	seq, err := x.t.Backlog.After(ctx, x.req.Tokens, x.req.Trigger.Seq)
+	if herr := x.t.Hooks.after(StepCheckBacklog, &err); herr != nil {
+		return Observation{}, herr
+	}
+	switch {
+	case err != nil:
+		return Observation{Signal: SigFailed, Reason: "backlog check: " + err.Error()}, nil
+	case seq != 0:
+		return Observation{Signal: SigBacklog, Reason: fmt.Sprintf("inbox sequence %d arrived after the trigger %d", seq, x.req.Trigger.Seq)}, nil
+	}
+	return Observation{Signal: SigOK}, nil
+}
+
+func (x *run) start(ctx context.Context, a Action) (Observation, error) {
+	req := StartRequest{DeploymentID: x.req.Target, HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, ExpectedRevision: a.Revision}
+	sctx, cancel := context.WithTimeout(ctx, x.t.StartTimeout)
+	reply, err := x.t.Starter.Start(sctx, req)
+	cancel()
+	if herr := x.t.Hooks.after(StepStart, &err); herr != nil {
+		return Observation{}, herr
+	}
+	return startSignal(req, reply, err), nil
+}
+
+// startSignal interprets a start answer. Only "nobody received it" and an
+// explicit refusal are definite; everything else is uncertain. Both lead to
+// the same reclaim CAS, so a misjudgement costs a reason string, never an
+// owner.
+func startSignal(req StartRequest, reply StartReply, err error) Observation {
+	switch {
+	case errors.Is(err, ErrNoResponders):
+		return Observation{Signal: SigRefused, Reason: err.Error()}
+	case err != nil:
+		return Observation{Signal: SigUncertain, Reason: "start: " + err.Error()}
+	case reply.Error != nil && reply.Error.Code == CodeUncertain:
+		return Observation{Signal: SigUncertain, Reason: reply.Error.Code + ": " + reply.Error.Message}
+	case reply.Error != nil:
+		return Observation{Signal: SigRefused, Reason: reply.Error.Code + ": " + reply.Error.Message}
+	case !reply.Activated:
+		return Observation{Signal: SigRefused, Reason: "the responder did not activate (not a handoff responder?)"}
+	case reply.HandoffID != req.HandoffID || reply.SessionID != req.SessionID:
+		return Observation{Signal: SigUncertain, Reason: fmt.Sprintf("reply names handoff %q of session %q", reply.HandoffID, reply.SessionID)}
+	}
+	return Observation{Signal: SigOK}
+}
+
+// confirm reads the record: the activation must be in it.
+func (x *run) confirm(ctx context.Context) (Observation, error) {
+	o, err := x.read(ctx, nil)
+	if herr := x.t.Hooks.after(StepConfirm, &err); herr != nil {
+		return Observation{}, herr
+	}
+	if errors.Is(err, ErrReplyLost) {
+		return x.read(ctx, err)
+	}
+	return o, err
+}
+
+// reclaim CASes the record back to active at a.Revision, recording the
+// outcome. Success fences a candidate that has not activated.
+func (x *run) reclaim(ctx context.Context, a Action) (Observation, error) {
+	if x.cur.Revision != a.Revision {
+		return Observation{}, fmt.Errorf("handoff: reclaim at %d but the source holds %d", a.Revision, x.cur.Revision)
+	}
+	rctx, cancel := x.resolveCtx(ctx)
+	defer cancel()
+	rec := x.withOutcome(x.cur.Record, kv.StateActive, a.Record, a.FailedAt)
+	rev, err := x.t.Store.UpdateSession(rctx, rec, a.Revision)
+	if herr := x.t.Hooks.after(StepReclaim, &err); herr != nil {
+		return Observation{}, herr
+	}
+	if err != nil {
+		return x.read(ctx, err)
+	}
+	x.cur = kv.Session{Record: rec, Revision: rev}
+	return Observation{Signal: SigOK, Revision: rev}, nil
+}
+
+// cleanup removes the marker if it is still this handoff's. Failure is
+// reported, not fatal: a leftover marker is stale and Clean removes it.
+func (x *run) cleanup(ctx context.Context) (Observation, error) {
+	rctx, cancel := x.resolveCtx(ctx)
+	defer cancel()
+	err := unmark(rctx, x.t.Store, x.req.SessionID, x.req.HandoffID)
+	if herr := x.t.Hooks.after(StepCleanup, &err); herr != nil {
+		return Observation{}, herr
+	}
+	x.cleanupErr = err
+	return Observation{Signal: SigOK}, nil
+}
+
+// unmark deletes the session's marker if it names handoffID.
+func unmark(ctx context.Context, st Store, sessionID, handoffID string) error {
+	m, rev, err := st.GetMarker(ctx, sessionID)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case m.HandoffID != handoffID:
+		return nil
+	}
+	return st.DeleteMarker(ctx, sessionID, rev)
+}
+
+// read settles an uncertain or lost write (cause) by a leader read and
+// classifies the record. It retries an unreachable store until
+// ResolveTimeout; no answer at all is ErrUnresolved.
+func (x *run) read(ctx context.Context, cause error) (Observation, error) {
+	rctx, cancel := x.resolveCtx(ctx)
+	defer cancel()
+	s, err := leaderRetry(rctx, x.t.Store, x.req.SessionID)
+	reason := ""
+	if cause != nil {
+		reason = cause.Error()
+	}
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return Observation{Signal: SigRead, Holder: HolderOther, Reason: reason}, nil
+	case err != nil:
+		return Observation{}, fmt.Errorf("%w: session %s: leader read (after %v): %w", ErrUnresolved, x.req.SessionID, cause, err)
+	}
+	h := Classify(x.req, s)
+	x.last = s
+	if h.held() {
+		x.cur = s
+	}
+	return Observation{Signal: SigRead, Revision: s.Revision, Holder: h, Reason: reason}, nil
+}
+
+func (x *run) resolveCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), x.t.ResolveTimeout)
+}
+
+// leaderRetry is LeaderSession retried with backoff while the store does
+// not answer; not-found and invalid are answers.
+func leaderRetry(ctx context.Context, st Store, id string) (kv.Session, error) {
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond),
+		backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0))
+	return backoff.RetryWithData(func() (kv.Session, error) {
+		s, err := st.LeaderSession(ctx, id)
+		if errors.Is(err, kv.ErrNotFound) || errors.Is(err, kv.ErrInvalid) {
+			return s, backoff.Permanent(err)
+		}
+		return s, err
+	}, backoff.WithContext(b, ctx))
+}
