@@ -19,10 +19,14 @@ const MinLeaseTTL = time.Second
 // adopter takes the key over (Holder = the adopter's process ID), so the dead
 // process can never renew it.
 type Lease struct {
-	ProcessID    string    `json:"processId"`
-	DeploymentID string    `json:"deploymentId,omitempty"` // empty after a takeover (the expired value is gone)
-	Holder       string    `json:"holder,omitempty"`
-	TakenAt      time.Time `json:"takenAt,omitzero"`
+	ProcessID    string `json:"processId"`
+	DeploymentID string `json:"deploymentId,omitempty"` // empty after a takeover (the expired value is gone)
+	// Instance is a nonce of the process run that wrote the lease, so that
+	// run can recognise its own lease after an uncertain renewal, and a new
+	// run of the same process ID (or a duplicate) is never mistaken for it.
+	Instance string    `json:"instance,omitempty"`
+	Holder   string    `json:"holder,omitempty"`
+	TakenAt  time.Time `json:"takenAt,omitzero"`
 }
 
 // LeaseEvent is one change of a lease key seen by WatchLeases.
@@ -142,6 +146,25 @@ func (s *Store) TakeoverLease(ctx context.Context, processID, taker string, ttl 
 		return 0, err
 	}
 	return s.claim(ctx, s.owners, key, s.ttlWrite(s.owners, key, data, ttl), leaseHolder)
+}
+
+// GetLease reads processID's lease from the stream leader: the value and its
+// revision. An expired, released or missing lease is ErrNotFound. A read is
+// a hint (the lease may expire right after it); only a renewal or takeover
+// CAS decides.
+func (s *Store) GetLease(ctx context.Context, processID string) (Lease, uint64, error) {
+	if err := validProcess(processID); err != nil {
+		return Lease{}, 0, err
+	}
+	e, err := s.leaderLastRetry(ctx, s.owners, subjects.LeaseKey(processID))
+	if err != nil {
+		return Lease{}, 0, err
+	}
+	var l Lease
+	if err := decode(e, &l); err != nil {
+		return Lease{}, 0, err
+	}
+	return l, e.rev, nil
 }
 
 // ReleaseLease removes the lease at rev (graceful shutdown) with a purge

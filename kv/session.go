@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
@@ -129,6 +130,28 @@ func (s *Store) DeleteSession(ctx context.Context, id string, rev uint64) error 
 		return invalid("%w", err)
 	}
 	return s.sessions.remove(ctx, subjects.SessionKey(id), rev)
+}
+
+// ListSessions returns the IDs of every live session record (deleted ones
+// excluded), sorted. It lists keys only; read a record with GetSession (a
+// hint) or LeaderSession. It costs one pass over the bucket's keys, so it is
+// for periodic sweeps, not for a hot path.
+func (s *Store) ListSessions(ctx context.Context) ([]string, error) {
+	l, err := s.sessions.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, mapErr("list", s.sessions.name, err)
+	}
+	var ids []string
+	for key := range l.Keys() {
+		if subjects.ValidateSessionID(key) == nil {
+			ids = append(ids, key)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // GetSession reads the record by direct get. On a cluster any replica may

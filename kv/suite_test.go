@@ -52,6 +52,8 @@ func runSuite(t *testing.T, open opener) {
 		{"index", testIndex},
 		{"settle", testSettle},
 		{"session at across nodes", testSessionAt},
+		{"list sessions", testListSessions},
+		{"get lease", testGetLease},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
 	}

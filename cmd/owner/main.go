@@ -9,11 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/baton-rt/baton/internal/app"
+	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 )
 
@@ -51,6 +54,10 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "embedded server fsyncs every write (sync_interval: always)")
 	fs.StringVar(&cfg.ProcessID, "process-id", "", "this owner process's ID, stable across restarts: its session index (default <hostname>-<deployment-id>)")
 	fs.StringVar(&cfg.ExecLog, "exec-log", "", "append the demo agent's execution log (one JSON line per step) to this file")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", driver.DefaultLeaseTTL, "owner lease TTL, whole seconds ≥ 1s; renewed every TTL/4, the process fences itself after TTL − TTL/4 without a renewal, a dead process's sessions move to a peer about TTL after its last renewal")
+	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", driver.DefaultSweepInterval, "how often the pool's sweeper looks for active sessions whose owner process has no live lease")
+	fs.DurationVar(&cfg.TaskAckWait, "task-ack-wait", driver.DefaultTaskAckWait, "a background task whose runner stopped signalling progress for this long runs again on another owner process (≥ 1s)")
+	fs.StringVar(&cfg.Fault, "fault", "", faultUsage)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -67,6 +74,15 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if err := subjects.ValidateSessionID(cfg.ProcessID); err != nil {
 		return cfg, fmt.Errorf("%w: --process-id: %w", app.ErrUsage, err)
+	}
+	if cfg.LeaseTTL < time.Second || cfg.LeaseTTL%time.Second != 0 {
+		return cfg, fmt.Errorf("%w: --lease-ttl %v: want whole seconds, at least 1s", app.ErrUsage, cfg.LeaseTTL)
+	}
+	if cfg.TaskAckWait < time.Second || cfg.SweepInterval < 0 {
+		return cfg, fmt.Errorf("%w: --task-ack-wait must be ≥ 1s and --sweep-interval ≥ 0", app.ErrUsage)
+	}
+	if _, err := parseFaults(cfg.Fault, slog.New(slog.DiscardHandler)); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }

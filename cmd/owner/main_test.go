@@ -24,6 +24,9 @@ func TestBadDeploymentIDExits2(t *testing.T) {
 		{"empty", "empty (an exact deployment ID is required)", []string{"--deployment-id="}},
 		{"bad prefix", "--prefix", []string{"--deployment-id", "v1", "--prefix", "A.B"}},
 		{"bad log level", "--log-level", []string{"--deployment-id", "v1", "--log-level", "loud"}},
+		{"fractional lease TTL", "--lease-ttl", []string{"--deployment-id", "v1", "--lease-ttl", "1500ms"}},
+		{"unknown fault", "unknown fault point", []string{"--deployment-id", "v1", "--fault", "crash-after-lunch"}},
+		{"bad fault count", "N must be a positive integer", []string{"--deployment-id", "v1", "--fault", "crash-after-commit:0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := proctest.Start(t, bin, tc.args...)

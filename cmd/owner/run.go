@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/baton-rt/baton/internal/app"
 	"github.com/baton-rt/baton/internal/natsd"
@@ -27,6 +28,11 @@ type Config struct {
 	SyncAlways bool
 	ProcessID  string
 	ExecLog    string
+	// Durability (docs/runtime.md, "Durability").
+	LeaseTTL      time.Duration
+	SweepInterval time.Duration
+	TaskAckWait   time.Duration
+	Fault         string // test only: see faultUsage
 }
 
 // Run starts (or connects to) NATS, ensures the topology and serves until ctx
@@ -72,14 +78,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer l.Close()
 		agent.Log = l
 	}
+	faults, err := parseFaults(cfg.Fault, log)
+	if err != nil {
+		return err
+	}
 	owner, err := driver.New(driver.Config{
 		NC: nc, JS: js, Store: store, Names: cfg.Names, Deployment: cfg.DeploymentID,
 		ProcessID: cfg.ProcessID, Agent: agent, Log: base,
+		LeaseTTL: cfg.LeaseTTL, SweepInterval: cfg.SweepInterval, TaskAckWait: cfg.TaskAckWait,
+		Faults: faults,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("owner ready", "nats", url, app.KeyProcess, cfg.ProcessID)
+	log.Info("owner ready", "nats", url, app.KeyProcess, cfg.ProcessID, "lease_ttl", cfg.LeaseTTL.String())
 	err = owner.Run(ctx)
 	log.Info("owner shutting down")
 	return err

@@ -20,4 +20,15 @@
 // A commit whose reply is lost is settled by a leader read of the record
 // (writer run ID + write counter); a CAS conflict stops the session at once
 // with no further side effect.
+//
+// Durability (docs/runtime.md §6): the process holds a lease
+// (baton_owners/lease.<processID>, TTL, renewed every TTL/4) before it
+// resumes its index, and fences itself — every session stops, nothing is
+// served — when it has not renewed for TTL − TTL/4. Peers watch the leases:
+// when a process of their deployment dies, one of them takes its key over
+// by a conditional write and wakes each of its sessions through the
+// deployment's wake queue group (Owner.Wake), where they are claimed afresh.
+// An orphan sweeper adopts what the watch missed. A lost consumer is
+// recreated at the lowest unapplied sequence only while the record still
+// names the run.
 package driver

@@ -14,6 +14,15 @@ import (
 // perform carries out one effect and returns the inputs its synchronous
 // result feeds back.
 func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Input, error) {
+	// A process whose lease is not valid does nothing more for its
+	// sessions (no commit, publish, step, timer, task...): it may have been
+	// frozen past its lease while a peer took the session over.
+	if _, cancel := e.(runtime.CancelStep); !cancel && !s.o.leaseValid() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		return nil, ErrFenced
+	}
 	switch e := e.(type) {
 	case runtime.Commit:
 		return s.commit(ctx, e)
@@ -47,6 +56,9 @@ func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 
 // commit is the one CAS of the session record.
 func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
+	if err := s.awaitPublish(); err != nil {
+		return nil, err
+	}
 	rec, outbox, err := s.record(ctx, c.Snapshot)
 	if err != nil {
 		return nil, err
@@ -55,9 +67,15 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	if err == nil && s.o.faults.loseCommitReply(s.id) {
 		err = errReplyLost // the write landed; pretend its reply was lost
 	}
+	if err != nil && ctx.Err() != nil {
+		// Stopping (shutdown or fence): the next owner's claim settles
+		// whether this commit landed.
+		return nil, ctx.Err()
+	}
 	switch {
 	case err == nil:
 		s.rec, s.rev, s.outbox = rec, rev, outbox
+		s.o.faults.afterCommit(s.id)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, kv.ErrConflict):
 		s.log.Warn("commit lost the CAS: ownership moved on, stopping", "rev", s.rev)
@@ -92,6 +110,14 @@ func (s *session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runti
 
 // publish appends committed events; they are in s.outbox, stamped at commit.
 func (s *session) publish(ctx context.Context, p runtime.Publish) error {
+	if err := s.awaitPublish(); err != nil {
+		return err
+	}
+	type encoded struct {
+		seq  uint64
+		data []byte
+	}
+	batch := make([]encoded, 0, len(p.Events))
 	for _, e := range p.Events {
 		we, ok := s.stamped(e)
 		if !ok {
@@ -101,9 +127,34 @@ func (s *session) publish(ctx context.Context, p runtime.Publish) error {
 		if err != nil {
 			return fmt.Errorf("driver: session %s: %w", s.id, err)
 		}
-		if err := s.app.Append(ctx, we.Seq, data); err != nil {
-			return err
+		batch = append(batch, encoded{we.Seq, data})
+	}
+	done := make(chan error, 1)
+	s.pubWait = done
+	go func() { // the events are durable already: append them off the step's path
+		for _, e := range batch {
+			if err := s.app.Append(ctx, e.seq, e.data); err != nil {
+				done <- err
+				return
+			}
 		}
+		done <- nil
+	}()
+	return nil
+}
+
+// awaitPublish waits for the append in flight. The machine requires a
+// Publish to complete before the next Commit; the driver also waits before
+// clean-up and shutdown. A failed append stops the session: its events stay
+// in the record's outbox for the next owner.
+func (s *session) awaitPublish() error {
+	if s.pubWait == nil {
+		return nil
+	}
+	err := <-s.pubWait
+	s.pubWait = nil
+	if err != nil {
+		return fmt.Errorf("driver: session %s: publish events: %w", s.id, err)
 	}
 	return nil
 }

@@ -65,6 +65,8 @@ func (e *env) owner(deployment, process string, mutate ...func(*Config)) *owner 
 	cfg := Config{
 		NC: nc, JS: js, Store: store, Names: e.names, Deployment: deployment, ProcessID: process,
 		Agent: &demo.Agent{Log: e.log, Process: process}, TickInterval: 50 * time.Millisecond,
+		// A TTL that a -race run on two cores never misses a renewal of.
+		LeaseTTL: 4 * time.Second, SweepInterval: time.Second, TaskAckWait: 2 * time.Second,
 		Log: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, m := range mutate {

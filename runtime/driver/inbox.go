@@ -28,6 +28,10 @@ type inbox struct {
 	iter   jetstream.MessagesContext
 	stop   chan struct{}
 	done   chan struct{}
+	// lost receives the error that ended delivery unexpectedly (consumer
+	// deleted, heartbeats missed after a server restart...); a new channel
+	// per open, never closed.
+	lost chan error
 }
 
 const (
@@ -68,17 +72,22 @@ func (ib *inbox) open(ctx context.Context, start uint64, out chan<- runtime.Comm
 	if err != nil {
 		return fmt.Errorf("driver: consume %s: %w", ib.name, err)
 	}
-	ib.cons, ib.iter, ib.stop, ib.done = cons, iter, make(chan struct{}), make(chan struct{})
-	go ib.read(iter, out, ib.stop, ib.done)
+	ib.cons, ib.iter, ib.stop, ib.done, ib.lost = cons, iter, make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go ib.read(iter, out, ib.stop, ib.done, ib.lost)
 	return nil
 }
 
-func (ib *inbox) read(iter jetstream.MessagesContext, out chan<- runtime.Command, stop, done chan struct{}) {
+func (ib *inbox) read(iter jetstream.MessagesContext, out chan<- runtime.Command, stop, done chan struct{}, lost chan<- error) {
 	defer close(done)
 	for {
 		msg, err := iter.Next()
 		if err != nil {
-			return // iterator stopped or consumer deleted
+			select {
+			case <-stop: // closed by the session
+			default:
+				lost <- err // consumer deleted, heartbeats missed...
+			}
+			return
 		}
 		meta, err := msg.Metadata()
 		if err != nil {

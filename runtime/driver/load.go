@@ -4,36 +4,54 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
+	"github.com/cenkalti/backoff/v4"
 )
 
 // Load claims an existing session for this process (epoch+1) and runs it:
 // crash recovery, a restart, or a wake. The index entry is written before
-// the claim, so a crash in between leaves a harmless stale entry.
+// the claim, so a crash in between leaves a harmless stale entry. A session
+// already running (or being claimed) here is left alone.
 func (o *Owner) Load(ctx context.Context, id string, reason runtime.BootReason) error {
-	if o.isLoaded(id) {
-		return nil
+	_, err := o.load(ctx, id, reason)
+	return err
+}
+
+// load is Load; it reports whether it claimed the session.
+func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason) (bool, error) {
+	if !o.leaseValid() {
+		return false, ErrFenced
 	}
+	if !o.beginLoad(id) {
+		return false, nil
+	}
+	defer o.endLoad(id)
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
-		return err
+		return false, err
 	}
+	o.faults.afterIndex(id)
 	cur, err := o.cfg.Store.LeaderSession(ctx, id)
 	if err != nil {
-		return fmt.Errorf("driver: load %s: %w", id, err)
+		return false, fmt.Errorf("driver: load %s: %w", id, err)
 	}
 	if cur.Record.DeploymentID != o.cfg.Deployment {
-		return fmt.Errorf("driver: session %s belongs to deployment %q", id, cur.Record.DeploymentID)
+		return false, fmt.Errorf("driver: session %s belongs to deployment %q", id, cur.Record.DeploymentID)
+	}
+	if !o.leaseValid() {
+		return false, ErrFenced
 	}
 	s, err := o.claim(ctx, cur)
 	if err != nil {
-		return err
+		return false, err
 	}
+	o.faults.afterClaim(id)
 	o.spawn(s, reason)
-	return nil
+	return true, nil
 }
 
 func (o *Owner) isLoaded(id string) bool {
@@ -65,6 +83,9 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 		rec.State = kv.StateActive
 	}
 	rev, err := o.cfg.Store.UpdateSession(ctx, rec, cur.Revision)
+	if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrInvalid) && !errors.Is(err, kv.ErrTooLarge) {
+		rev, err = o.settleClaim(ctx, rec, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
 	}
@@ -105,4 +126,25 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 		}
 	}
 	return tokens, nil
+}
+
+// settleClaim resolves a claim whose reply was lost by a leader read of the
+// record's writer: this run with write counter 0 means the claim landed.
+func (o *Owner) settleClaim(ctx context.Context, rec kv.SessionRecord, cause error) (uint64, error) {
+	var cur kv.Session
+	var landed bool
+	op := func() error {
+		var err error
+		cur, landed, err = o.cfg.Store.Settle(ctx, rec.SessionID, rec.Writer, rec.WriteCounter)
+		return err
+	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(30*time.Second)), ctx)
+	if err := backoff.Retry(op, b); err != nil {
+		return 0, fmt.Errorf("settle claim (%w): %w", cause, err)
+	}
+	if !landed {
+		return 0, fmt.Errorf("%w: uncertain claim did not land (%w)", kv.ErrConflict, cause)
+	}
+	o.log.Info("uncertain claim settled: it landed", "session", rec.SessionID)
+	return cur.Revision, nil
 }

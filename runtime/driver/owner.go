@@ -17,6 +17,19 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
+// Durability defaults (docs/runtime.md, "Durability").
+const (
+	// DefaultLeaseTTL is the TTL of an owner process's lease: a dead
+	// process's sessions are taken over about this long after its last
+	// renewal.
+	DefaultLeaseTTL = 2 * time.Second
+	// DefaultSweepInterval paces the orphan sweeper.
+	DefaultSweepInterval = 10 * time.Second
+	// DefaultTaskAckWait is how long a background task may go without a
+	// progress signal before another owner process runs it again.
+	DefaultTaskAckWait = 30 * time.Second
+)
+
 // Config wires an Owner to its NATS connection, store and agent.
 type Config struct {
 	NC         *nats.Conn
@@ -24,19 +37,34 @@ type Config struct {
 	Store      *kv.Store
 	Names      subjects.Names
 	Deployment string // exact deployment of this process
-	ProcessID  string // this owner process; its session index lives under it
+	ProcessID  string // this owner process, stable across restarts: its lease key and session index
 	Agent      runtime.Agent
 	Events     *wire.EventRegistry // built-ins plus the agent's kinds; nil = built-ins + Agent.EventKinds
 	Log        *slog.Logger
 	// TickInterval paces clock ticks and purges (default 1 s).
 	TickInterval time.Duration
+	// LeaseTTL is the lease TTL: whole seconds, at least 1 s (default 2 s).
+	// The process renews every LeaseRenew and fences itself (stops every
+	// session) when LeaseTTL − LeaseTTL/4 has passed since its last
+	// successful renewal, a quarter of the TTL before the lease can expire.
+	LeaseTTL time.Duration
+	// LeaseRenew is the renewal period (default LeaseTTL/4); it must be
+	// shorter than LeaseTTL − LeaseTTL/4.
+	LeaseRenew time.Duration
+	// SweepInterval paces the orphan sweeper (default 10 s).
+	SweepInterval time.Duration
+	// TaskAckWait is the ack wait of the deployment's task consumer
+	// (default 30 s): a task whose runner died runs again after it.
+	TaskAckWait time.Duration
 	// Faults injects failures in tests; nil in production.
 	Faults *Faults
-	// Now is the clock (default time.Now).
+	// Now is the machine's clock (default time.Now). Leases always use the
+	// real monotonic clock.
 	Now func() time.Time
 }
 
-// Faults are deterministic fault injection points for tests.
+// Faults are deterministic fault injection points for tests. cmd/owner's
+// hidden --fault flag wires the After* hooks to SIGKILL the process.
 type Faults struct {
 	// LoseCommitReply reports, per commit, whether to drop the reply of a
 	// commit CAS that landed (the write is durable, the owner is told it is
@@ -46,6 +74,18 @@ type Faults struct {
 	// and before it recreates its consumer over the alias's subject, so a
 	// test can publish into that window.
 	AliasHooked func(sessionID, alias string)
+	// LoseLeaseReply reports, per lease renewal that landed, whether to
+	// drop its reply (the renewal is settled by reading the lease back).
+	LoseLeaseReply func() bool
+	// AfterCommit runs right after a commit CAS succeeded, before any of
+	// the commit's events is published.
+	AfterCommit func(sessionID string)
+	// AfterIndex runs when Load (recovery, wake, takeover) has written the
+	// index entry and before it claims the session.
+	AfterIndex func(sessionID string)
+	// AfterClaim runs when Load's claim CAS succeeded, before the consumer
+	// is created.
+	AfterClaim func(sessionID string)
 }
 
 func (f *Faults) loseCommitReply(id string) bool {
@@ -58,17 +98,56 @@ func (f *Faults) aliasHooked(id, alias string) {
 	}
 }
 
+func (f *Faults) loseLeaseReply() bool {
+	return f != nil && f.LoseLeaseReply != nil && f.LoseLeaseReply()
+}
+
+func (f *Faults) afterCommit(id string) {
+	if f != nil && f.AfterCommit != nil {
+		f.AfterCommit(id)
+	}
+}
+
+func (f *Faults) afterIndex(id string) {
+	if f != nil && f.AfterIndex != nil {
+		f.AfterIndex(id)
+	}
+}
+
+func (f *Faults) afterClaim(id string) {
+	if f != nil && f.AfterClaim != nil {
+		f.AfterClaim(id)
+	}
+}
+
+// ErrFenced reports that this owner process does not hold a valid lease: it
+// could not renew it in time, or another process took it over. A fenced
+// process runs no step, commits nothing and serves no request until it has
+// acquired its lease again.
+var ErrFenced = errors.New("driver: owner process fenced (lease lost or not renewed in time)")
+
 // Owner runs the sessions of one owner process.
 type Owner struct {
-	cfg    Config
-	log    *slog.Logger
-	faults *Faults
+	cfg      Config
+	log      *slog.Logger
+	faults   *Faults
+	instance string    // nonce of this Run, written into the lease
+	born     time.Time // monotonic origin of validUntil
 
 	mu       sync.Mutex
 	sessions map[string]*loaded
-	wg       sync.WaitGroup
-	ctx      context.Context // the serving context, set by Run
+	loading  map[string]bool // claims in progress (create or Load)
+	restarts map[string]int  // consecutive failed runs per session
+	wg       sync.WaitGroup  // session goroutines
+	bg       sync.WaitGroup  // adoption, wake and restart goroutines
+	ctx      context.Context // the serving context of the current lease period
 	state    jetstream.ObjectStore
+
+	lease    leaseState
+	peers    peerSet
+	wakeSem  chan struct{}
+	reconnMu sync.Mutex
+	reconnCh chan struct{} // closed and replaced on every reconnect
 }
 
 type loaded struct {
@@ -88,6 +167,9 @@ func New(cfg Config) (*Owner, error) {
 		return nil, errors.New("driver: NC, JS, Store and Agent are required")
 	}
 	cfg = cfg.withDefaults()
+	if err := cfg.validateDurability(); err != nil {
+		return nil, err
+	}
 	if cfg.Events == nil {
 		reg, err := agentEvents(cfg.Agent)
 		if err != nil {
@@ -95,7 +177,12 @@ func New(cfg Config) (*Owner, error) {
 		}
 		cfg.Events = reg
 	}
-	o := &Owner{cfg: cfg, faults: cfg.Faults, sessions: map[string]*loaded{}}
+	o := &Owner{
+		cfg: cfg, faults: cfg.Faults, born: time.Now(),
+		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
+		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
+		ctx: canceled(),
+	}
 	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
 	return o, nil
 }
@@ -113,54 +200,161 @@ func (c Config) withDefaults() Config {
 	if c.Names == (subjects.Names{}) {
 		c.Names = subjects.Default()
 	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.LeaseRenew == 0 {
+		c.LeaseRenew = c.LeaseTTL / 4
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.TaskAckWait == 0 {
+		c.TaskAckWait = DefaultTaskAckWait
+	}
 	return c
+}
+
+func (c Config) validateDurability() error {
+	switch {
+	case c.LeaseTTL < kv.MinLeaseTTL || c.LeaseTTL%time.Second != 0:
+		return fmt.Errorf("driver: lease TTL %v: must be a whole number of seconds, at least %v", c.LeaseTTL, kv.MinLeaseTTL)
+	case c.LeaseRenew <= 0 || c.LeaseRenew >= c.fenceAfter():
+		return fmt.Errorf("driver: lease renewal period %v: must be positive and shorter than %v (TTL − TTL/4)", c.LeaseRenew, c.fenceAfter())
+	case c.SweepInterval < 0 || c.TaskAckWait < time.Second:
+		return fmt.Errorf("driver: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
+	}
+	return nil
+}
+
+// fenceAfter is how long after a renewal was sent the lease counts as held:
+// a quarter of the TTL before the server can expire it.
+func (c Config) fenceAfter() time.Duration { return c.LeaseTTL - c.LeaseTTL/4 }
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
 func (o *Owner) now() time.Time { return o.cfg.Now() }
 
 func newID() string { return ulid.Make().String() }
 
-// Run serves start requests, resumes the sessions of this process's index
-// and runs tasks until ctx ends; then it stops every session (a running step
-// is abandoned: its uncommitted work re-runs on the next owner).
+// Run holds this process's lease, resumes the sessions of its index, serves
+// start and wake requests, adopts the sessions of dead processes of its
+// deployment and runs tasks until ctx ends; then it stops every session (a
+// running step is abandoned: its uncommitted work re-runs on the next owner)
+// and releases the lease, so a peer adopts the sessions at once.
+//
+// The lease comes first: the process acquires it (waiting for a previous
+// run's lease to expire) before it resumes anything. When it cannot renew
+// the lease in time it fences itself — every session stops, no request is
+// served — and then acquires the lease again and resumes its index by fresh
+// claims.
 func (o *Owner) Run(ctx context.Context) error {
-	o.ctx = ctx
+	o.instance = newID()
 	state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
+	if ctx.Err() != nil {
+		return nil // stopped while starting: a clean shutdown
+	}
 	if err != nil {
 		return fmt.Errorf("driver: state object store: %w", err)
 	}
 	o.state = state
+	var bg sync.WaitGroup
+	bg.Go(func() { o.watchPeers(ctx) })
+	bg.Go(func() { o.watchReconnects(ctx) })
+	errc := make(chan error, 1)
+	go func() { errc <- o.runTasks(ctx) }()
+	for ctx.Err() == nil {
+		if err := o.acquire(ctx); err != nil {
+			break
+		}
+		o.serve(ctx)
+		sleep(ctx, 100*time.Millisecond) // a fence that repeats must not spin
+	}
+	o.release()
+	bg.Wait()
+	return <-errc
+}
+
+// serve runs one lease period: until ctx ends or the process is fenced.
+func (o *Owner) serve(parent context.Context) {
+	ctx, cancel := context.WithCancelCause(parent)
+	o.mu.Lock()
+	o.ctx = ctx
+	o.mu.Unlock()
+	o.lease.setCancel(cancel)
+	defer func() {
+		o.mu.Lock() // orders the cancel with goBG's check (see goBG)
+		cancel(nil)
+		o.mu.Unlock()
+		o.invalidate()
+		o.stopAll()
+		o.bg.Wait()
+	}()
+	o.goBG(ctx, func() { o.renewLoop(ctx) })
 	// Resume the index before serving start requests: start indexes a new
 	// session before it runs it, so a resume listing the index meanwhile
 	// would claim that session a second time in this process.
 	if err := o.resumeIndex(ctx); err != nil {
-		o.stopAll()
-		return err
+		o.log.Error("resume failed", "err", err)
 	}
-	sub, err := o.cfg.NC.QueueSubscribe(o.cfg.Names.Start(o.cfg.Deployment), o.cfg.Names.QueueGroup(o.cfg.Deployment), o.serveStart)
-	if err != nil {
-		o.stopAll()
-		return fmt.Errorf("driver: subscribe start: %w", err)
+	var subs []*nats.Subscription
+	defer func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+	}()
+	for _, s := range []struct {
+		subject string
+		handler nats.MsgHandler
+	}{
+		{o.cfg.Names.Start(o.cfg.Deployment), o.serveStart},
+		{o.cfg.Names.Wake(o.cfg.Deployment), o.serveWake},
+	} {
+		sub, err := o.cfg.NC.QueueSubscribe(s.subject, o.cfg.Names.QueueGroup(o.cfg.Deployment), s.handler)
+		if err != nil {
+			o.log.Error("subscribe failed; fencing to retry", "subject", s.subject, "err", err)
+			o.fence(fmt.Errorf("subscribe %s: %w", s.subject, err))
+			return
+		}
+		subs = append(subs, sub)
 	}
-	defer sub.Unsubscribe()
-	errc := make(chan error, 1)
-	go func() { errc <- o.runTasks(ctx) }()
-	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment))
+	o.goBG(ctx, func() { o.sweepLoop(ctx) })
+	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment), "wake", o.cfg.Names.Wake(o.cfg.Deployment))
 	<-ctx.Done()
-	_ = sub.Unsubscribe()
-	o.stopAll()
-	return <-errc
+	if cause := context.Cause(ctx); errors.Is(cause, ErrFenced) {
+		o.log.Warn("fenced: stopping every session", "cause", cause)
+	}
 }
 
-// resumeIndex loads every session this process's index names.
+// servingCtx is the context of the current lease period (canceled while
+// fenced).
+func (o *Owner) servingCtx() context.Context {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ctx
+}
+
+// resumeIndex re-claims every session this process's index names, each by
+// a fresh claim CAS. An entry for a session another process runs now is
+// stale (a crash between index and claim, or a takeover) and is dropped.
 func (o *Owner) resumeIndex(ctx context.Context) error {
 	ids, err := o.cfg.Store.ListIndex(ctx, o.cfg.ProcessID)
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("driver: list index: %w", err)
 	}
 	for _, id := range ids {
-		if err := o.Load(ctx, id, runtime.BootRecover); err != nil {
-			o.log.Warn("resume failed", "session", id, "err", err)
+		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID})
+		switch {
+		case rep.Error != nil:
+			o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
+		case rep.Outcome == WakeElsewhere || rep.Outcome == WakeMissing:
+			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
+				o.log.Warn("drop stale index entry", "session", id, "err", err)
+			}
 		}
 	}
 	return nil
@@ -186,9 +380,29 @@ func (o *Owner) Loaded() []string {
 	return ids
 }
 
-// spawn runs a claimed session in its own goroutine.
+// beginLoad reserves id for one claim in this process; false if the session
+// runs here or another claim of it is in progress.
+func (o *Owner) beginLoad(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.sessions[id]; ok || o.loading[id] {
+		return false
+	}
+	o.loading[id] = true
+	return true
+}
+
+func (o *Owner) endLoad(id string) {
+	o.mu.Lock()
+	delete(o.loading, id)
+	o.mu.Unlock()
+}
+
+// spawn runs a claimed session in its own goroutine. A run that fails (not
+// fenced, not stopped by a lost CAS, not ended) is restarted by a fresh
+// claim after a backoff, so no session is left without a running owner.
 func (o *Owner) spawn(s *session, reason runtime.BootReason) {
-	ctx, cancel := context.WithCancel(o.ctx)
+	ctx, cancel := context.WithCancel(o.servingCtx())
 	l := &loaded{cancel: cancel, done: make(chan struct{})}
 	o.mu.Lock()
 	o.sessions[s.id] = l
@@ -198,13 +412,93 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 		defer o.wg.Done()
 		defer close(l.done)
 		defer cancel()
-		if err := s.run(ctx, reason); err != nil {
-			s.log.Error("session stopped", "err", err)
-		}
+		began := time.Now()
+		err := s.run(ctx, reason)
 		o.mu.Lock()
 		if o.sessions[s.id] == l {
 			delete(o.sessions, s.id)
 		}
 		o.mu.Unlock()
+		switch {
+		case errors.Is(err, ErrFenced) || errors.Is(context.Cause(ctx), ErrFenced):
+			s.log.Warn("session stopped: process fenced")
+		case err != nil && ctx.Err() == nil:
+			s.log.Error("session stopped", "err", err)
+			o.restartLater(s.id, time.Since(began))
+		case err != nil:
+			s.log.Debug("session stopped", "err", err)
+		case ctx.Err() == nil && s.m.Ended() == "":
+			o.lost(ctx, s)
+		}
 	}()
+}
+
+// lost handles a session that stopped because its record moved on (a lost
+// CAS, a successor's claim): if the record now names another process, this
+// process's index entry is stale and removed; if it still names this
+// process (its own write landed late), the session is claimed afresh.
+func (o *Owner) lost(ctx context.Context, s *session) {
+	cur, err := o.cfg.Store.LeaderSession(ctx, s.id)
+	switch {
+	case err != nil:
+		return // the sweeper decides later
+	case cur.Record.OwnerProcess == o.cfg.ProcessID:
+		o.restartLater(s.id, 0)
+	default:
+		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, s.id); err != nil {
+			s.log.Debug("remove stale index entry", "err", err)
+		}
+	}
+}
+
+// restartLater re-claims a session whose run failed, after a backoff that
+// grows with consecutive quick failures.
+func (o *Owner) restartLater(id string, ran time.Duration) {
+	o.mu.Lock()
+	if ran > time.Minute {
+		o.restarts[id] = 0
+	}
+	n := o.restarts[id]
+	o.restarts[id] = n + 1
+	ctx := o.ctx
+	o.mu.Unlock()
+	delay := min(time.Second<<min(n, 5), 30*time.Second)
+	o.goBG(ctx, func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID})
+		o.log.Info("restarted a failed session", "session", id, "outcome", rep.Outcome, "error", rep.Error)
+	})
+}
+
+// watchReconnects signals every session after the connection reconnected:
+// consumers are memory-storage and vanish when the server restarts.
+func (o *Owner) watchReconnects(ctx context.Context) {
+	last := o.cfg.NC.Stats().Reconnects
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n := o.cfg.NC.Stats().Reconnects; n != last {
+			last = n
+			o.reconnMu.Lock()
+			close(o.reconnCh)
+			o.reconnCh = make(chan struct{})
+			o.reconnMu.Unlock()
+		}
+	}
+}
+
+// reconnected is closed at the next reconnect.
+func (o *Owner) reconnected() <-chan struct{} {
+	o.reconnMu.Lock()
+	defer o.reconnMu.Unlock()
+	return o.reconnCh
 }

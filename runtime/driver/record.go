@@ -110,7 +110,7 @@ func appendUnique(list []string, v string) []string {
 // unapplied sequence, on each of its inbox subjects. It runs on the tick,
 // not after every commit, to keep purges off the delivery path.
 func (s *session) flushPurge(ctx context.Context) {
-	if s.purgeAt <= s.purged+1 {
+	if s.purgeAt <= s.purged+1 || !s.o.leaseValid() {
 		return
 	}
 	stream, err := s.o.cfg.JS.Stream(ctx, s.o.cfg.Names.InboxStream())
@@ -130,6 +130,9 @@ func (s *session) flushPurge(ctx context.Context) {
 // cleanup is the idempotent clean-up after finalization: tombstone every
 // address, delete the consumer, purge the timer, drop the index entry.
 func (s *session) cleanup(ctx context.Context, c runtime.Cleanup) error {
+	if err := s.awaitPublish(); err != nil {
+		return err
+	}
 	for _, t := range s.tokens {
 		if err := s.tombstone(ctx, t); err != nil {
 			return err

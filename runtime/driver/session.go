@@ -11,6 +11,8 @@ import (
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // session is one loaded session: its machine, its record revision, its
@@ -32,8 +34,9 @@ type session struct {
 	cancel  context.CancelFunc // cancels the running step
 	purgeAt uint64             // lowest unapplied sequence to purge below
 	purged  uint64
-	prev    string   // the predecessor's consumer, deleted after boot
-	hist    *history // sealed history segments
+	prev    string     // the predecessor's consumer, deleted after boot
+	hist    *history   // sealed history segments
+	pubWait chan error // the event append in flight, if any
 
 	pendingRec    kv.SessionRecord // the record of an uncertain commit
 	pendingOutbox []wire.Event
@@ -64,11 +67,18 @@ func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapsh
 // run boots the machine and serves it until the session stops or ctx ends.
 func (s *session) run(ctx context.Context, reason runtime.BootReason) error {
 	defer s.shutdown()
+	if !s.o.leaseValid() {
+		return ErrFenced
+	}
 	if err := s.inbox.open(ctx, s.m.Snapshot().Applied.Next, s.cmds); err != nil {
 		return err
 	}
 	s.deletePredecessor(ctx)
+	bootOutbox := s.outbox
 	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason}); err != nil {
+		return err
+	}
+	if err := s.restartTasks(ctx, bootOutbox); err != nil {
 		return err
 	}
 	return s.loop(ctx)
@@ -77,6 +87,8 @@ func (s *session) run(ctx context.Context, reason runtime.BootReason) error {
 func (s *session) loop(ctx context.Context) error {
 	tick := time.NewTicker(s.o.cfg.TickInterval)
 	defer tick.Stop()
+	reconn := s.o.reconnected()
+	checkConsumer := false
 	for !s.stopped {
 		var err error
 		select {
@@ -87,8 +99,18 @@ func (s *session) loop(ctx context.Context) error {
 		case d := <-s.steps:
 			s.cancel = nil
 			err = s.handle(ctx, d)
+		case cause := <-s.inbox.lost:
+			err = s.recoverConsumer(ctx, cause)
+		case <-reconn:
+			// The server may have restarted: memory-storage consumers are
+			// gone then, and the iterator would only notice after missed
+			// heartbeats. Check on the next ticks.
+			reconn, checkConsumer = s.o.reconnected(), true
 		case now := <-tick.C:
 			err = s.handle(ctx, runtime.Tick{Now: now})
+			if err == nil && checkConsumer {
+				checkConsumer, err = s.verifyConsumer(ctx)
+			}
 			s.flushPurge(ctx)
 		}
 		if err != nil {
@@ -129,6 +151,7 @@ func (s *session) shutdown() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	_ = s.awaitPublish()
 	s.inbox.close()
 }
 
@@ -153,4 +176,56 @@ func encodedTokens(sessionID string, aliases []string) ([]string, error) {
 		toks = append(toks, t)
 	}
 	return toks, nil
+}
+
+// verifyConsumer checks, after a reconnect, that the session's consumer
+// still exists and recreates it if not. It reports whether to check again
+// (the server did not answer yet).
+func (s *session) verifyConsumer(ctx context.Context) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err := s.o.cfg.JS.Consumer(cctx, s.o.cfg.Names.InboxStream(), s.inbox.name)
+	cancel()
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return false, s.recoverConsumer(ctx, err)
+	}
+	return ctx.Err() == nil, nil
+}
+
+// recoverConsumer handles a consumer that ended unexpectedly (deleted by a
+// successor, lost in a server restart, an iterator error): only while a
+// leader read shows the record still names this run and epoch is the
+// consumer recreated, at the lowest unapplied sequence. Otherwise the
+// session was taken over: it stops without side effects.
+func (s *session) recoverConsumer(ctx context.Context, cause error) error {
+	s.log.Warn("inbox consumer lost; checking ownership", "consumer", s.inbox.name, "err", cause)
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second),
+		backoff.WithMaxElapsedTime(0)), ctx)
+	err := backoff.Retry(func() error {
+		if !s.o.leaseValid() {
+			return backoff.Permanent(ErrFenced)
+		}
+		cur, err := s.o.cfg.Store.LeaderSession(ctx, s.id)
+		if err != nil {
+			return err
+		}
+		if cur.Record.OwnerRunID != s.runID || cur.Record.Epoch != s.rec.Epoch {
+			s.log.Warn("session taken over by another run; stopping without side effects",
+				"owner", cur.Record.OwnerProcess, "run", cur.Record.OwnerRunID, "new_epoch", cur.Record.Epoch)
+			s.stopped = true
+			return nil
+		}
+		if err := s.reopen(ctx); err != nil {
+			return err
+		}
+		s.log.Info("inbox consumer recreated at the lowest unapplied sequence", "consumer", s.inbox.name, "start", s.m.Snapshot().Applied.Next)
+		return nil
+	}, b)
+	if ctx.Err() != nil && !errors.Is(err, ErrFenced) {
+		return nil
+	}
+	return err
 }

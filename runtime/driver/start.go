@@ -45,7 +45,7 @@ func (o *Owner) serveStart(msg *nats.Msg) {
 	if err := json.Unmarshal(msg.Data, &req); err != nil {
 		reply.Error = &ReplyError{Code: "bad_request", Message: "start request: " + err.Error()}
 	} else {
-		reply = o.start(o.ctx, req)
+		reply = o.start(o.servingCtx(), req)
 	}
 	data, _ := json.Marshal(reply)
 	_ = msg.Respond(data)
@@ -59,8 +59,13 @@ func (o *Owner) start(ctx context.Context, req StartRequest) StartReply {
 	if err != nil {
 		return StartReply{Error: &ReplyError{Code: "bad_request", Message: err.Error()}}
 	}
+	if !o.leaseValid() {
+		return StartReply{Error: &ReplyError{Code: "unavailable", Message: ErrFenced.Error()}}
+	}
 	id := newID()
 	tokens = append([]string{subjects.StableToken(id)}, tokens...)
+	o.beginLoad(id) // a sweep must not claim it before it runs
+	defer o.endLoad(id)
 	s, holder, err := o.create(ctx, id, req.Aliases, tokens, timeout)
 	switch {
 	case holder != nil:

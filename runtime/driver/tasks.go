@@ -24,8 +24,6 @@ type task struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 }
 
-const taskAckWait = 30 * time.Second
-
 // startTask publishes a committed task (message ID = the task ID, so a
 // repeated start after a crash is deduplicated).
 func (o *Owner) startTask(ctx context.Context, sessionID string, spec runtime.TaskSpec) error {
@@ -40,11 +38,25 @@ func (o *Owner) startTask(ctx context.Context, sessionID string, spec runtime.Ta
 	return nil
 }
 
-// runTasks consumes this deployment's tasks until ctx ends.
+// runTasks consumes this deployment's tasks until ctx ends; a consumer that
+// cannot be created or stops is retried (it is durable and file-backed, so
+// it survives a server restart).
 func (o *Owner) runTasks(ctx context.Context) error {
+	for ctx.Err() == nil {
+		err := o.consumeTasks(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		o.log.Warn("task consumer stopped; retrying", "err", err)
+		sleep(ctx, time.Second)
+	}
+	return nil
+}
+
+func (o *Owner) consumeTasks(ctx context.Context) error {
 	cons, err := o.cfg.JS.CreateOrUpdateConsumer(ctx, o.cfg.Names.TasksStream(), jetstream.ConsumerConfig{
 		Durable: "tasks-" + o.cfg.Deployment, FilterSubject: o.cfg.Names.Tasks(o.cfg.Deployment),
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: taskAckWait, MaxAckPending: 256,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.cfg.TaskAckWait, MaxAckPending: 256,
 	})
 	if err != nil {
 		return fmt.Errorf("driver: task consumer: %w", err)
@@ -53,9 +65,13 @@ func (o *Owner) runTasks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	cc.Drain()
-	return nil
+	select {
+	case <-ctx.Done():
+		cc.Drain()
+		return nil
+	case <-cc.Closed():
+		return errors.New("driver: task consumer closed")
+	}
 }
 
 func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
@@ -65,6 +81,7 @@ func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
+	o.log.Info("task running", "task", t.ID, "session", t.SessionID)
 	result, taskErr := o.execTask(ctx, m, t)
 	if ctx.Err() != nil {
 		return // shutting down: another process re-runs it after AckWait
@@ -82,7 +99,7 @@ func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
 func (o *Owner) execTask(ctx context.Context, m jetstream.Msg, t task) (json.RawMessage, error) {
 	deadline := time.NewTimer(t.Duration)
 	defer deadline.Stop()
-	beat := time.NewTicker(taskAckWait / 3)
+	beat := time.NewTicker(o.cfg.TaskAckWait / 3)
 	defer beat.Stop()
 	for {
 		select {
@@ -113,4 +130,38 @@ func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, 
 	}
 	_, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(t.SessionID)), data, jetstream.WithMsgID(id))
 	return err
+}
+
+// restartTasks publishes again each live task that the last commit before
+// this boot started: the previous owner may have crashed between that
+// commit and its StartTask. The message ID makes it a no-op within the
+// task stream's duplicate window when the task was published. The
+// checkpoint keeps a task's ID and duration only (wire.TaskWait), which is
+// all the built-in "sleep" kind needs.
+func (s *session) restartTasks(ctx context.Context, bootOutbox []wire.Event) error {
+	if s.stopped || len(bootOutbox) == 0 {
+		return nil
+	}
+	live := s.m.Snapshot().Waits.Tasks
+	for _, e := range bootOutbox {
+		if e.Kind != wire.EventTaskStarted {
+			continue
+		}
+		var d wire.TaskStarted
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			continue
+		}
+		for _, t := range live {
+			if t.ID != d.TaskID {
+				continue
+			}
+			if !s.o.leaseValid() {
+				return ErrFenced
+			}
+			if err := s.o.startTask(ctx, s.id, runtime.TaskSpec{ID: t.ID, Duration: t.Duration}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

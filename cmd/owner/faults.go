@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/baton-rt/baton/internal/app"
+	"github.com/baton-rt/baton/runtime/driver"
+)
+
+// faultUsage documents --fault. It is for crash tests only: each point
+// SIGKILLs the process itself the Nth time it is reached (N defaults to 1).
+const faultUsage = "TEST ONLY — never in production: SIGKILL this process at a fault point, comma-separated: " +
+	"crash-after-commit:N (right after the Nth commit CAS succeeded, before its events are published), " +
+	"crash-after-index:N (after the Nth recovery/wake/takeover index write, before the claim), " +
+	"crash-after-claim:N (after the Nth recovery/wake/takeover claim CAS, before the consumer is created)"
+
+// parseFaults turns a --fault spec into driver fault hooks; "" is nil.
+func parseFaults(spec string, log *slog.Logger) (*driver.Faults, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	f := &driver.Faults{}
+	for _, part := range strings.Split(spec, ",") {
+		name, arg, hasArg := strings.Cut(strings.TrimSpace(part), ":")
+		n := 1
+		if hasArg {
+			v, err := strconv.Atoi(arg)
+			if err != nil || v < 1 {
+				return nil, fmt.Errorf("%w: --fault %q: N must be a positive integer", app.ErrUsage, part)
+			}
+			n = v
+		}
+		hook := killAt(name, n, log)
+		switch name {
+		case "crash-after-commit":
+			f.AfterCommit = hook
+		case "crash-after-index":
+			f.AfterIndex = hook
+		case "crash-after-claim":
+			f.AfterClaim = hook
+		default:
+			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim)", app.ErrUsage, name)
+		}
+	}
+	return f, nil
+}
+
+// killAt returns a hook that SIGKILLs the process the nth time it runs.
+func killAt(name string, n int, log *slog.Logger) func(string) {
+	var count atomic.Int64
+	return func(sessionID string) {
+		if count.Add(1) != int64(n) {
+			return
+		}
+		log.Warn("fault injected: killing this process", "fault", name, "n", n, app.KeySession, sessionID)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // never returns: the signal is on its way
+	}
+}

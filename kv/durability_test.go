@@ -1,0 +1,61 @@
+package kv_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+)
+
+// GetLease reads the lease with its instance nonce and revision from the
+// leader; an expired or released lease is ErrNotFound.
+func testGetLease(t *testing.T, open opener) {
+	st, c := open(t, 0), ctx(t)
+	pid := uid("proc")
+	_, _, err := st.GetLease(c, pid)
+	mustErr(t, err, kv.ErrNotFound)
+	l := kv.Lease{ProcessID: pid, DeploymentID: "dep-a", Instance: "run-1"}
+	rev, err := st.AcquireLease(c, l, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err = st.RenewLease(c, l, rev, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, grev, err := st.GetLease(c, pid)
+	if err != nil || grev != rev || got != l {
+		t.Fatalf("get lease: %+v at %d (%v), want %+v at %d", got, grev, err, l, rev)
+	}
+	if err := st.ReleaseLease(c, pid, rev); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = st.GetLease(c, pid)
+	mustErr(t, err, kv.ErrNotFound)
+	_, _, err = st.GetLease(c, "a.b")
+	mustErr(t, err, kv.ErrInvalid)
+}
+
+// ListSessions lists live session records only.
+func testListSessions(t *testing.T, open opener) {
+	st, c := open(t, 0), ctx(t)
+	a, b := uid("s"), uid("s")
+	ra, err := st.CreateSession(c, record(a, "run-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSession(c, record(b, "run-b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSession(c, a, ra); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := st.ListSessions(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ids, a) || !slices.Contains(ids, b) || !slices.IsSorted(ids) {
+		t.Fatalf("list sessions: %v (deleted %s, live %s)", ids, a, b)
+	}
+}

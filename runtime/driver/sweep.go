@@ -1,0 +1,73 @@
+package driver
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+)
+
+// sweepLoop runs the orphan sweeper every SweepInterval (±10 % jitter, so
+// the pool's sweeps do not line up).
+func (o *Owner) sweepLoop(ctx context.Context) {
+	if o.cfg.SweepInterval <= 0 {
+		return
+	}
+	for {
+		d := o.cfg.SweepInterval
+		d += time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
+		sleep(ctx, d)
+		if ctx.Err() != nil {
+			return
+		}
+		o.sweep(ctx)
+	}
+}
+
+// needsOwner: the states in which a session has a running owner.
+func needsOwner(st kv.State) bool {
+	return st == kv.StateActive || st == kv.StateHandoff || st == kv.StatePaused
+}
+
+// sweep adopts the sessions of this deployment whose record names an owner
+// process without a live lease — belt and braces for the lease watch: a
+// crash between an index write and a claim, an adopter that died half way,
+// a process that died while nobody watched. Each dead owner is adopted
+// through its lease key (TakeoverLease, so a live one is never adopted). A
+// session whose record names this process but does not run here is
+// re-claimed. Records are read by direct get: hints, decided by CAS.
+func (o *Owner) sweep(ctx context.Context) {
+	ids, err := o.cfg.Store.ListSessions(ctx)
+	if err != nil {
+		o.log.Debug("sweep: list sessions", "err", err)
+		return
+	}
+	orphans := map[string][]string{}
+	for _, id := range ids {
+		cur, err := o.cfg.Store.GetSession(ctx, id)
+		if err != nil {
+			continue
+		}
+		r := cur.Record
+		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {
+			continue
+		}
+		switch {
+		case r.OwnerProcess == o.cfg.ProcessID:
+			if o.beginLoad(id) { // not running here, not being claimed
+				o.endLoad(id)
+				// Wake re-reads the record from the leader before claiming.
+				if rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID}); rep.Outcome == WakeLoaded {
+					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
+				}
+			}
+		case !o.peerLive(r.OwnerProcess):
+			orphans[r.OwnerProcess] = append(orphans[r.OwnerProcess], id)
+		}
+	}
+	for dead, ids := range orphans {
+		o.log.Debug("sweep: sessions whose owner process has no live lease", "dead", dead, "sessions", len(ids))
+		o.adopt(ctx, dead, ids)
+	}
+}

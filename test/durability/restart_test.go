@@ -1,0 +1,145 @@
+package durability_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/internal/testsize"
+	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/wire"
+)
+
+// The embedded nats-server restarts (same store, same port) while two
+// owner processes run sessions under steady traffic, with steps and commits
+// in flight: (a) at once, (b) after an outage longer than the lease, so
+// every process fences itself and every lease expires. Every command the
+// server acknowledged is applied exactly once and in order, every committed
+// event is in the stream once (seq contiguous), writes whose replies were
+// lost are settled, and every session still has a running owner that
+// answers.
+func TestNATSRestart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		down time.Duration
+	}{{"immediate", 0}, {"outage past the lease", leaseTTL + time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testNATSRestart(t, tc.down)
+		})
+	}
+}
+
+func testNATSRestart(t *testing.T, down time.Duration) {
+	c := newCluster(t)
+	a, b := c.owner("a"), c.owner("b")
+	n, total := testsize.Pick(4, 16), testsize.Pick(48, 400)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = c.start(driver.StartRequest{})
+	}
+
+	var mu sync.Mutex
+	accepted := map[string][]string{} // session → command IDs in stream order
+	texts := map[string]string{}      // command ID → text
+	restartAt := total / 3
+	restarted := make(chan struct{})
+	for i := range total {
+		if i == restartAt {
+			go func() {
+				defer close(restarted)
+				c.restartServer(down)
+				t.Logf("nats-server restarted after %v down", down)
+			}()
+		}
+		sid, cid := ids[i%n], fmt.Sprintf("m%d", i)
+		text := cid
+		if i%4 == 1 {
+			text = "/sleep 150ms" // a two-step turn: commits in flight
+		}
+		// Retry with the same message ID until acknowledged: a publish
+		// whose ack was lost is deduplicated by the stream.
+		deadline := time.Now().Add(wait)
+		for {
+			_, err := c.trySend(sid, withID(cid, deliver(text)))
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("command %s never acknowledged: %v", cid, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		mu.Lock()
+		accepted[sid] = append(accepted[sid], cid)
+		texts[cid] = text
+		mu.Unlock()
+		time.Sleep(15 * time.Millisecond)
+	}
+	<-restarted
+
+	for _, sid := range ids {
+		want := accepted[sid]
+		evs := c.waitFor(sid, fmt.Sprintf("%d commands applied", len(want)), func(evs []wire.Event) bool {
+			return count(evs, wire.EventCommandApplied) >= len(want) && count(evs, wire.EventSessionWaiting) >= len(want)
+		})
+		if applied := checkStream(t, evs); !slices.Equal(applied, want) {
+			t.Fatalf("session %s applied %v, want %v", sid, applied, want)
+		}
+		var wantOut []string
+		for _, cid := range want {
+			wantOut = append(wantOut, texts[cid])
+		}
+		if got := outputs(evs); !slices.Equal(got, wantOut) {
+			t.Fatalf("session %s outputs %q, want %q", sid, got, wantOut)
+		}
+		c.checkCommittedStepsRanOnce(sid, evs, interruptedSteps(c, sid, evs)...)
+	}
+
+	// Every session still has a running owner, which answers.
+	for _, sid := range ids {
+		c.send(sid, withID("final-"+sid, deliver("final")))
+	}
+	for _, sid := range ids {
+		evs := c.waitOutput(sid, "final")
+		checkStream(t, evs)
+		if rec := c.record(sid); rec.OwnerProcess != "a" && rec.OwnerProcess != "b" {
+			t.Fatalf("session %s owned by %q", sid, rec.OwnerProcess)
+		}
+	}
+	for _, p := range []string{"a", "b"} {
+		proc := map[string]int{"a": 0, "b": 1}[p]
+		out := []string{a.Output(), b.Output()}[proc]
+		t.Logf("%s: %d uncertain commits settled, %d consumers recreated, %d fences",
+			p, strings.Count(out, "commit outcome uncertain"), strings.Count(out, "inbox consumer recreated"), strings.Count(out, "fenced: stopping every session"))
+	}
+}
+
+// interruptedSteps lists the steps allowed to have run twice: none, unless
+// an owner was fenced or lost a session during the restart (a restart that
+// outlasts the fence margin); then a step that was running at that moment
+// ran again on the next claim, uncommitted the first time.
+func interruptedSteps(c *cluster, sid string, evs []wire.Event) []string {
+	fenced := false
+	c.mu.Lock()
+	for _, ps := range c.procs {
+		for _, p := range ps {
+			fenced = fenced || p.Contains("fenced: stopping every session") || p.Contains("session taken over by another run")
+		}
+	}
+	c.mu.Unlock()
+	if !fenced {
+		return nil
+	}
+	var out []string
+	for k, runs := range c.runs(sid) {
+		if len(runs) == 2 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
