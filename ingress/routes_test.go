@@ -261,6 +261,11 @@ func TestWireVersionFromHook(t *testing.T) {
 	e := newEnv(t)
 	e.owner("v1", "p1")
 	c := e.create(`{"alias":"stamped"}`)
+	// The new session's boot commit publishes session.started after the
+	// reply: let it land before the "nothing written" snapshot.
+	e.waitEvents(c.SessionID, "session.started", func(evs []wire.Event) bool {
+		return count(evs, wire.EventSessionStarted) == 1
+	})
 	h, rev, err := e.store.GetHook(t.Context(), "stamped")
 	if err != nil {
 		t.Fatal(err)
