@@ -314,12 +314,12 @@ func TestPauseResume(t *testing.T) {
 }
 
 // A move to another deployment asks for a handoff; no handoff executor is
-// configured, so the owner keeps the session, applies the move once and
+// configured (Config.DisableHandoff), so the owner keeps the session, applies the move once and
 // keeps working. A move while busy records handoff.skipped before it.
 func TestMoveWithoutExecutor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.owner("v1", "p1")
+	e.owner("v1", "p1", func(c *Config) { c.DisableHandoff = true })
 	id := e.start("v1").SessionID
 	e.waitKind(id, wire.EventSessionStarted, 1)
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
@@ -37,7 +38,7 @@ func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 			s.cancel()
 		}
 	case runtime.Handoff:
-		return s.handoff(e), nil
+		return s.handoff(ctx, e)
 	case runtime.ArmTimer:
 		return nil, s.o.armTimer(ctx, s.id, e.Timer)
 	case runtime.StartTask:
@@ -183,10 +184,51 @@ func (s *session) runStep(ctx context.Context, r runtime.RunStep) {
 	}()
 }
 
-// handoff answers the machine's decision. The transaction is the handoff
-// package's; until an executor is configured the owner keeps the session
-// and processes the trigger itself.
-func (s *session) handoff(h runtime.Handoff) []runtime.Input {
-	s.log.Info("handoff requested but no handoff executor is configured; keeping the session", "target", h.Target)
-	return []runtime.Input{runtime.HandoffDone{}}
+// handoff runs the handoff transaction for the machine's decision. The
+// inbox stops first, so nothing but the trigger reaches this owner while
+// the record is staged. Kept: the session continues at the record the
+// transaction left (the consumer is reopened at Applied.Next). Moved or
+// Lost: the machine stops without writing; the successor deletes the
+// consumer. Any error but ErrInvalid stops the session unresolved: a later
+// claim (restart) settles the record.
+func (s *session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Input, error) {
+	if s.o.txn == nil {
+		s.log.Info("handoff requested but handoff is disabled; keeping the session", "target", h.Target)
+		return []runtime.Input{runtime.HandoffDone{}}, nil
+	}
+	s.inbox.close()
+	req := handoff.Request{
+		HandoffID: newID(), SessionID: s.id, SourceRun: s.runID, Source: s.o.cfg.Deployment, Target: h.Target,
+		Trigger: handoff.Trigger{CommandID: h.Trigger.ID, Seq: h.Trigger.Seq},
+		Tokens:  append([]string(nil), s.tokens...), Record: kv.Session{Record: s.rec, Revision: s.rev},
+	}
+	res, err := s.o.txn.Run(ctx, req)
+	switch {
+	case errors.Is(err, handoff.ErrInvalid):
+		s.log.Warn("handoff request invalid; keeping the session", "target", h.Target, "err", err)
+		if rerr := s.reopen(ctx); rerr != nil {
+			return nil, rerr
+		}
+		return []runtime.Input{runtime.HandoffDone{}}, nil
+	case err != nil:
+		return nil, fmt.Errorf("driver: session %s: handoff %s to %s unresolved: %w", s.id, req.HandoffID, h.Target, err)
+	}
+	switch res.Outcome {
+	case handoff.Moved, handoff.Lost:
+		s.log.Info("session handed off", "handoff", req.HandoffID, "target", h.Target, "outcome", res.Outcome,
+			"owner", res.Session.Record.OwnerProcess, "epoch", res.Session.Record.Epoch)
+		if rerr := s.o.cfg.Store.RemoveIndex(context.WithoutCancel(ctx), s.o.cfg.ProcessID, s.id); rerr != nil {
+			s.log.Debug("remove index entry after handoff", "err", rerr)
+		}
+		return []runtime.Input{runtime.HandoffDone{Moved: true}}, nil
+	}
+	s.rec, s.rev = res.Session.Record, res.Session.Revision
+	if res.Failure != nil {
+		s.log.Info("handoff failed; keeping the session", "handoff", req.HandoffID, "target", h.Target,
+			"step", res.Failure.Step, "reason", res.Failure.Reason)
+	}
+	if err := s.reopen(ctx); err != nil {
+		return nil, err
+	}
+	return []runtime.Input{runtime.HandoffDone{SkipReason: res.SkipReason}}, nil
 }

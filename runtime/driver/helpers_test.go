@@ -18,7 +18,7 @@ import (
 
 // wait is the deadline of every poll in these tests: generous, because the
 // whole package runs in parallel under -race on two cores.
-const wait = 20 * time.Second
+const wait = 60 * time.Second
 
 // startWith sends a full start request (timeout, aliases) to deployment.
 func (e *env) startWith(req StartRequest) StartReply {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -73,7 +74,7 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	if d.snap.History, err = hist.load(ctx, d.segments, d.snap.History); err != nil {
 		return nil, fmt.Errorf("driver: session %s history: %w", cur.Record.SessionID, err)
 	}
-	rec := cur.Record
+	rec := handoff.Adopt(cur.Record) // a staged record whose source died: the handoff failed
 	run := newID()
 	rec.Epoch++
 	rec.OwnerRunID, rec.DeploymentID, rec.OwnerProcess = run, o.cfg.Deployment, o.cfg.ProcessID
@@ -88,6 +89,9 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
+	}
+	if _, err := handoff.Clean(ctx, o.cfg.Store, rec.SessionID); err != nil {
+		o.log.Debug("clean handoff marker", "session", rec.SessionID, "err", err)
 	}
 	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.snap.Aliases)
 	if err != nil {

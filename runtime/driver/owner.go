@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -56,6 +57,13 @@ type Config struct {
 	// TaskAckWait is the ack wait of the deployment's task consumer
 	// (default 30 s): a task whose runner died runs again after it.
 	TaskAckWait time.Duration
+	// DisableHandoff turns the handoff transaction off: the owner keeps a
+	// session whose delivery names another deployment and processes it
+	// (default: hand off over Names.Start(target), docs/handoff.md).
+	DisableHandoff bool
+	// HandoffStartTimeout bounds a handoff's start request (default
+	// handoff.DefaultStartTimeout).
+	HandoffStartTimeout time.Duration
 	// Faults injects failures in tests; nil in production.
 	Faults *Faults
 	// Now is the machine's clock (default time.Now). Leases always use the
@@ -142,6 +150,7 @@ type Owner struct {
 	bg       sync.WaitGroup  // adoption, wake and restart goroutines
 	ctx      context.Context // the serving context of the current lease period
 	state    jetstream.ObjectStore
+	txn      *handoff.Txn // nil: handoff disabled
 
 	lease    leaseState
 	peers    peerSet
@@ -182,6 +191,13 @@ func New(cfg Config) (*Owner, error) {
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
 		ctx: canceled(),
+	}
+	if !cfg.DisableHandoff {
+		o.txn = &handoff.Txn{
+			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
+			Starter: handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
+			Backlog: handoff.StreamBacklog{NC: cfg.NC, Names: cfg.Names},
+		}
 	}
 	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
 	return o, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -40,6 +41,11 @@ type ReplyError struct {
 }
 
 func (o *Owner) serveStart(msg *nats.Msg) {
+	if handoff.IsStart(msg.Data) {
+		ctx := o.servingCtx()
+		o.goBG(ctx, func() { o.serveHandoff(ctx, msg) })
+		return
+	}
 	var req StartRequest
 	reply := StartReply{}
 	if err := json.Unmarshal(msg.Data, &req); err != nil {
@@ -158,4 +164,93 @@ func (o *Owner) undoCreate(ctx context.Context, id string, rev uint64, tokens []
 	}
 	_ = o.cfg.Store.DeleteSession(ctx, id, rev)
 	_ = o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id)
+}
+
+// serveHandoff is the candidate side of a handoff (docs/handoff.md): index
+// the session, activate it by the one claim CAS, answer, and run it
+// (runtime.BootHandoff) when this request activated it.
+func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
+	respond := func(r handoff.StartReply) {
+		data, _ := json.Marshal(r)
+		_ = msg.Respond(data)
+	}
+	req, err := handoff.DecodeStart(msg.Data)
+	if err != nil {
+		respond(handoff.Reply(req, handoff.Activation{}, err))
+		return
+	}
+	unavailable := func(err error) {
+		respond(handoff.StartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID,
+			Error: &handoff.ReplyError{Code: handoff.CodeUnavailable, Message: err.Error()}})
+	}
+	if !o.leaseValid() {
+		unavailable(ErrFenced)
+		return
+	}
+	id := req.SessionID
+	if !o.beginLoad(id) {
+		unavailable(fmt.Errorf("session %s is already running or loading in process %s", id, o.cfg.ProcessID))
+		return
+	}
+	defer o.endLoad(id)
+	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
+		unavailable(err)
+		return
+	}
+	var d decoded
+	hist := &history{obs: o.state}
+	validate := func(cp []byte) error {
+		dd, err := decodeCheckpoint(cp)
+		if err != nil {
+			return err
+		}
+		if dd.snap.History, err = hist.load(ctx, dd.segments, dd.snap.History); err != nil {
+			return err
+		}
+		d = dd
+		return nil
+	}
+	act, err := handoff.Activate(ctx, o.cfg.Store, req.Activate(), handoff.Candidate{
+		Deployment: o.cfg.Deployment, ProcessID: o.cfg.ProcessID, RunID: newID(),
+		WireV: wire.CurrentVersion, Validate: validate,
+	})
+	respond(handoff.Reply(req, act, err))
+	switch {
+	case err == nil && !act.Replayed:
+		s, err := o.adopted(ctx, act, d, hist)
+		if err != nil {
+			o.log.Error("handed-off session could not start; restarting", "session", id, "err", err)
+			o.restartLater(id, 0)
+			return
+		}
+		o.spawn(s, runtime.BootHandoff)
+		o.log.Info("session handed off to this process", "session", id, "handoff", req.HandoffID, "epoch", act.Session.Record.Epoch)
+	case errors.Is(err, handoff.ErrUncertain):
+		o.log.Warn("handoff activation uncertain; not running, loading later", "session", id, "handoff", req.HandoffID, "err", err)
+		o.restartLater(id, 0)
+	default:
+		if err != nil {
+			o.log.Info("handoff refused", "session", id, "handoff", req.HandoffID, "err", err)
+		}
+		if rerr := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); rerr != nil {
+			o.log.Debug("remove index entry", "session", id, "err", rerr)
+		}
+	}
+}
+
+// adopted builds the session a handoff activated in this process, as claim
+// does after its CAS; d and hist are what the candidate's validation read.
+func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d decoded, hist *history) (*session, error) {
+	rec := act.Session.Record
+	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.snap.Aliases)
+	if err != nil {
+		return nil, err
+	}
+	s, err := o.newSession(rec, act.Session.Revision, d.snap, tokens, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.prev, s.hist = act.Predecessor, hist
+	s.outbox = d.outbox
+	return s, nil
 }
