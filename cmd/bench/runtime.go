@@ -70,9 +70,13 @@ type rig struct {
 	cancel context.CancelFunc
 	done   chan error
 	nc     *nats.Conn
+	dep    string
 }
 
-func newRig(ctx context.Context, e *env) (*rig, error) {
+func newRig(ctx context.Context, e *env) (*rig, error) { return newRigFor(ctx, e, "bench", "bench-1") }
+
+// newRigFor runs an owner of deployment dep as process proc.
+func newRigFor(ctx context.Context, e *env, dep, proc string) (*rig, error) {
 	names := subjects.Default()
 	if _, err := topology.Ensure(ctx, e.js, topology.Config{Names: names, MaxConsumers: 20_000}); err != nil {
 		return nil, err
@@ -89,9 +93,9 @@ func newRig(ctx context.Context, e *env) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{e: e, names: names, probe: newProbe(), nc: nc, done: make(chan error, 1)}
-	r.owner, err = driver.New(driver.Config{NC: nc, JS: js, Store: store, Names: names, Deployment: "bench",
-		ProcessID: "bench-1", Agent: r.probe, Log: benchLogger()})
+	r := &rig{e: e, names: names, probe: newProbe(), nc: nc, done: make(chan error, 1), dep: dep}
+	r.owner, err = driver.New(driver.Config{NC: nc, JS: js, Store: store, Names: names, Deployment: dep,
+		ProcessID: proc, Agent: r.probe, Log: benchLogger()})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +107,7 @@ func newRig(ctx context.Context, e *env) (*rig, error) {
 
 func (r *rig) waitServing() error {
 	for range 200 {
-		if _, err := r.e.nc.Request(r.names.Start("bench"), []byte(`{`), time.Second); err == nil {
+		if _, err := r.e.nc.Request(r.names.Start(r.dep), []byte(`{`), time.Second); err == nil {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -118,7 +122,7 @@ func (r *rig) close() {
 }
 
 func (r *rig) startSession() (string, error) {
-	msg, err := r.e.nc.Request(r.names.Start("bench"), []byte(`{"deploymentId":"bench"}`), 10*time.Second)
+	msg, err := r.e.nc.Request(r.names.Start(r.dep), []byte(`{"deploymentId":"`+r.dep+`"}`), 10*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -141,9 +145,12 @@ func nextID() string {
 	return fmt.Sprintf("b%d", cmdSeq.n)
 }
 
-func deliverCmd(id, text string) ([]byte, error) {
+func deliverCmd(id, text string) ([]byte, error) { return deliverCmdFrom("bench", id, text) }
+
+// deliverCmdFrom is a delivery accepted by deployment dep.
+func deliverCmdFrom(dep, id, text string) ([]byte, error) {
 	return wire.Encode(wire.Current(), wire.Command{
-		V: wire.CurrentVersion, Kind: wire.KindDeliver, ID: id, AcceptedDeploymentID: "bench",
+		V: wire.CurrentVersion, Kind: wire.KindDeliver, ID: id, AcceptedDeploymentID: dep,
 		AcceptedAt: time.Now().UTC(),
 		Deliver:    &wire.Deliver{Mode: wire.ModeQueue, Payloads: []wire.Payload{{Message: wire.TextMessage(text)}}},
 	})
@@ -154,8 +161,15 @@ func deliverCmd(id, text string) ([]byte, error) {
 // session.waiting event is on the stream), so the next delivery again finds
 // the session idle.
 func (r *rig) deliverAndWait(ctx context.Context, sessionID string) (time.Duration, error) {
+	return r.deliverFromAndWait(ctx, sessionID, r.dep)
+}
+
+// deliverFromAndWait is deliverAndWait for a delivery accepted by deployment
+// dep; r must be the owner expected to run the step (after a handoff, the
+// target's).
+func (r *rig) deliverFromAndWait(ctx context.Context, sessionID, dep string) (time.Duration, error) {
 	id := nextID()
-	data, err := deliverCmd(id, "hello "+id)
+	data, err := deliverCmdFrom(dep, id, "hello "+id)
 	if err != nil {
 		return 0, err
 	}

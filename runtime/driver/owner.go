@@ -94,6 +94,14 @@ type Faults struct {
 	// AfterClaim runs when Load's claim CAS succeeded, before the consumer
 	// is created.
 	AfterClaim func(sessionID string)
+	// RefuseActivation reports, per handoff request this process serves as
+	// the target, whether its checkpoint validation fails (the target
+	// cannot read the checkpoint; the source keeps the session).
+	RefuseActivation func(sessionID string) bool
+}
+
+func (f *Faults) refuseActivation(id string) bool {
+	return f != nil && f.RefuseActivation != nil && f.RefuseActivation(id)
 }
 
 func (f *Faults) loseCommitReply(id string) bool {
@@ -406,6 +414,25 @@ func (o *Owner) beginLoad(id string) bool {
 	}
 	o.loading[id] = true
 	return true
+}
+
+// localStopWait bounds how long a handoff start waits for this process's own
+// previous run of the session to exit.
+const localStopWait = 2 * time.Second
+
+// awaitStopped waits up to timeout for this process's run of id (if any) to
+// exit. A run that is the live owner does not exit, and the caller refuses.
+func (o *Owner) awaitStopped(id string, timeout time.Duration) {
+	o.mu.Lock()
+	l, ok := o.sessions[id]
+	o.mu.Unlock()
+	if !ok {
+		return
+	}
+	select {
+	case <-l.done:
+	case <-time.After(timeout):
+	}
 }
 
 func (o *Owner) endLoad(id string) {

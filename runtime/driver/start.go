@@ -188,6 +188,9 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 		return
 	}
 	id := req.SessionID
+	// A session that just moved away from this process may still be
+	// stopping here (a quick A→B→A): give that run a moment to exit.
+	o.awaitStopped(id, localStopWait)
 	if !o.beginLoad(id) {
 		unavailable(fmt.Errorf("session %s is already running or loading in process %s", id, o.cfg.ProcessID))
 		return
@@ -200,6 +203,9 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 	var d decoded
 	hist := &history{obs: o.state}
 	validate := func(cp []byte) error {
+		if o.faults.refuseActivation(id) {
+			return errors.New("fault: checkpoint refused")
+		}
 		dd, err := decodeCheckpoint(cp)
 		if err != nil {
 			return err
