@@ -4,42 +4,20 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
+	"log/slog"
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/app"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
-	os.Exit(run(ctx, os.Args[1:], os.Stderr))
-}
-
-func run(ctx context.Context, args []string, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "ingress: %v\n", err)
-		}
-		return 2
-	}
-	log := cfg.Logger(stderr)
-	if cfg.InsecureDev && len(cfg.Tokens) == 0 {
-		log.Warn("--insecure-dev: the HTTP API accepts requests without a bearer token; never use this in production")
-	}
-	if err := Run(ctx, cfg, log); err != nil {
-		log.Error("ingress stopped", app.KeyErr, err)
-		return 1
-	}
-	return 0
+	app.Main(app.Binary[Config]{
+		Name: "ingress", Parse: parseFlags, Run: Run,
+		Logger: func(cfg Config, w io.Writer) *slog.Logger { return cfg.Logger(w) },
+	})
 }
 
 func parseFlags(args []string, stderr io.Writer) (Config, error) {

@@ -33,6 +33,9 @@ type Config struct {
 // Run connects to NATS, serves the HTTP API and the baton-ingress micro
 // service until ctx ends, then stops admission and drains.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if cfg.InsecureDev && len(cfg.Tokens) == 0 {
+		log.Warn("--insecure-dev: the HTTP API accepts requests without a bearer token; never use this in production")
+	}
 	log = log.With(app.KeyDeployment, cfg.DeploymentID)
 	nc, err := app.Connect(cfg.NATSURL, "baton-ingress-"+cfg.DeploymentID, log)
 	if err != nil {

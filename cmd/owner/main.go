@@ -4,15 +4,11 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/baton-rt/baton/internal/app"
@@ -21,27 +17,10 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
-	os.Exit(run(ctx, os.Args[1:], os.Stderr))
-}
-
-// run parses args and runs the process; it returns the exit code: 2 for a
-// usage error, 1 for a failure, 0 after a clean shutdown.
-func run(ctx context.Context, args []string, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "owner: %v\n", err)
-		}
-		return 2
-	}
-	log := cfg.Logger(stderr)
-	if err := Run(ctx, cfg, log); err != nil {
-		log.Error("owner stopped", app.KeyErr, err)
-		return 1
-	}
-	return 0
+	app.Main(app.Binary[Config]{
+		Name: "owner", Parse: parseFlags, Run: Run,
+		Logger: func(cfg Config, w io.Writer) *slog.Logger { return cfg.Logger(w) },
+	})
 }
 
 func parseFlags(args []string, stderr io.Writer) (Config, error) {
