@@ -45,6 +45,11 @@ type Activation struct {
 	// Predecessor is the source's consumer (<sessionID>-<epoch-1>), which
 	// the new owner deletes once its own consumer exists.
 	Predecessor string
+	// From is the source's deployment and Trigger the trigger the marker
+	// names (its CommandID is empty for a marker that did not record it);
+	// set only when this request activated the session (not on a replay).
+	From    string
+	Trigger Trigger
 }
 
 // Activate is the candidate side of the handoff: load the record at
@@ -104,9 +109,10 @@ func refuse(kind error, format string, args ...any) error {
 }
 
 type activator struct {
-	st  Store
-	req ActivateRequest
-	c   Candidate
+	st     Store
+	req    ActivateRequest
+	c      Candidate
+	marker kv.Marker // the marker verify read
 }
 
 func (a *activator) run(ctx context.Context) (Activation, error) {
@@ -124,6 +130,8 @@ func (a *activator) run(ctx context.Context) (Activation, error) {
 	if err != nil || act.Replayed {
 		return act, err
 	}
+	act.From = cur.Record.DeploymentID
+	act.Trigger = Trigger{CommandID: a.marker.TriggerCommandID, Seq: a.marker.TriggerSeq}
 	return act, a.unmark(ctx)
 }
 
@@ -215,6 +223,7 @@ func (a *activator) verifyMarker(ctx context.Context) error {
 	case m.Target != a.c.Deployment:
 		return refuse(ErrWrongTarget, "marker names target %q", m.Target)
 	}
+	a.marker = m
 	return nil
 }
 

@@ -166,7 +166,8 @@ func (x *run) withOutcome(rec kv.SessionRecord, st kv.State, outcome string, ste
 // settled by reading the marker back.
 func (x *run) mark(ctx context.Context, a Action) (Observation, error) {
 	m := kv.Marker{HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, SourceRun: x.req.SourceRun,
-		Target: x.req.Target, TriggerSeq: x.req.Trigger.Seq, StagedRevision: a.Revision}
+		Target: x.req.Target, TriggerSeq: x.req.Trigger.Seq, TriggerCommandID: x.req.Trigger.CommandID,
+		StagedRevision: a.Revision}
 	_, err := x.t.Store.CreateMarker(ctx, m)
 	if herr := x.t.Hooks.after(StepMark, &err); herr != nil {
 		return Observation{}, herr

@@ -12,14 +12,17 @@ import (
 // progress (DESIGN.md §6, step 1). At most one per session (create-only);
 // removed once the transfer activated or was recovered.
 type Marker struct {
-	HandoffID      string    `json:"handoffId"`
-	SessionID      string    `json:"sessionId"`
-	SourceRun      string    `json:"sourceRun"`      // owner run that staged the handoff
-	Target         string    `json:"target"`         // target deployment
-	TriggerSeq     uint64    `json:"triggerSeq"`     // inbox sequence of the triggering delivery
-	StagedRevision uint64    `json:"stagedRevision"` // session-record revision after staging
-	CreatedAt      time.Time `json:"createdAt"`
-	Outcome        string    `json:"outcome,omitempty"`
+	HandoffID  string `json:"handoffId"`
+	SessionID  string `json:"sessionId"`
+	SourceRun  string `json:"sourceRun"`  // owner run that staged the handoff
+	Target     string `json:"target"`     // target deployment
+	TriggerSeq uint64 `json:"triggerSeq"` // inbox sequence of the triggering delivery
+	// TriggerCommandID is the trigger's command ID (handoff.started); empty
+	// in markers written before it was recorded.
+	TriggerCommandID string    `json:"triggerCommandId,omitempty"`
+	StagedRevision   uint64    `json:"stagedRevision"` // session-record revision after staging
+	CreatedAt        time.Time `json:"createdAt"`
+	Outcome          string    `json:"outcome,omitempty"`
 }
 
 func (m Marker) validate() error {

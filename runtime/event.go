@@ -18,26 +18,29 @@ type Event struct {
 // Event kinds the machine emits (the wire package owns the vocabulary). An agent may emit EventMessageOutput and
 // the kinds it registers; every other built-in kind is reserved.
 const (
-	EventSessionStarted  = wire.EventSessionStarted
-	EventCommandApplied  = wire.EventCommandApplied
-	EventTurnStarted     = wire.EventTurnStarted
-	EventTurnStep        = wire.EventTurnStep
-	EventMessageOutput   = wire.EventMessageOutput
-	EventInputRequested  = wire.EventInputRequested
-	EventAuthRequested   = wire.EventAuthRequested
-	EventTaskStarted     = wire.EventTaskStarted
-	EventTaskCompleted   = wire.EventTaskCompleted
-	EventTurnCompleted   = wire.EventTurnCompleted
-	EventTurnCancelled   = wire.EventTurnCancelled
-	EventSessionWaiting  = wire.EventSessionWaiting
-	EventSessionPaused   = wire.EventSessionPaused
-	EventSessionResumed  = wire.EventSessionResumed
-	EventHandoffSkipped  = wire.EventHandoffSkipped
-	EventWaitCancelled   = wire.EventWaitCancelled
-	EventStepInterrupted = wire.EventStepInterrupted
-	EventWireRejected    = wire.EventWireRejected
-	EventSessionEnded    = wire.EventSessionEnded
-	EventError           = wire.EventErrorKind
+	EventSessionStarted   = wire.EventSessionStarted
+	EventCommandApplied   = wire.EventCommandApplied
+	EventTurnStarted      = wire.EventTurnStarted
+	EventTurnStep         = wire.EventTurnStep
+	EventMessageOutput    = wire.EventMessageOutput
+	EventInputRequested   = wire.EventInputRequested
+	EventAuthRequested    = wire.EventAuthRequested
+	EventTaskStarted      = wire.EventTaskStarted
+	EventTaskCompleted    = wire.EventTaskCompleted
+	EventTurnCompleted    = wire.EventTurnCompleted
+	EventTurnCancelled    = wire.EventTurnCancelled
+	EventSessionWaiting   = wire.EventSessionWaiting
+	EventSessionPaused    = wire.EventSessionPaused
+	EventSessionResumed   = wire.EventSessionResumed
+	EventHandoffStarted   = wire.EventHandoffStarted
+	EventHandoffSkipped   = wire.EventHandoffSkipped
+	EventHandoffCompleted = wire.EventHandoffCompleted
+	EventHandoffFailed    = wire.EventHandoffFailed
+	EventWaitCancelled    = wire.EventWaitCancelled
+	EventStepInterrupted  = wire.EventStepInterrupted
+	EventWireRejected     = wire.EventWireRejected
+	EventSessionEnded     = wire.EventSessionEnded
+	EventError            = wire.EventErrorKind
 )
 
 // BuiltinEvents lists every event kind the machine knows.
@@ -47,7 +50,8 @@ func BuiltinEvents() []string {
 		EventTurnStep, EventMessageOutput, EventInputRequested,
 		EventAuthRequested, EventTaskStarted, EventTaskCompleted,
 		EventTurnCompleted, EventTurnCancelled, EventSessionWaiting,
-		EventSessionPaused, EventSessionResumed, EventHandoffSkipped,
+		EventSessionPaused, EventSessionResumed, EventHandoffStarted,
+		EventHandoffSkipped, EventHandoffCompleted, EventHandoffFailed,
 		EventWaitCancelled, EventStepInterrupted, EventWireRejected,
 		EventSessionEnded, EventError,
 	}

@@ -27,6 +27,18 @@ type harness struct {
 	run       *runtime.RunStep
 	log       *runtime.MemLog
 	runs      int
+	trigger   *runtime.Handoff // the last Handoff effect
+}
+
+// handoffDone builds the answer to the pending handoff: `handoff moved`,
+// `handoff skip=queued`, or `handoff failed [reason="step: why"]` (a
+// failed transaction, recorded as handoff.started + handoff.failed).
+func (h *harness) handoffDone(args map[string]string) runtime.HandoffDone {
+	d := runtime.HandoffDone{Moved: args["_0"] == "moved", SkipReason: args["skip"], HandoffID: or(args["id"], "h1")}
+	if args["_0"] == "failed" {
+		d.Failure = or(args["reason"], "start: no responders")
+	}
+	return d
 }
 
 func newHarness(t *testing.T) *harness { return &harness{t: t, log: &runtime.MemLog{}} }
@@ -49,7 +61,7 @@ func (h *harness) do(line string) string {
 	case "commit":
 		effs, err = h.handle(runtime.CommitDone{Outcome: outcomes[or(args["_0"], "ok")]})
 	case "handoff":
-		effs, err = h.handle(runtime.HandoffDone{Moved: args["_0"] == "moved", SkipReason: args["skip"]})
+		effs, err = h.handle(h.handoffDone(args))
 	case "tick":
 		effs, err = h.handle(runtime.Tick{Now: at(args)})
 	case "crash":
@@ -91,6 +103,8 @@ func (h *harness) handle(in runtime.Input) ([]runtime.Effect, error) {
 			h.pending = &e.Snapshot
 		case runtime.RunStep:
 			h.run = &e
+		case runtime.Handoff:
+			h.trigger = &e
 		}
 	}
 	return effs, err
@@ -133,11 +147,18 @@ func sleepNow(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 // crash rebuilds the machine from the last committed snapshot, boots it and
 // replays the stream from Applied.Next, as a driver does on recovery.
 func (h *harness) crash(args map[string]string) string {
+	prev := h.cfg.Deployment
 	if err := h.newMachine(args, h.committed); err != nil {
 		return "error: " + err.Error() + "\n"
 	}
 	reason := runtime.BootReason(or(args["reason"], "recover"))
-	effs, err := h.handle(runtime.Boot{Now: at(args), Reason: reason})
+	b := runtime.Boot{Now: at(args), Reason: reason}
+	if reason == runtime.BootHandoff && h.trigger != nil {
+		t := h.trigger.Trigger
+		b.Handoff = &runtime.HandoffInfo{ID: or(args["id"], "h1"), From: prev,
+			Trigger: runtime.Ref{Seq: t.Seq, ID: t.ID}, Epoch: uint64(h.runs)}
+	}
+	effs, err := h.handle(b)
 	out := h.format(effs, err)
 	for _, c := range h.stream {
 		if c.Seq >= h.committed.Applied.Next {

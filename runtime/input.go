@@ -19,6 +19,18 @@ const (
 type Boot struct {
 	Now    time.Time
 	Reason BootReason
+	// Handoff describes the handoff that activated this owner (optional,
+	// only with BootHandoff). The boot commit then records handoff.started
+	// and handoff.completed.
+	Handoff *HandoffInfo
+}
+
+// HandoffInfo identifies a completed handoff for its successor's boot.
+type HandoffInfo struct {
+	ID      string // the handoff ID
+	From    string // the predecessor's deployment
+	Trigger Ref    // the trigger command (ID and sequence)
+	Epoch   uint64 // the successor's fencing epoch
 }
 
 // Received is a command read from the inbox.
@@ -47,10 +59,14 @@ type CommitDone struct{ Outcome CommitOutcome }
 // HandoffDone reports the outcome of a [Handoff]. Moved means the successor
 // activated: the machine stops. Otherwise the owner keeps the session and
 // processes the trigger; a non-empty SkipReason (for example "queued" when
-// the transaction saw a backlog) is recorded as handoff.skipped.
+// the transaction saw a backlog) is recorded as handoff.skipped. A non-empty
+// Failure ("step: reason") records handoff.started and handoff.failed in the
+// next commit, before the trigger's command.applied.
 type HandoffDone struct {
 	Moved      bool
 	SkipReason string
+	HandoffID  string // the transaction's handoff ID
+	Failure    string // why the transaction failed, prefixed with its step
 }
 
 // Tick advances the machine's clock. Time only ever enters through inputs.

@@ -171,16 +171,24 @@ func (w *world) commitDone(dice int) {
 func (w *world) handoffDone(moved bool, skip string) {
 	h := *w.handoff
 	w.handoff = nil
+	id := "h" + strconv.Itoa(w.runs)
 	if !moved {
 		w.triggers[h.Trigger.Seq] = skip
-		w.handle(runtime.HandoffDone{SkipReason: skip})
+		d := runtime.HandoffDone{SkipReason: skip, HandoffID: id}
+		if skip == "" {
+			d.Failure = "start: no responders"
+		}
+		w.handle(d)
 		return
 	}
 	coverage.add("moved")
-	w.handle(runtime.HandoffDone{Moved: true})
+	w.handle(runtime.HandoffDone{Moved: true, HandoffID: id})
 	w.require(w.m.Stopped(), "machine runs on after a handoff")
+	from := w.cfg.Deployment
 	w.cfg.Deployment = h.Target
-	w.boot(runtime.BootHandoff)
+	w.bootWith(runtime.Boot{Reason: runtime.BootHandoff, Handoff: &runtime.HandoffInfo{
+		ID: id, From: from, Trigger: runtime.Ref{Seq: h.Trigger.Seq, ID: h.Trigger.ID}, Epoch: uint64(w.runs + 1),
+	}})
 }
 
 // drain settles everything and checks that no command was dropped.

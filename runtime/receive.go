@@ -17,6 +17,14 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 	if m.snap.Ended != "" {
 		return append(out, m.cleanup()), nil
 	}
+	if h := b.Handoff; h != nil && b.Reason == BootHandoff {
+		if h.Trigger.ID != "" && h.Trigger.Seq > 0 { // unknown for an older marker
+			m.handoffStarted(h.ID, m.cfg.Deployment, h.Trigger)
+		}
+		m.emit(EventHandoffCompleted, Fields{
+			"handoffId": h.ID, "fromDeploymentId": h.From, "toDeploymentId": m.cfg.Deployment, "epoch": h.Epoch,
+		})
+	}
 	out = append(out, m.bootTimer(b.Reason)...)
 	return append(out, m.advance()...), nil
 }
@@ -166,9 +174,22 @@ func (m *Machine) handoffDone(h HandoffDone) ([]Effect, error) {
 		m.stop()
 		return nil, nil
 	}
-	if h.SkipReason != "" {
+	switch {
+	case h.SkipReason != "":
 		m.skips[m.handoff.Seq] = h.SkipReason
+	case h.Failure != "":
+		c := *m.handoff
+		target, _ := m.handoffTarget(c)
+		m.handoffStarted(h.HandoffID, target, Ref{Seq: c.Seq, ID: c.ID})
+		m.emit(EventHandoffFailed, Fields{"handoffId": h.HandoffID, "targetDeploymentId": target, "reason": h.Failure})
 	}
 	m.handoff = nil
 	return m.advance(), nil
+}
+
+func (m *Machine) handoffStarted(id, target string, trigger Ref) {
+	m.emit(EventHandoffStarted, Fields{
+		"handoffId": id, "targetDeploymentId": target,
+		"trigger": Fields{"commandId": trigger.ID, "seq": trigger.Seq},
+	})
 }

@@ -52,7 +52,10 @@ func newWorld(t *rapid.T, broken bool) *world {
 
 // boot starts a new owner run from the committed snapshot and recreates the
 // consumer at Applied.Next, as a driver does after a crash or handoff.
-func (w *world) boot(reason runtime.BootReason) {
+func (w *world) boot(reason runtime.BootReason) { w.bootWith(runtime.Boot{Reason: reason}) }
+
+// bootWith starts a new owner run with b (Now is the world's clock).
+func (w *world) bootWith(b runtime.Boot) {
 	w.runs++
 	w.cfg.RunID = "r" + strconv.Itoa(w.runs)
 	m, err := runtime.NewMachine(w.cfg, w.committed)
@@ -70,7 +73,8 @@ func (w *world) boot(reason runtime.BootReason) {
 		w.cursor++
 	}
 	w.booted = true
-	w.handle(runtime.Boot{Now: w.now, Reason: reason})
+	b.Now = w.now
+	w.handle(b)
 }
 
 // handle feeds one input and performs the effects like a driver.

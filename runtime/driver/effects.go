@@ -220,15 +220,19 @@ func (s *session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 		if rerr := s.o.cfg.Store.RemoveIndex(context.WithoutCancel(ctx), s.o.cfg.ProcessID, s.id); rerr != nil {
 			s.log.Debug("remove index entry after handoff", "err", rerr)
 		}
-		return []runtime.Input{runtime.HandoffDone{Moved: true}}, nil
+		return []runtime.Input{runtime.HandoffDone{Moved: true, HandoffID: req.HandoffID}}, nil
 	}
 	s.rec, s.rev = res.Session.Record, res.Session.Revision
+	done := runtime.HandoffDone{SkipReason: res.SkipReason, HandoffID: req.HandoffID}
 	if res.Failure != nil {
 		s.log.Info("handoff failed; keeping the session", "handoff", req.HandoffID, "target", h.Target,
 			"step", res.Failure.Step, "reason", res.Failure.Reason)
+		if done.SkipReason == "" { // the machine records handoff.started + handoff.failed
+			done.Failure = string(res.Failure.Step) + ": " + res.Failure.Reason
+		}
 	}
 	if err := s.reopen(ctx); err != nil {
 		return nil, err
 	}
-	return []runtime.Input{runtime.HandoffDone{SkipReason: res.SkipReason}}, nil
+	return []runtime.Input{done}, nil
 }

@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +73,17 @@ func TestHandoffMovesIdleSession(t *testing.T) {
 	}
 	if n := count(evs, wire.EventHandoffSkipped); n != 0 {
 		t.Fatalf("%d handoff.skipped on an idle session", n)
+	}
+	started, completed := handoffEvents(t, evs, "t2", wire.EventHandoffCompleted)
+	var st wire.HandoffStarted
+	var done wire.HandoffCompleted
+	decodeData(t, started, &st)
+	decodeData(t, completed, &done)
+	if st.HandoffID == "" || st.HandoffID != done.HandoffID || st.TargetDeploymentID != "v2" || st.Trigger.CommandID != "t2" {
+		t.Fatalf("handoff.started %+v, handoff.completed %+v", st, done)
+	}
+	if done.FromDeploymentID != "v1" || done.ToDeploymentID != "v2" || done.Epoch != after.Record.Epoch || completed.DeploymentID != "v2" {
+		t.Fatalf("handoff.completed %+v from %s, want v1 → v2 at epoch %d", done, completed.DeploymentID, after.Record.Epoch)
 	}
 	// The successor keeps serving the same session and stream.
 	e.send(id, stamped("a3", "v2", "still here"))
@@ -190,6 +203,20 @@ func TestHandoffNoResponders(t *testing.T) {
 	if _, ok := applied["n1"]; !ok {
 		t.Fatal("trigger not applied")
 	}
+	started, failed := handoffEvents(t, evs, "n1", wire.EventHandoffFailed)
+	var st wire.HandoffStarted
+	var f wire.HandoffFailed
+	decodeData(t, started, &st)
+	decodeData(t, failed, &f)
+	if st.HandoffID == "" || st.HandoffID != f.HandoffID || st.TargetDeploymentID != "v3" || f.TargetDeploymentID != "v3" || st.Trigger.CommandID != "n1" {
+		t.Fatalf("handoff.started %+v, handoff.failed %+v", st, f)
+	}
+	if !strings.HasPrefix(f.Reason, "start: ") {
+		t.Fatalf("handoff.failed reason %q does not name the step", f.Reason)
+	}
+	if n := count(evs, wire.EventHandoffSkipped); n != 0 {
+		t.Fatalf("%d handoff.skipped for a failed handoff", n)
+	}
 	time.Sleep(200 * time.Millisecond)
 	after, _ := e.session(id)
 	if after.Record.DeploymentID != "v1" || after.Record.Epoch != before.Record.Epoch || after.Record.State != "active" {
@@ -202,5 +229,45 @@ func TestHandoffNoResponders(t *testing.T) {
 	checkStream(t, e.waitOutput(id, "after"))
 	if got := count(e.events(id), wire.EventCommandApplied); got != len(appliedIDs(e.events(id))) {
 		t.Fatal("duplicate applied")
+	}
+}
+
+// handoffEvents checks that the stream holds exactly one handoff.started and
+// one end event (handoff.completed or handoff.failed), in that order, both
+// before the trigger's command.applied, and returns them.
+func handoffEvents(t *testing.T, evs []wire.Event, trigger, end string) (wire.Event, wire.Event) {
+	t.Helper()
+	if n, m := count(evs, wire.EventHandoffStarted), count(evs, end); n != 1 || m != 1 {
+		t.Fatalf("%d handoff.started and %d %s, want one each", n, m, end)
+	}
+	idx := map[string]int{}
+	for i, ev := range evs {
+		switch ev.Kind {
+		case wire.EventHandoffStarted, end:
+			idx[ev.Kind] = i
+		case wire.EventCommandApplied:
+			var d struct {
+				CommandID string `json:"commandId"`
+			}
+			decodeData(t, ev, &d)
+			if d.CommandID == trigger {
+				idx[ev.Kind] = i
+			}
+		}
+	}
+	s, e, a := idx[wire.EventHandoffStarted], idx[end], idx[wire.EventCommandApplied]
+	if a == 0 || s >= e || e >= a {
+		t.Fatalf("order: handoff.started at %d, %s at %d, command.applied %s at %d", s, end, e, trigger, a)
+	}
+	if evs[e].DeploymentID != evs[a].DeploymentID {
+		t.Fatalf("%s from %s but the trigger applied by %s", end, evs[e].DeploymentID, evs[a].DeploymentID)
+	}
+	return evs[s], evs[e]
+}
+
+func decodeData(t *testing.T, ev wire.Event, v any) {
+	t.Helper()
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		t.Fatalf("%s data %s: %v", ev.Kind, ev.Data, err)
 	}
 }

@@ -38,7 +38,8 @@ type session struct {
 	hist    *history   // sealed history segments
 	pubWait chan error // the event append in flight, if any
 
-	pendingRec    kv.SessionRecord // the record of an uncertain commit
+	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
+	pendingRec    kv.SessionRecord     // the record of an uncertain commit
 	pendingOutbox []wire.Event
 	stopped       bool
 }
@@ -75,7 +76,7 @@ func (s *session) run(ctx context.Context, reason runtime.BootReason) error {
 	}
 	s.deletePredecessor(ctx)
 	bootOutbox := s.outbox
-	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason}); err != nil {
+	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason, Handoff: s.arrival}); err != nil {
 		return err
 	}
 	if err := s.restartTasks(ctx, bootOutbox); err != nil {

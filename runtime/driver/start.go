@@ -229,6 +229,8 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 			o.restartLater(id, 0)
 			return
 		}
+		s.arrival = &runtime.HandoffInfo{ID: req.HandoffID, From: act.From, Epoch: act.Session.Record.Epoch,
+			Trigger: runtime.Ref{Seq: act.Trigger.Seq, ID: act.Trigger.CommandID}}
 		o.spawn(s, runtime.BootHandoff)
 		o.log.Info("session handed off to this process", "session", id, "handoff", req.HandoffID, "epoch", act.Session.Record.Epoch)
 	case errors.Is(err, handoff.ErrUncertain):
