@@ -128,7 +128,14 @@ func interruptedSteps(c *cluster, sid string, evs []wire.Event) []string {
 	c.mu.Lock()
 	for _, ps := range c.procs {
 		for _, p := range ps {
-			fenced = fenced || p.Contains("fenced: stopping every session") || p.Contains("session taken over by another run")
+			// Any stop of a run before its step's commit landed (fenced,
+			// taken over, a commit that did not land, a run that failed and
+			// was re-claimed) may re-run that uncommitted step once: the
+			// documented at-least-once boundary. A re-run needs a fresh claim,
+			// and a claim reads the record from the leader, so a step whose
+			// result was committed is never among them.
+			fenced = fenced || p.Contains("fenced: stopping every session") || p.Contains("session taken over by another run") ||
+				p.Contains("did not land") || p.Contains("lost the CAS") || p.Contains(`"msg":"session stopped"`)
 		}
 	}
 	c.mu.Unlock()
