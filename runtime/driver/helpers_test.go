@@ -116,10 +116,18 @@ func (e *env) waitApplied(id, commandID string) []wire.Event {
 }
 
 // waitOutput waits until text was output.
+// waitOutput waits for the output and for its commit's turn.step after it:
+// a commit's events are appended in order and in the background, so the
+// output alone does not mean the rest of its commit is on the stream yet.
 func (e *env) waitOutput(id, text string) []wire.Event {
 	e.t.Helper()
-	return e.waitFor(id, "output "+text, func(evs []wire.Event) bool {
-		return slices.Contains(outputs(evs), text)
+	return e.waitFor(id, "output "+text+" and its turn.step", func(evs []wire.Event) bool {
+		for i, ev := range evs {
+			if ev.Kind == wire.EventMessageOutput && slices.Contains(outputs(evs[i:i+1]), text) {
+				return slices.ContainsFunc(evs[i+1:], func(x wire.Event) bool { return x.Kind == wire.EventTurnStep })
+			}
+		}
+		return false
 	})
 }
 

@@ -252,9 +252,19 @@ func (c *cluster) waitFor(id, what string, pred func([]wire.Event) bool) []wire.
 	}
 }
 
+// waitOutput waits for the output and for its commit's turn.step after it:
+// a commit's events are appended in order and in the background, so the
+// output alone does not mean the rest of its commit is on the stream yet.
 func (c *cluster) waitOutput(id, text string) []wire.Event {
 	c.t.Helper()
-	return c.waitFor(id, "output "+text, func(evs []wire.Event) bool { return slices.Contains(outputs(evs), text) })
+	return c.waitFor(id, "output "+text+" and its turn.step", func(evs []wire.Event) bool {
+		for i, e := range evs {
+			if e.Kind == wire.EventMessageOutput && slices.Contains(outputs(evs[i:i+1]), text) {
+				return slices.ContainsFunc(evs[i+1:], func(e wire.Event) bool { return e.Kind == wire.EventTurnStep })
+			}
+		}
+		return false
+	})
 }
 
 func (c *cluster) waitKind(id, kind string, n int) []wire.Event {
