@@ -61,14 +61,6 @@ func (r *Reporter) Throughput(name string, n int, elapsed time.Duration, opts ..
 	return r.emit(res, opts)
 }
 
-// Get returns a figure printed earlier.
-func (r *Reporter) Get(name string) (Result, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res, ok := r.seen[name]
-	return res, ok
-}
-
 func (r *Reporter) emit(res Result, opts []Option) Result {
 	for _, o := range opts {
 		o(&res)

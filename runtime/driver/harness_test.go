@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -233,8 +232,6 @@ func checkStream(t *testing.T, evs []wire.Event) map[string]uint64 {
 	}
 	return applied
 }
-
-var _ sync.Mutex
 
 type tWriter struct{ t *testing.T }
 
