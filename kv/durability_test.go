@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -51,11 +52,16 @@ func testListSessions(t *testing.T, open opener) {
 	if err := st.DeleteSession(c, a, ra); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := st.ListSessions(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slices.Contains(ids, a) || !slices.Contains(ids, b) || !slices.IsSorted(ids) {
-		t.Fatalf("list sessions: %v (deleted %s, live %s)", ids, a, b)
-	}
+	// A listing is a watcher on the bucket: on a loaded cluster it may trail
+	// the writes briefly, so the expectation is polled with a deadline.
+	eventually(t, func() error {
+		ids, err := st.ListSessions(c)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(ids, a) || !slices.Contains(ids, b) || !slices.IsSorted(ids) {
+			return fmt.Errorf("list sessions: %v (deleted %s, live %s)", ids, a, b)
+		}
+		return nil
+	})
 }
