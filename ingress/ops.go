@@ -186,7 +186,7 @@ func (s *Server) wake(t target) {
 	if t.deployment == "" {
 		return
 	}
-	data, _ := json.Marshal(Wake{SessionID: t.sessionID})
+	data, _ := json.Marshal(Wake{SessionID: t.sessionID, Source: "ingress"})
 	if err := s.cfg.NC.Publish(s.cfg.Names.Wake(t.deployment), data); err != nil {
 		s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
 	}
@@ -195,6 +195,7 @@ func (s *Server) wake(t target) {
 // Wake is the body of baton.deploy.<deployment>.wake.
 type Wake struct {
 	SessionID string `json:"sessionId"`
+	Source    string `json:"source,omitempty"` // "ingress": for the owner's metrics
 }
 
 func publishError(err error) error {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -16,7 +19,11 @@ import (
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Config is the owner process configuration.
@@ -32,7 +39,12 @@ type Config struct {
 	LeaseTTL      time.Duration
 	SweepInterval time.Duration
 	TaskAckWait   time.Duration
-	Fault         string // test only: see faultUsage
+	// Hibernation (docs/driver.md, "Hibernation").
+	HibernateAfter     time.Duration
+	MaxLoaded          int
+	InboxSweepInterval time.Duration
+	MetricsListen      string
+	Fault              string // test only: see faultUsage
 }
 
 // Run starts (or connects to) NATS, ensures the topology and serves until ctx
@@ -82,14 +94,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	owner, err := driver.New(driver.Config{
 		NC: nc, JS: js, Store: store, Names: cfg.Names, Deployment: cfg.DeploymentID,
 		ProcessID: cfg.ProcessID, Agent: agent, Log: base,
 		LeaseTTL: cfg.LeaseTTL, SweepInterval: cfg.SweepInterval, TaskAckWait: cfg.TaskAckWait,
-		Faults: faults,
+		HibernateAfter: cfg.HibernateAfter, MaxLoaded: cfg.MaxLoaded, InboxSweepInterval: cfg.InboxSweepInterval,
+		Registerer: reg, Faults: faults,
 	})
 	if err != nil {
 		return err
+	}
+	if cfg.MetricsListen != "" {
+		stop, err := serveMetrics(cfg.MetricsListen, reg, nc, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	log.Info("owner ready", "nats", url, app.KeyProcess, cfg.ProcessID, "lease_ttl", cfg.LeaseTTL.String())
 	err = owner.Run(ctx)
@@ -115,4 +137,31 @@ func embed(cfg Config, log *slog.Logger) (*server.Server, error) {
 	}
 	log.Info("embedded NATS server started", "url", s.ClientURL(), "store", cfg.DataDir, "sync_always", cfg.SyncAlways)
 	return s, nil
+}
+
+// serveMetrics serves /metrics (Prometheus), /healthz (the process runs) and
+// /readyz (connected to NATS) on addr until stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %q: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !nc.IsConnected() {
+			http.Error(w, "not connected to NATS", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("owner metrics", "listen", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }

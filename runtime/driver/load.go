@@ -28,8 +28,8 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason) 
 	if !o.leaseValid() {
 		return false, ErrFenced
 	}
-	if !o.beginLoad(id) {
-		return false, nil
+	if ok, err := o.reserve(ctx, id); !ok {
+		return false, err
 	}
 	defer o.endLoad(id)
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
@@ -81,7 +81,7 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	rec.Consumer = subjects.Consumer(rec.SessionID, rec.Epoch)
 	rec.Writer, rec.WriteCounter = run, 0
 	if rec.State == kv.StateHibernated || rec.State == kv.StateHandoff {
-		rec.State = kv.StateActive
+		rec.State = stateOf(d.snap) // active or paused
 	}
 	rev, err := o.cfg.Store.UpdateSession(ctx, rec, cur.Revision)
 	if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrInvalid) && !errors.Is(err, kv.ErrTooLarge) {

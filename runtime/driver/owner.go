@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Durability defaults (docs/runtime.md, "Durability").
@@ -26,6 +27,12 @@ const (
 	DefaultLeaseTTL = 2 * time.Second
 	// DefaultSweepInterval paces the orphan sweeper.
 	DefaultSweepInterval = 10 * time.Second
+	// DefaultHibernateAfter is how long a quiet session stays loaded.
+	DefaultHibernateAfter = 5 * time.Minute
+	// DefaultInboxSweepInterval paces the inbox sweeper: the bound on how
+	// long a command to a hibernated session can wait when its wake was
+	// lost, and on how late a timer reaches a hibernated session.
+	DefaultInboxSweepInterval = 2 * time.Second
 	// DefaultTaskAckWait is how long a background task may go without a
 	// progress signal before another owner process runs it again.
 	DefaultTaskAckWait = 30 * time.Second
@@ -64,6 +71,23 @@ type Config struct {
 	// HandoffStartTimeout bounds a handoff's start request (default
 	// handoff.DefaultStartTimeout).
 	HandoffStartTimeout time.Duration
+	// HibernateAfter is how long a quiet session (no step running; it may
+	// await input, an authorization, a task or a resume) stays loaded
+	// before it hibernates (default 5 min; negative: never, except under
+	// MaxLoaded).
+	HibernateAfter time.Duration
+	// MaxLoaded caps the sessions running in this process, and so its inbox
+	// consumers (0: no cap). Beyond it the least recently active quiet
+	// sessions hibernate early; a load waits briefly for room and fails
+	// with ErrAtCapacity when none is made.
+	MaxLoaded int
+	// InboxSweepInterval paces the inbox sweeper, which wakes hibernated
+	// sessions of this deployment holding unprocessed commands (default
+	// 2 s; at most 5 s by design; negative: off, for tests).
+	InboxSweepInterval time.Duration
+	// Registerer receives the owner's Prometheus metrics (nil: not
+	// registered; Owner.Stats still counts).
+	Registerer prometheus.Registerer
 	// Faults injects failures in tests; nil in production.
 	Faults *Faults
 	// Now is the machine's clock (default time.Now). Leases always use the
@@ -98,6 +122,26 @@ type Faults struct {
 	// the target, whether its checkpoint validation fails (the target
 	// cannot read the checkpoint; the source keeps the session).
 	RefuseActivation func(sessionID string) bool
+	// DropWake reports, per wake request received from another process
+	// (ingress, task runner, sweeper of a peer), whether to ignore it, as
+	// if it was lost in flight.
+	DropWake func(req WakeRequest) bool
+	// Hibernating runs at each step of a hibernation: "cas" (the record
+	// says hibernated, the consumer still delivers), "consumer" (the
+	// consumer is deleted, the session is still in memory) and "left"
+	// (out of memory, before the inbox re-check), so a test can publish
+	// into each window.
+	Hibernating func(sessionID, step string)
+}
+
+func (f *Faults) hibernating(id, step string) {
+	if f != nil && f.Hibernating != nil {
+		f.Hibernating(id, step)
+	}
+}
+
+func (f *Faults) dropWake(req WakeRequest) bool {
+	return f != nil && f.DropWake != nil && f.DropWake(req)
 }
 
 func (f *Faults) refuseActivation(id string) bool {
@@ -165,9 +209,12 @@ type Owner struct {
 	wakeSem  chan struct{}
 	reconnMu sync.Mutex
 	reconnCh chan struct{} // closed and replaced on every reconnect
+	room     chan struct{} // closed and replaced when a session leaves or a claim ends
+	metrics  *metrics
 }
 
 type loaded struct {
+	s      *session
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -198,8 +245,13 @@ func New(cfg Config) (*Owner, error) {
 		cfg: cfg, faults: cfg.Faults, born: time.Now(),
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
-		ctx: canceled(),
+		ctx: canceled(), room: make(chan struct{}),
 	}
+	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
+	if err != nil {
+		return nil, fmt.Errorf("driver: metrics: %w", err)
+	}
+	o.metrics = m
 	if !cfg.DisableHandoff {
 		o.txn = &handoff.Txn{
 			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
@@ -233,6 +285,12 @@ func (c Config) withDefaults() Config {
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval
 	}
+	if c.HibernateAfter == 0 {
+		c.HibernateAfter = DefaultHibernateAfter
+	}
+	if c.InboxSweepInterval == 0 {
+		c.InboxSweepInterval = DefaultInboxSweepInterval
+	}
 	if c.TaskAckWait == 0 {
 		c.TaskAckWait = DefaultTaskAckWait
 	}
@@ -245,6 +303,10 @@ func (c Config) validateDurability() error {
 		return fmt.Errorf("driver: lease TTL %v: must be a whole number of seconds, at least %v", c.LeaseTTL, kv.MinLeaseTTL)
 	case c.LeaseRenew <= 0 || c.LeaseRenew >= c.fenceAfter():
 		return fmt.Errorf("driver: lease renewal period %v: must be positive and shorter than %v (TTL − TTL/4)", c.LeaseRenew, c.fenceAfter())
+	case c.InboxSweepInterval > 5*time.Second:
+		return fmt.Errorf("driver: inbox sweep interval %v: at most 5s (the bound on a lost wake)", c.InboxSweepInterval)
+	case c.MaxLoaded < 0:
+		return fmt.Errorf("driver: max loaded sessions %d: must not be negative", c.MaxLoaded)
 	case c.SweepInterval < 0 || c.TaskAckWait < time.Second:
 		return fmt.Errorf("driver: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
 	}
@@ -347,6 +409,8 @@ func (o *Owner) serve(parent context.Context) {
 		subs = append(subs, sub)
 	}
 	o.goBG(ctx, func() { o.sweepLoop(ctx) })
+	o.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
+	o.goBG(ctx, func() { o.capLoop(ctx) })
 	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment), "wake", o.cfg.Names.Wake(o.cfg.Deployment))
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrFenced) {
@@ -371,7 +435,7 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 		return fmt.Errorf("driver: list index: %w", err)
 	}
 	for _, id := range ids {
-		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID})
+		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeResume})
 		switch {
 		case rep.Error != nil:
 			o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
@@ -438,6 +502,7 @@ func (o *Owner) awaitStopped(id string, timeout time.Duration) {
 func (o *Owner) endLoad(id string) {
 	o.mu.Lock()
 	delete(o.loading, id)
+	o.freed()
 	o.mu.Unlock()
 }
 
@@ -446,9 +511,11 @@ func (o *Owner) endLoad(id string) {
 // claim after a backoff, so no session is left without a running owner.
 func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 	ctx, cancel := context.WithCancel(o.servingCtx())
-	l := &loaded{cancel: cancel, done: make(chan struct{})}
+	l := &loaded{s: s, cancel: cancel, done: make(chan struct{})}
+	s.touch()
 	o.mu.Lock()
 	o.sessions[s.id] = l
+	o.metrics.loadedNow(len(o.sessions))
 	o.mu.Unlock()
 	o.wg.Add(1)
 	go func() {
@@ -460,9 +527,13 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 		o.mu.Lock()
 		if o.sessions[s.id] == l {
 			delete(o.sessions, s.id)
+			o.metrics.loadedNow(len(o.sessions))
+			o.freed()
 		}
 		o.mu.Unlock()
 		switch {
+		case s.hibernated && ctx.Err() == nil:
+			o.recheckHibernated(ctx, s)
 		case errors.Is(err, ErrFenced) || errors.Is(context.Cause(ctx), ErrFenced):
 			s.log.Warn("session stopped: process fenced")
 		case err != nil && ctx.Err() == nil:
@@ -512,7 +583,7 @@ func (o *Owner) restartLater(id string, ran time.Duration) {
 			return
 		case <-time.After(delay):
 		}
-		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID})
+		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeRestart})
 		o.log.Info("restarted a failed session", "session", id, "outcome", rep.Outcome, "error", rep.Error)
 	})
 }

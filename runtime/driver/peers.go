@@ -261,7 +261,7 @@ func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {
 		backoff.WithMaxElapsedTime(wakeGiveUp)), ctx)
 	attempt := 0
 	err := backoff.Retry(func() error {
-		req := WakeRequest{SessionID: id, From: dead}
+		req := WakeRequest{SessionID: id, From: dead, Source: WakeTakeover}
 		var rep WakeReply
 		var err error
 		// Every other attempt wakes the session here: the queue group may

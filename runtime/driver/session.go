@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-rt/baton/kv"
@@ -42,6 +43,9 @@ type session struct {
 	pendingRec    kv.SessionRecord     // the record of an uncertain commit
 	pendingOutbox []wire.Event
 	stopped       bool
+	hibernated    bool          // stopped by hibernating
+	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
+	hib           chan struct{} // the loaded-session cap asks it to hibernate
 }
 
 // newSession prepares a claimed session; rec/rev are the record as claimed.
@@ -58,6 +62,7 @@ func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapsh
 		log:   o.log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
 		cmds:  make(chan runtime.Command, 64),
 		steps: make(chan runtime.StepDone, 1),
+		hib:   make(chan struct{}, 1),
 		app:   newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
 	s.hist = &history{obs: o.state}
@@ -96,10 +101,14 @@ func (s *session) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case c := <-s.cmds:
+			s.touch()
 			err = s.handle(ctx, runtime.Received{Cmd: c})
 		case d := <-s.steps:
 			s.cancel = nil
+			s.touch()
 			err = s.handle(ctx, d)
+		case <-s.hib:
+			err = s.maybeHibernate(ctx, true)
 		case cause := <-s.inbox.lost:
 			err = s.recoverConsumer(ctx, cause)
 		case <-reconn:
@@ -113,6 +122,9 @@ func (s *session) loop(ctx context.Context) error {
 				checkConsumer, err = s.verifyConsumer(ctx)
 			}
 			s.flushPurge(ctx)
+			if err == nil {
+				err = s.maybeHibernate(ctx, false)
+			}
 		}
 		if err != nil {
 			return err

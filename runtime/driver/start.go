@@ -70,7 +70,11 @@ func (o *Owner) start(ctx context.Context, req StartRequest) StartReply {
 	}
 	id := newID()
 	tokens = append([]string{subjects.StableToken(id)}, tokens...)
-	o.beginLoad(id) // a sweep must not claim it before it runs
+	// Reserved, so a sweep does not claim it before it runs, and counted
+	// against MaxLoaded.
+	if _, err := o.reserve(ctx, id); err != nil {
+		return StartReply{Error: &ReplyError{Code: "unavailable", Message: err.Error()}}
+	}
 	defer o.endLoad(id)
 	s, holder, err := o.create(ctx, id, req.Aliases, tokens, timeout)
 	switch {
@@ -191,8 +195,11 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 	// A session that just moved away from this process may still be
 	// stopping here (a quick A→B→A): give that run a moment to exit.
 	o.awaitStopped(id, localStopWait)
-	if !o.beginLoad(id) {
-		unavailable(fmt.Errorf("session %s is already running or loading in process %s", id, o.cfg.ProcessID))
+	if ok, err := o.reserve(ctx, id); !ok {
+		if err == nil {
+			err = fmt.Errorf("session %s is already running or loading in process %s", id, o.cfg.ProcessID)
+		}
+		unavailable(err)
 		return
 	}
 	defer o.endLoad(id)

@@ -58,7 +58,7 @@ func (o *Owner) sweep(ctx context.Context) {
 			if o.beginLoad(id) { // not running here, not being claimed
 				o.endLoad(id)
 				// Wake re-reads the record from the leader before claiming.
-				if rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID}); rep.Outcome == WakeLoaded {
+				if rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeSweeper}); rep.Outcome == WakeLoaded {
 					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
 				}
 			}

@@ -128,8 +128,11 @@ func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, 
 	if err != nil {
 		return errors.Join(errors.New("driver: encode task.result"), err)
 	}
-	_, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(t.SessionID)), data, jetstream.WithMsgID(id))
-	return err
+	if _, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(t.SessionID)), data, jetstream.WithMsgID(id)); err != nil {
+		return err
+	}
+	o.sendWake(o.cfg.Deployment, WakeRequest{SessionID: t.SessionID, Source: WakeTask})
+	return nil
 }
 
 // restartTasks publishes again each live task that the last commit before

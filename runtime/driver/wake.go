@@ -24,6 +24,13 @@ type WakeRequest struct {
 	// From names the owner process the sender adopts for: the sender holds
 	// that process's lease key, so a record still naming it is claimed.
 	From string `json:"from,omitempty"`
+	// Source says who asks (WakeIngress, WakeTask, ...), for metrics and
+	// logs only.
+	Source string `json:"source,omitempty"`
+	// Forwarded marks a wake passed on by a process of another deployment
+	// that found the session hibernated on this one; it is not passed on
+	// again.
+	Forwarded bool `json:"forwarded,omitempty"`
 }
 
 // Wake outcomes.
@@ -61,6 +68,9 @@ func (o *Owner) serveWake(msg *nats.Msg) {
 		if err := json.Unmarshal(msg.Data, &req); err != nil {
 			rep.Error = &ReplyError{Code: "bad_request", Message: "wake request: " + err.Error()}
 		} else {
+			if o.faults.dropWake(req) {
+				return
+			}
 			o.wakeSem <- struct{}{}
 			rep = o.Wake(ctx, req)
 			<-o.wakeSem
@@ -80,12 +90,23 @@ func (o *Owner) Wake(ctx context.Context, req WakeRequest) WakeReply {
 	// A claim that loses its CAS re-reads and decides again: a write that
 	// landed late (buffered across a reconnect) moves the revision without
 	// moving the ownership.
+	src := req.Source
+	if src == "" {
+		src = WakeOther
+	}
+	o.metrics.wake(src)
 	for range 3 {
 		rep, conflict := o.wake(ctx, req)
 		if !conflict {
+			outcome := rep.Outcome
+			if rep.Error != nil {
+				outcome = "error"
+			}
+			o.metrics.woke(src, outcome)
 			return rep
 		}
 	}
+	o.metrics.woke(src, "error")
 	return WakeReply{SessionID: req.SessionID, Error: &ReplyError{Code: "conflict", Message: "claim lost its CAS three times"}}
 }
 
@@ -114,6 +135,9 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 	rec := cur.Record
 	owner := rec.OwnerProcess
 	if rec.DeploymentID != o.cfg.Deployment {
+		if rec.State == kv.StateHibernated && !req.Forwarded {
+			o.forwardWake(rec.DeploymentID, req) // a sender with a stale deployment
+		}
 		rep.Outcome, rep.ProcessID = WakeElsewhere, owner
 		return rep, false
 	}
@@ -134,6 +158,8 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 	}
 	loaded, err := o.load(ctx, id, runtime.BootRecover)
 	switch {
+	case errors.Is(err, ErrAtCapacity):
+		return fail("at_capacity", err), false
 	case errors.Is(err, kv.ErrConflict):
 		return rep, true // the record moved on meanwhile: decide again
 	case err != nil:
@@ -163,4 +189,25 @@ func (o *Owner) requestWake(ctx context.Context, req WakeRequest) (WakeReply, er
 		return WakeReply{}, fmt.Errorf("driver: wake %s reply: %w", req.SessionID, err)
 	}
 	return rep, nil
+}
+
+// forwardWake passes a wake on to the deployment a hibernated session
+// belongs to, fire-and-forget: the sender read a stale deployment (the
+// session moved since), and nobody else would load it before the sweep.
+func (o *Owner) forwardWake(deployment string, req WakeRequest) {
+	req.Forwarded = true
+	o.sendWake(deployment, req)
+}
+
+// sendWake publishes a wake to a deployment's pool, fire-and-forget: a
+// loaded session reads its consumer anyway, and the inbox sweeper finds a
+// hibernated one whose wake was lost.
+func (o *Owner) sendWake(deployment string, req WakeRequest) {
+	data, err := json.Marshal(req)
+	if err == nil {
+		err = o.cfg.NC.Publish(o.cfg.Names.Wake(deployment), data)
+	}
+	if err != nil {
+		o.log.Debug("wake not sent", "session", req.SessionID, "deployment", deployment, "err", err)
+	}
 }

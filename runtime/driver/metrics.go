@@ -1,0 +1,122 @@
+package driver
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Wake sources (WakeRequest.Source, the `source` label of
+// baton_owner_wakes_total).
+const (
+	WakeIngress  = "ingress"  // the ingress after an acknowledged publish
+	WakeTask     = "task"     // the task runner after publishing a result
+	WakeSweeper  = "sweeper"  // the inbox sweeper found an unprocessed command
+	WakeSelf     = "self"     // the re-check after hibernating found one
+	WakeResume   = "resume"   // this process resuming its index
+	WakeTakeover = "takeover" // adoption of a dead process's sessions
+	WakeRestart  = "restart"  // a failed run restarted
+	WakeOther    = "other"    // a request without a source
+)
+
+// metrics are an owner process's Prometheus metrics and the Stats behind
+// Owner.Stats.
+type metrics struct {
+	hibernations prometheus.Counter
+	wakes        *prometheus.CounterVec // by source and outcome
+	findings     *prometheus.CounterVec // by sweeper
+	hibernatedG  prometheus.Gauge
+	mu           sync.Mutex
+	stats        Stats
+}
+
+// Stats is a snapshot of an owner process's hibernation counters (also
+// exported as Prometheus metrics, see docs/driver.md).
+type Stats struct {
+	Loaded       int            // sessions running in this process now
+	MaxLoaded    int            // the most ever running at once
+	Hibernations uint64         // sessions this process hibernated
+	Wakes        map[string]int // wake requests served, by source
+	Findings     uint64         // hibernated sessions the inbox sweeper woke
+}
+
+func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, error) {
+	m := &metrics{
+		hibernations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_owner_hibernations_total",
+			Help: "Sessions this owner process hibernated (record CASed to hibernated, consumer deleted).",
+		}),
+		wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_wakes_total",
+			Help: "Wake requests served, by source (ingress, task, sweeper, self, resume, takeover, restart, other) and outcome.",
+		}, []string{"source", "outcome"}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_sweeper_findings_total",
+			Help: "Sessions a sweeper acted on: inbox = hibernated with an unprocessed command, orphan = owner process without a live lease.",
+		}, []string{"sweeper"}),
+		hibernatedG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_owner_sessions_hibernated",
+			Help: "Hibernated sessions of this deployment, as of the last orphan sweep.",
+		}),
+		stats: Stats{Wakes: map[string]int{}},
+	}
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "baton_owner_sessions_loaded",
+			Help: "Sessions running in this owner process (each with a live inbox consumer).",
+		}, loaded)}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) hibernated() {
+	m.hibernations.Inc()
+	m.mu.Lock()
+	m.stats.Hibernations++
+	m.mu.Unlock()
+}
+
+func (m *metrics) wake(source string) {
+	m.mu.Lock()
+	m.stats.Wakes[source]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) woke(source, outcome string) {
+	m.wakes.WithLabelValues(source, outcome).Inc()
+}
+
+func (m *metrics) found(sweeper string, n int) {
+	m.findings.WithLabelValues(sweeper).Add(float64(n))
+	if sweeper == "inbox" {
+		m.mu.Lock()
+		m.stats.Findings += uint64(n)
+		m.mu.Unlock()
+	}
+}
+
+func (m *metrics) loadedNow(n int) {
+	m.mu.Lock()
+	m.stats.Loaded = n
+	m.stats.MaxLoaded = max(m.stats.MaxLoaded, n)
+	m.mu.Unlock()
+}
+
+// Stats returns a snapshot of this process's hibernation counters.
+func (o *Owner) Stats() Stats {
+	o.metrics.mu.Lock()
+	defer o.metrics.mu.Unlock()
+	st := o.metrics.stats
+	st.Wakes = make(map[string]int, len(o.metrics.stats.Wakes))
+	for k, v := range o.metrics.stats.Wakes {
+		st.Wakes[k] = v
+	}
+	return st
+}
