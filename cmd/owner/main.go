@@ -31,6 +31,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "JetStream store of the embedded NATS server")
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "embedded server fsyncs every write (sync_interval: always)")
+	fs.IntVar(&cfg.Replicas, "replicas", 1, "replicas of every stream and bucket the owner creates or updates (1-5; 3 on a three-node cluster; needs --nats-url when > 1). Every owner of every deployment must pass the same value: the topology is reconciled to it at start")
 	fs.StringVar(&cfg.ProcessID, "process-id", "", "this owner process's ID, stable across restarts: its session index (default <hostname>-<deployment-id>)")
 	fs.StringVar(&cfg.ExecLog, "exec-log", "", "append the demo agent's execution log (one JSON line per step) to this file")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", driver.DefaultLeaseTTL, "owner lease TTL, whole seconds ≥ 1s; renewed every TTL/4, the process fences itself after TTL − TTL/4 without a renewal, a dead process's sessions move to a peer about TTL after its last renewal")
@@ -60,6 +61,12 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if cfg.LeaseTTL < time.Second || cfg.LeaseTTL%time.Second != 0 {
 		return cfg, fmt.Errorf("%w: --lease-ttl %v: want whole seconds, at least 1s", app.ErrUsage, cfg.LeaseTTL)
+	}
+	if cfg.Replicas < 1 || cfg.Replicas > 5 {
+		return cfg, fmt.Errorf("%w: --replicas %d: want 1 to 5", app.ErrUsage, cfg.Replicas)
+	}
+	if cfg.Replicas > 1 && cfg.NATSURL == "" {
+		return cfg, fmt.Errorf("%w: --replicas %d needs a cluster (--nats-url); the embedded server is one node", app.ErrUsage, cfg.Replicas)
 	}
 	if cfg.TaskAckWait < time.Second || cfg.SweepInterval < 0 {
 		return cfg, fmt.Errorf("%w: --task-ack-wait must be ≥ 1s and --sweep-interval ≥ 0", app.ErrUsage)

@@ -25,6 +25,8 @@ func TestBadDeploymentIDExits2(t *testing.T) {
 		{"bad prefix", "--prefix", []string{"--deployment-id", "v1", "--prefix", "A.B"}},
 		{"bad log level", "--log-level", []string{"--deployment-id", "v1", "--log-level", "loud"}},
 		{"fractional lease TTL", "--lease-ttl", []string{"--deployment-id", "v1", "--lease-ttl", "1500ms"}},
+		{"zero replicas", "--replicas 0", []string{"--deployment-id", "v1", "--replicas", "0"}},
+		{"replicas without a cluster", "needs a cluster", []string{"--deployment-id", "v1", "--replicas", "3"}},
 		{"unknown fault", "unknown fault point", []string{"--deployment-id", "v1", "--fault", "crash-after-lunch"}},
 		{"bad fault count", "N must be a positive integer", []string{"--deployment-id", "v1", "--fault", "crash-after-commit:0"}},
 	} {

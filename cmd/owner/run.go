@@ -33,6 +33,7 @@ type Config struct {
 	DataDir    string
 	NATSListen string
 	SyncAlways bool
+	Replicas   int // of every stream and bucket (topology.Config.Replicas)
 	ProcessID  string
 	ExecLog    string
 	// Durability (docs/runtime.md, "Durability").
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	top, err := topology.Ensure(ctx, js, topology.Config{Names: cfg.Names})
+	top, err := topology.Ensure(ctx, js, topology.Config{Names: cfg.Names, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
 	}
