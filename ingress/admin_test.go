@@ -184,6 +184,17 @@ func TestAdminPauseResume(t *testing.T) {
 		t.Fatalf("page after %s = %+v", first.Next, past)
 	}
 
+	// A move while paused is not idle: skipped with reason paused, the
+	// session stays.
+	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/"+id+"/move", `{"deploymentId":"v2"}`, http.StatusAccepted, nil)
+	evs := e.waitEvents(id, "handoff.skipped", func(evs []wire.Event) bool { return count(evs, wire.EventHandoffSkipped) == 1 })
+	if sk := data[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped); sk.Reason != wire.SkipPaused || sk.TargetDeploymentID != "v2" {
+		t.Fatalf("handoff.skipped = %+v", sk)
+	}
+	if st := e.status(id); st.DeploymentID != "v1" || st.Epoch != 1 {
+		t.Fatalf("a skipped move moved the session: %+v", st)
+	}
+
 	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/"+id+"/resume", `{"caller":"ops"}`, http.StatusAccepted, &rc)
 	e.waitEvents(id, "the held delivery after resume", func(evs []wire.Event) bool {
 		return count(evs, wire.EventSessionResumed) == 1 && slices.Contains(outputs(evs), "while paused")
@@ -365,4 +376,26 @@ func checkAdminMetrics(t *testing.T, e *env) {
 			t.Errorf("no request metric %q (have %v)", want, seen)
 		}
 	}
+}
+
+// With one process in the pool, the released process itself claims the
+// session afresh once it let go (the release deletes its consumer, so it
+// notices at once; a wake it answers "running" meanwhile is retried).
+func TestAdminReleaseOneProcess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	id := e.create(`{"alias":"rl-solo","text":"hello"}`).SessionID
+	e.eventually(10*time.Second, "an idle session", func() bool { return e.status(id).Idle })
+	var rel ingress.Released
+	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/"+id+"/release", `{"caller":"ops"}`, http.StatusOK, &rel)
+	if rel.FromProcess != "p1" || rel.WakeOutcome != "loaded" || rel.WakeProcess != "p1" {
+		t.Fatalf("release = %+v", rel)
+	}
+	e.eventually(10*time.Second, "the new claim", func() bool {
+		cur, err := e.store.LeaderSession(t.Context(), id)
+		return err == nil && cur.Record.OwnerProcess == "p1" && cur.Record.Epoch == rel.Epoch+1
+	})
+	e.deliver(`{"alias":"rl-solo","text":"still here"}`)
+	e.waitEvents(id, "the answer", func(evs []wire.Event) bool { return slices.Contains(outputs(evs), "still here") })
 }
