@@ -14,6 +14,8 @@ var (
 	ErrBadRequest = errors.New("ingress: bad request")
 	// ErrUnauthorized: a missing or unknown bearer token (401).
 	ErrUnauthorized = errors.New("ingress: unauthorized")
+	// ErrForbidden: the admin routes are disabled (no --admin-token-file) (403).
+	ErrForbidden = errors.New("ingress: forbidden")
 	// ErrNotFound: no such session or route (404).
 	ErrNotFound = errors.New("ingress: not found")
 	// ErrGone: the session ended; its addresses are tombstones (410).
@@ -31,6 +33,7 @@ var (
 const (
 	CodeBadRequest   = "bad_request"
 	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
 	CodeNotFound     = "not_found"
 	CodeGone         = "gone"
 	CodeConflict     = "conflict"
@@ -45,6 +48,7 @@ var codes = []struct {
 }{
 	{ErrBadRequest, CodeBadRequest, http.StatusBadRequest},
 	{ErrUnauthorized, CodeUnauthorized, http.StatusUnauthorized},
+	{ErrForbidden, CodeForbidden, http.StatusForbidden},
 	{ErrNotFound, CodeNotFound, http.StatusNotFound},
 	{ErrGone, CodeGone, http.StatusGone},
 	{ErrConflict, CodeConflict, http.StatusConflict},
@@ -54,9 +58,13 @@ var codes = []struct {
 
 // Error is a refusal with a stable code. Err is one of the sentinels, so
 // errors.Is(err, ingress.ErrGone) works; Message is what the client reads.
+// Detail, when set, replaces the sentinel's public code with a finer one of
+// the same status (the admin routes answer "session_not_found" where the
+// user routes answer "not_found"; see docs/api.md).
 type Error struct {
 	Err     error
 	Message string
+	Detail  string
 }
 
 func (e *Error) Error() string { return e.Err.Error() + ": " + e.Message }
@@ -66,6 +74,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Code is the public error code ("bad_request", ...).
 func (e *Error) Code() string {
+	if e.Detail != "" {
+		return e.Detail
+	}
 	for _, c := range codes {
 		if c.err == e.Err {
 			return c.code

@@ -25,9 +25,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "POST /v1/sessions/{id}/authorize", s.user(s.httpAuthorize))
 	s.route(mux, "GET /v1/sessions/{id}", s.user(s.httpStatus))
 	s.route(mux, "GET /v1/sessions/{id}/events", s.user(s.events))
-	s.route(mux, "/v1/admin/", s.admin(func(http.ResponseWriter, *http.Request) error {
-		return fail(ErrNotFound, "no admin routes in this version")
-	}))
+	s.adminRoutes(mux)
 	s.route(mux, "GET /healthz", func(w http.ResponseWriter, _ *http.Request) error {
 		_, err := w.Write([]byte("ok\n"))
 		return err
@@ -73,8 +71,14 @@ func (s *Server) user(h handlerFunc) handlerFunc {
 }
 
 // admin requires an admin bearer token; --insecure-dev does not open it.
+// Without admin tokens (no --admin-token-file) the admin routes are
+// disabled: 403 admin_disabled, whatever the request.
 func (s *Server) admin(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		if len(s.auth.admin) == 0 {
+			return &Error{Err: ErrForbidden, Detail: CodeAdminDisabled,
+				Message: "the admin routes are disabled: start the ingress with --admin-token-file"}
+		}
 		if err := s.auth.checkAdmin(r); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="baton-admin"`)
 			return err

@@ -51,6 +51,7 @@ type Request struct {
 	Payloads       []wire.Payload
 	Input          *wire.InputResponse
 	Auth           *wire.AuthCallback
+	Move           *wire.Move // admin move
 	Caller         string
 	IdempotencyKey string
 	Timeout        string // session lifetime when the request creates the session
@@ -353,7 +354,7 @@ func (r *Request) command(dep string, now time.Time) wire.Command {
 	c := wire.Command{
 		V: wire.CurrentVersion, Kind: r.Kind, AcceptedDeploymentID: dep, AcceptedAt: now.UTC(),
 		IdempotencyKey: r.IdempotencyKey, Caller: r.Caller,
-		InputResponse: r.Input, AuthCallback: r.Auth,
+		InputResponse: r.Input, AuthCallback: r.Auth, Move: r.Move,
 	}
 	if r.Kind == wire.KindDeliver {
 		c.Deliver = &wire.Deliver{Mode: r.Mode, Payloads: r.Payloads}

@@ -63,27 +63,56 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 		SessionID: rec.SessionID, OwnerRunID: rec.OwnerRunID, DeploymentID: rec.DeploymentID,
 		Epoch: rec.Epoch, State: string(rec.State), EventSeq: cp.EventSeq, Tokens: cp.Tokens,
 	}
-	if st.QueueDepth, err = s.queueDepth(ctx, a.inbox, cp); err != nil {
+	if st.QueueDepth, err = s.queueDepthUpTo(ctx, a, cp, maxQueueCount); err != nil {
 		return Status{}, fail(ErrUnavailable, "session %s: inbox: %v", sessionID, err)
 	}
-	live := rec.State == kv.StateActive || rec.State == kv.StateHibernated
-	st.Idle = live && !cp.Turn.Live && cp.Waits.Empty() && !cp.Paused && st.QueueDepth == 0
+	st.Idle = notIdle(rec, cp, st.QueueDepth > 0) == ""
 	return st, nil
 }
 
-// queueDepth counts the unapplied commands on the session's inbox subjects.
-func (s *Server) queueDepth(ctx context.Context, inbox jetstream.Stream, cp wire.Checkpoint) (int, error) {
+// notIdle returns "" when the session is idle as far as its record and
+// checkpoint tell (DESIGN.md §5), else why not, in the runtime's order
+// (runtime.Machine.IdleReason): "ended" for an ended session; "busy" for a
+// session mid-handoff or with a live turn; else the first of "paused",
+// "input", "authorization", "task", "queued" (unapplied commands on its
+// inbox subjects) that holds. Status and the drain report share it.
+func notIdle(rec kv.SessionRecord, cp wire.Checkpoint, queued bool) string {
+	switch {
+	case rec.State == kv.StateEnded:
+		return string(kv.StateEnded)
+	case rec.State == kv.StateHandoff:
+		return wire.SkipBusy
+	case cp.Paused || rec.State == kv.StatePaused:
+		return wire.SkipPaused
+	case cp.Waits.Input != nil:
+		return wire.SkipInput
+	case cp.Waits.Auth != nil:
+		return wire.SkipAuthorization
+	case len(cp.Waits.Tasks) > 0:
+		return wire.SkipTask
+	case queued:
+		return wire.SkipQueued
+	case cp.Turn.Live:
+		return wire.SkipBusy
+	}
+	return ""
+}
+
+// queueDepthUpTo counts the unapplied commands on the session's inbox
+// subjects, up to limit.
+func (s *Server) queueDepthUpTo(ctx context.Context, a *attached, cp wire.Checkpoint, limit int) (int, error) {
+	inbox := a.inbox
 	n := 0
 	for _, addr := range cp.Tokens {
 		tok, err := subjects.EncodeToken(addr)
 		if err != nil {
 			continue
 		}
-		c, err := s.countFrom(ctx, inbox, s.cfg.Names.Inbox(tok), max(cp.Applied.Low, 1), cp.Applied.Above, maxQueueCount-n)
+		c, err := s.countFrom(ctx, inbox, s.cfg.Names.Inbox(tok), max(cp.Applied.Low, 1), cp.Applied.Above, limit-n)
 		if err != nil {
 			return 0, err
 		}
-		if n += c; n >= maxQueueCount {
+		if n += c; n >= limit {
 			break
 		}
 	}

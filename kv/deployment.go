@@ -65,40 +65,111 @@ func (s *Store) PutDeployment(ctx context.Context, d Deployment, rev uint64) (ui
 	return s.owners.update(ctx, key, data, rev)
 }
 
-// RetireDeployment sets the retired flag by a CAS loop on leader reads.
-// Retiring a retired deployment is a no-op; an unknown one is ErrNotFound.
-func (s *Store) RetireDeployment(ctx context.Context, id string) error {
+// RetireDeployment marks deployment id retired in baton_owners and returns
+// the stored record, and whether this call changed it. It is idempotent:
+// retiring a retired deployment changes nothing and returns the record of
+// the first retirement (its RetiredAt). A deployment without a record gets
+// one, created retired (create-only); an existing record is updated by a
+// revision CAS on a leader read. A lost CAS (a concurrent retire or write)
+// re-reads and decides again.
+func (s *Store) RetireDeployment(ctx context.Context, id string) (Deployment, bool, error) {
 	if err := subjects.ValidateDeployment(id); err != nil {
-		return invalid("%w", err)
+		return Deployment{}, false, invalid("%w", err)
 	}
 	key := subjects.DeploymentKey(id)
-	_, err := retry(ctx, func() (struct{}, error) {
-		return struct{}{}, s.retireOnce(ctx, key)
+	type result struct {
+		d       Deployment
+		changed bool
+	}
+	r, err := retry(ctx, func() (result, error) {
+		d, changed, err := s.retireOnce(ctx, id, key)
+		return result{d, changed}, err
 	})
-	return err
+	return r.d, r.changed, err
 }
 
 // retireOnce is one round of the loop; only a lost CAS is retried.
-func (s *Store) retireOnce(ctx context.Context, key string) error {
+func (s *Store) retireOnce(ctx context.Context, id, key string) (Deployment, bool, error) {
+	now := s.now()
 	e, err := s.leaderLastRetry(ctx, s.owners, key)
+	if errors.Is(err, ErrNotFound) || err == nil && !e.live() { // no record, or a deleted one
+		d := Deployment{ID: id, Retired: true, RetiredAt: now, UpdatedAt: now}
+		_, data, err := s.encodeDeployment(d)
+		if err != nil {
+			return Deployment{}, false, backoff.Permanent(err)
+		}
+		_, err = s.claim(ctx, s.owners, key, s.owners.kvWrite(key, data), func(entry) *OwnedError { return nil })
+		if errors.Is(err, ErrConflict) {
+			return Deployment{}, false, err // created meanwhile: read it and decide again
+		}
+		if err != nil {
+			return Deployment{}, false, backoff.Permanent(err)
+		}
+		return d, true, nil
+	}
 	if err != nil {
-		return backoff.Permanent(err)
+		return Deployment{}, false, backoff.Permanent(err)
 	}
 	var d Deployment
-	if err := decode(e, &d); err != nil || d.Retired {
-		return backoff.Permanent(err)
+	if err := decode(e, &d); err != nil {
+		return Deployment{}, false, backoff.Permanent(err)
 	}
-	now := s.now()
+	if d.Retired {
+		return d, false, nil
+	}
 	d.Retired, d.RetiredAt, d.UpdatedAt = true, now, now
 	_, data, err := s.encodeDeployment(d)
 	if err != nil {
-		return backoff.Permanent(err)
+		return Deployment{}, false, backoff.Permanent(err)
 	}
 	_, err = s.owners.update(ctx, key, data, e.rev)
 	if errors.Is(err, ErrConflict) {
-		return err
+		return Deployment{}, false, err
 	}
-	return backoff.Permanent(err)
+	if err != nil {
+		return Deployment{}, false, backoff.Permanent(err)
+	}
+	return d, true, nil
+}
+
+// DeploymentRetired reports whether deployment id is retired, by a leader
+// read (an operator decision such as a forced move rests on it). A
+// deployment without a record is not retired.
+func (s *Store) DeploymentRetired(ctx context.Context, id string) (bool, error) {
+	if err := subjects.ValidateDeployment(id); err != nil {
+		return false, invalid("%w", err)
+	}
+	e, err := s.leaderLastRetry(ctx, s.owners, subjects.DeploymentKey(id))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var d Deployment
+	if err := decode(e, &d); err != nil {
+		if errors.Is(err, ErrNotFound) { // a deleted record
+			return false, nil
+		}
+		return false, err
+	}
+	return d.Retired, nil
+}
+
+// RetiredDeployments returns the IDs of the retired deployments, sorted (a
+// watch over the deploy.* keys, like ListDeployments).
+func (s *Store) RetiredDeployments(ctx context.Context) ([]string, error) {
+	all, err := s.ListDeployments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, d := range all {
+		if d.Retired {
+			ids = append(ids, d.ID)
+		}
+	}
+	return ids, nil
 }
 
 // ListDeployments returns every deployment record, sorted by ID.

@@ -24,14 +24,23 @@ func testDeployments(t *testing.T, open opener) {
 		_, err := st.PutDeployment(c, kv.Deployment{ID: id}, 0)
 		mustErr(t, err, kv.ErrInvalid)
 	}
-	if err := st.RetireDeployment(c, a); err != nil {
-		t.Fatal(err)
+	first, changed, err := st.RetireDeployment(c, a)
+	if err != nil || !changed || !first.Retired || first.RetiredAt.IsZero() || first.ID != a {
+		t.Fatalf("retire: %+v changed=%v %v", first, changed, err)
 	}
-	if err := st.RetireDeployment(c, a); err != nil {
-		t.Fatalf("retire twice: %v", err)
+	again, changed, err := st.RetireDeployment(c, a)
+	if err != nil || changed || !again.RetiredAt.Equal(first.RetiredAt) {
+		t.Fatalf("retire twice (idempotent, first retiredAt kept): %+v changed=%v %v", again, changed, err)
 	}
-	mustErr(t, st.RetireDeployment(c, uid("dep")), kv.ErrNotFound)
-	mustErr(t, st.RetireDeployment(c, "latest"), kv.ErrInvalid)
+	_, _, err = st.RetireDeployment(c, "latest")
+	mustErr(t, err, kv.ErrInvalid)
+	_, err = st.DeploymentRetired(c, "a.b")
+	mustErr(t, err, kv.ErrInvalid)
+	for id, want := range map[string]bool{a: true, b: false, uid("dep"): false} {
+		if got, err := st.DeploymentRetired(c, id); err != nil || got != want {
+			t.Fatalf("DeploymentRetired(%s) = %v %v, want %v", id, got, err, want)
+		}
+	}
 	_, err = st.PutDeployment(c, kv.Deployment{ID: a}, rev)
 	mustErr(t, err, kv.ErrConflict)
 
@@ -44,6 +53,50 @@ func testDeployments(t *testing.T, open opener) {
 	if i < 0 || j < 0 || i > j || !list[i].Retired || list[i].RetiredAt.IsZero() || list[j].Retired {
 		t.Fatalf("list: %+v", list)
 	}
+	// A deployment without a record is created retired (no owner writes
+	// deploy.<id> today; the operator's retirement is the first record).
+	fresh := uid("dep")
+	if d, changed, err := st.RetireDeployment(c, fresh); err != nil || !changed || !d.Retired {
+		t.Fatalf("retire an unrecorded deployment: %+v %v %v", d, changed, err)
+	}
+	// Concurrent retirements of one deployment (record missing, then
+	// present): every call succeeds, exactly one changes the record.
+	for _, pre := range []bool{false, true} {
+		id := uid("dep")
+		if pre {
+			if _, err := st.PutDeployment(c, kv.Deployment{ID: id}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 4
+		errs, changes := make(chan error, n), make(chan bool, n)
+		for range n {
+			go func() {
+				_, ch, err := st.RetireDeployment(c, id)
+				errs <- err
+				changes <- ch
+			}()
+		}
+		changedN := 0
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("concurrent retire (record present %v): %v", pre, err)
+			}
+			if <-changes {
+				changedN++
+			}
+		}
+		if changedN != 1 {
+			t.Fatalf("concurrent retire (record present %v): %d calls changed the record, want 1", pre, changedN)
+		}
+	}
+	eventually(t, func() error {
+		ids, err := st.RetiredDeployments(c)
+		if err == nil && (!slices.Contains(ids, a) || !slices.Contains(ids, fresh) || slices.Contains(ids, b)) {
+			err = fmt.Errorf("retired deployments %v: want %s and %s, not %s", ids, a, fresh, b)
+		}
+		return err
+	})
 	// A direct get is a hint that may lag behind on a cluster: poll.
 	eventually(t, func() error {
 		d, _, err := st.GetDeployment(c, a)

@@ -27,7 +27,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	cfg.Register(fs, "nats://127.0.0.1:4222")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file with the bearer tokens accepted on /v1/ (one per line)")
-	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/")
+	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/ (one per line); without it the admin routes answer 403 admin_disabled")
 	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", ingress.DefaultMaxBodyBytes, "largest request body; larger is 413 too_large (capped below the server's max_payload)")
 	if err := fs.Parse(args); err != nil {

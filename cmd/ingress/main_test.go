@@ -30,6 +30,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"no auth", "--auth-token-file is required", []string{"--deployment-id", "v1"}},
 		{"empty token file", "holds no token", []string{"--deployment-id", "v1", "--auth-token-file", emptyFile(t)}},
 		{"missing token file", "--auth-token-file", []string{"--deployment-id", "v1", "--auth-token-file", "/nonexistent/tokens"}},
+		{"empty admin token file", "--admin-token-file", []string{"--deployment-id", "v1", "--insecure-dev", "--admin-token-file", emptyFile(t)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := proctest.Start(t, bin, tc.args...)
@@ -102,6 +103,33 @@ func TestBearerTokens(t *testing.T) {
 	if code, body := get(t, "http://"+addr+"/readyz"); code != 200 {
 		t.Fatalf("readyz = %d %s", code, body)
 	}
+	// Without --admin-token-file the admin routes are disabled.
+	adminGet := func(addr, token string, want int, code string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/admin/deployments", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || code != "" && !strings.Contains(string(b), `"code":"`+code+`"`) {
+			t.Fatalf("admin token %q: %d %s, want %d %s", token, resp.StatusCode, b, want, code)
+		}
+	}
+	adminGet(addr, "secret-1", 403, "admin_disabled")
+	// With it, its tokens (and only they) reach the admin routes.
+	admins := filepath.Join(t.TempDir(), "admins")
+	if err := os.WriteFile(admins, []byte("op-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr2 := freeAddr(t)
+	p2 := proctest.Start(t, bin, "--deployment-id", "v1", "--auth-token-file", tokens, "--admin-token-file", admins,
+		"--nats-url", s.ClientURL(), "--listen", addr2, "--log-format", "json")
+	p2.WaitLog(t, "ingress ready", 30*time.Second)
+	adminGet(addr2, "secret-1", 401, "unauthorized")
+	adminGet(addr2, "op-1", 200, "")
 }
 
 func emptyFile(t *testing.T) string {

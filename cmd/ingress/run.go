@@ -67,7 +67,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	srv := &http.Server{Handler: handler(ing, reg), ReadHeaderTimeout: 10 * time.Second}
-	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted(), "service", ingress.ServiceName)
+	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted(), "service", ingress.ServiceName,
+		"admin_routes", len(cfg.AdminTokens) > 0)
 	return serve(ctx, srv, ln, ing, log)
 }
 
