@@ -37,7 +37,7 @@ func TestEveryRoute(t *testing.T) {
 	if r.SessionID != id || r.Created || r.DeploymentID != "v1" || r.Seq <= c.Seq {
 		t.Fatalf("delivery by alias = %+v", r)
 	}
-	if m, err := wakes.NextMsg(5 * time.Second); err != nil || string(m.Data) != `{"sessionId":"`+id+`"}` {
+	if m, err := wakes.NextMsg(5 * time.Second); err != nil || string(m.Data) != `{"sessionId":"`+id+`","source":"ingress"}` {
 		t.Fatalf("no wake after the publish: %v %v", m, err)
 	}
 	sse.until(t, 10*time.Second, "by alias", isOutput("by alias"))

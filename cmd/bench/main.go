@@ -45,6 +45,7 @@ func suites() []suite {
 		{"runtime", benchRuntime},
 		{"http", benchHTTP},
 		{"handoff", benchHandoff},
+		{"hibernate", benchHibernate},
 		{"failover", benchFailover},
 	}
 }

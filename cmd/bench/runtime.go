@@ -71,12 +71,14 @@ type rig struct {
 	done   chan error
 	nc     *nats.Conn
 	dep    string
+	store  *kv.Store
 }
 
 func newRig(ctx context.Context, e *env) (*rig, error) { return newRigFor(ctx, e, "bench", "bench-1") }
 
-// newRigFor runs an owner of deployment dep as process proc.
-func newRigFor(ctx context.Context, e *env, dep, proc string) (*rig, error) {
+// newRigFor runs an owner of deployment dep as process proc; mutate
+// adjusts its configuration.
+func newRigFor(ctx context.Context, e *env, dep, proc string, mutate ...func(*driver.Config)) (*rig, error) {
 	names := subjects.Default()
 	if _, err := topology.Ensure(ctx, e.js, topology.Config{Names: names, MaxConsumers: 20_000}); err != nil {
 		return nil, err
@@ -93,9 +95,13 @@ func newRigFor(ctx context.Context, e *env, dep, proc string) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{e: e, names: names, probe: newProbe(), nc: nc, done: make(chan error, 1), dep: dep}
-	r.owner, err = driver.New(driver.Config{NC: nc, JS: js, Store: store, Names: names, Deployment: dep,
-		ProcessID: proc, Agent: r.probe, Log: benchLogger()})
+	r := &rig{e: e, names: names, probe: newProbe(), nc: nc, done: make(chan error, 1), dep: dep, store: store}
+	cfg := driver.Config{NC: nc, JS: js, Store: store, Names: names, Deployment: dep,
+		ProcessID: proc, Agent: r.probe, Log: benchLogger()}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	r.owner, err = driver.New(cfg)
 	if err != nil {
 		return nil, err
 	}

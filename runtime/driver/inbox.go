@@ -35,6 +35,7 @@ type inbox struct {
 }
 
 const (
+	inboxPullExpiry  = 5 * time.Second
 	consumerInactive = 10 * time.Minute
 	consumerAckWait  = 5 * time.Second
 )
@@ -68,7 +69,10 @@ func (ib *inbox) open(ctx context.Context, start uint64, out chan<- runtime.Comm
 	if err != nil {
 		return fmt.Errorf("driver: create consumer %s: %w", ib.name, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(1))
+	// A pull request that is lost (a consumer created just as its stream
+	// was born, a route flap) is only noticed by its expiry's heartbeat:
+	// 5 s bounds that stall instead of the library's default 30 s.
+	iter, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(inboxPullExpiry))
 	if err != nil {
 		return fmt.Errorf("driver: consume %s: %w", ib.name, err)
 	}

@@ -152,3 +152,6 @@ func (o *Owner) settleClaim(ctx context.Context, rec kv.SessionRecord, cause err
 	o.log.Info("uncertain claim settled: it landed", "session", rec.SessionID)
 	return cur.Revision, nil
 }
+
+// IsLoaded reports whether the session runs in this owner process.
+func (o *Owner) IsLoaded(id string) bool { return o.isLoaded(id) }
