@@ -98,6 +98,49 @@ type Faults struct {
 	// the target, whether its checkpoint validation fails (the target
 	// cannot read the checkpoint; the source keeps the session).
 	RefuseActivation func(sessionID string) bool
+	// HandoffSource injects faults at the named steps of the handoff
+	// transaction this process runs as a source (handoff.Txn.Hooks; the
+	// steps of handoff/plan.go, docs/handoff.md "Crash points"): a non-nil
+	// error stops the transaction there, as a crash would, and the session
+	// stops unresolved.
+	HandoffSource handoff.Hooks
+	// HandoffCandidate injects faults at the named steps of the activations
+	// this process serves as a handoff candidate (handoff.Candidate.Hooks):
+	// a non-nil error stops the activation there, as a crash would.
+	HandoffCandidate handoff.Hooks
+	// AfterConsumer runs when a session's run has created its inbox
+	// consumer, before it deletes the predecessor's consumer and boots the
+	// machine. A non-nil error stops the run there, as a crash would.
+	AfterConsumer func(sessionID string, reason runtime.BootReason) error
+	// HoldLeaseRenewal reports, per due lease renewal, whether to skip it
+	// (a process frozen past its lease): the process fences itself once the
+	// lease was not renewed in time, and the server expires it.
+	HoldLeaseRenewal func() bool
+}
+
+func (f *Faults) handoffSource() handoff.Hooks {
+	if f == nil {
+		return handoff.Hooks{}
+	}
+	return f.HandoffSource
+}
+
+func (f *Faults) handoffCandidate() handoff.Hooks {
+	if f == nil {
+		return handoff.Hooks{}
+	}
+	return f.HandoffCandidate
+}
+
+func (f *Faults) afterConsumer(id string, reason runtime.BootReason) error {
+	if f == nil || f.AfterConsumer == nil {
+		return nil
+	}
+	return f.AfterConsumer(id, reason)
+}
+
+func (f *Faults) holdLeaseRenewal() bool {
+	return f != nil && f.HoldLeaseRenewal != nil && f.HoldLeaseRenewal()
 }
 
 func (f *Faults) refuseActivation(id string) bool {
@@ -205,6 +248,7 @@ func New(cfg Config) (*Owner, error) {
 			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
 			Starter: handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
 			Backlog: handoff.StreamBacklog{NC: cfg.NC, Names: cfg.Names},
+			Hooks:   cfg.Faults.handoffSource(),
 		}
 	}
 	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
