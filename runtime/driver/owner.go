@@ -488,13 +488,25 @@ func (o *Owner) endLoad(id string) {
 // spawn runs a claimed session in its own goroutine. A run that fails (not
 // fenced, not stopped by a lost CAS, not ended) is restarted by a fresh
 // claim after a backoff, so no session is left without a running owner.
+//
+// A claim that completes after the lease period ended (a handoff activation
+// or a wake racing with a fence or shutdown) does not run: serve's stopAll
+// may be waiting on wg already, and an Add from zero concurrent with that
+// Wait is a WaitGroup misuse. The cancel under o.mu orders this check with
+// stopAll, as in goBG; the session is resumed by the next claim (this
+// process's resume after it re-acquires its lease, or a peer's adoption).
 func (o *Owner) spawn(s *session, reason runtime.BootReason) {
-	ctx, cancel := context.WithCancel(o.servingCtx())
-	l := &loaded{cancel: cancel, done: make(chan struct{})}
 	o.mu.Lock()
+	if o.ctx.Err() != nil {
+		o.mu.Unlock()
+		s.log.Warn("claimed after the lease period ended; not running it here now (the next claim resumes it)")
+		return
+	}
+	ctx, cancel := context.WithCancel(o.ctx)
+	l := &loaded{cancel: cancel, done: make(chan struct{})}
 	o.sessions[s.id] = l
-	o.mu.Unlock()
 	o.wg.Add(1)
+	o.mu.Unlock()
 	go func() {
 		defer o.wg.Done()
 		defer close(l.done)
