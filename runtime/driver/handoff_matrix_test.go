@@ -578,6 +578,9 @@ func (sc *mxScenario) check(evs []wire.Event, sent []string, before kv.Session, 
 	// Record writes: epochs never go back (no late commit of a fenced
 	// run), one run per epoch, a run never writes again after a later
 	// epoch.
+	if len(writes) < 2 { // at least the stage and whatever settled it
+		t.Fatalf("%s: the record watch saw %d writes", sc.c, len(writes))
+	}
 	last := before.Record.Epoch
 	runAt := map[uint64]string{last: before.Record.OwnerRunID}
 	for k, w := range writes {
