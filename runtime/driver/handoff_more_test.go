@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/wire"
@@ -336,4 +338,55 @@ func TestHandoffConcurrentSessions(t *testing.T) {
 		}
 	}
 	t.Logf("%d sessions, %d deliveries each, %d changed owner run", n, per, moved)
+}
+
+// A candidate whose activation completes while its process is stopping
+// (shutdown or fence) does not run the session then: spawn refuses once the
+// lease period is over (before, its WaitGroup.Add raced with stopAll's Wait
+// — found by the fault matrix; -race reports it). The restarted process
+// resumes the session from its index and applies the trigger once.
+func TestHandoffActivatedWhileStoppingIsResumed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	held, hold := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	faults := &Faults{HandoffCandidate: handoff.Hooks{After: func(s handoff.Step) error {
+		if s == handoff.StepUnmark {
+			once.Do(func() { close(held); <-hold })
+		}
+		return nil
+	}}}
+	p2 := e.owner("v2", "p2", func(c *Config) { c.Faults = faults })
+	other := e.start("v2").SessionID // p2 is busy stopping it while the activation completes
+	id := e.start("v1").SessionID
+	e.send(id, stamped("t1", "v2", "moved"))
+	select {
+	case <-held:
+	case <-time.After(wait):
+		t.Fatal("the activation never reached unmark")
+	}
+	go p2.cancel()
+	e.eventually(wait, "p2 to stop its other session", func() bool { return !slices.Contains(p2.Loaded(), other) })
+	time.Sleep(100 * time.Millisecond)
+	close(hold)
+	<-p2.done
+	p2.done <- nil
+	if slices.Contains(p2.Loaded(), id) {
+		t.Fatal("the stopped process runs the handed-off session")
+	}
+	e.owner("v2", "p2")
+	evs := e.waitOutput(id, "moved")
+	applied := checkStream(t, evs)
+	if _, ok := applied["t1"]; !ok {
+		t.Fatal("trigger not applied")
+	}
+	if cur, _ := e.session(id); cur.Record.DeploymentID != "v2" || cur.Record.OwnerProcess != "p2" {
+		t.Fatalf("record %+v", cur.Record)
+	}
+	for _, p := range e.execs(id) {
+		if p != "p1" && p != "p2" {
+			t.Fatalf("a step ran on %s", p)
+		}
+	}
 }

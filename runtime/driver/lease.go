@@ -146,6 +146,10 @@ func (o *Owner) renewLoop(ctx context.Context) {
 			o.fence(fmt.Errorf("lease not renewed within %v", o.cfg.fenceAfter()))
 			return
 		}
+		if o.faults.holdLeaseRenewal() {
+			next = time.Now().Add(retry)
+			continue
+		}
 		sent := time.Now()
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		rev, err := o.renewOnce(rctx, uncertain)

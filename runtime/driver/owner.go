@@ -132,6 +132,24 @@ type Faults struct {
 	// (out of memory, before the inbox re-check), so a test can publish
 	// into each window.
 	Hibernating func(sessionID, step string)
+	// HandoffSource injects faults at the named steps of the handoff
+	// transaction this process runs as a source (handoff.Txn.Hooks; the
+	// steps of handoff/plan.go, docs/handoff.md "Crash points"): a non-nil
+	// error stops the transaction there, as a crash would, and the session
+	// stops unresolved.
+	HandoffSource handoff.Hooks
+	// HandoffCandidate injects faults at the named steps of the activations
+	// this process serves as a handoff candidate (handoff.Candidate.Hooks):
+	// a non-nil error stops the activation there, as a crash would.
+	HandoffCandidate handoff.Hooks
+	// AfterConsumer runs when a session's run has created its inbox
+	// consumer, before it deletes the predecessor's consumer and boots the
+	// machine. A non-nil error stops the run there, as a crash would.
+	AfterConsumer func(sessionID string, reason runtime.BootReason) error
+	// HoldLeaseRenewal reports, per due lease renewal, whether to skip it
+	// (a process frozen past its lease): the process fences itself once the
+	// lease was not renewed in time, and the server expires it.
+	HoldLeaseRenewal func() bool
 }
 
 func (f *Faults) hibernating(id, step string) {
@@ -142,6 +160,31 @@ func (f *Faults) hibernating(id, step string) {
 
 func (f *Faults) dropWake(req WakeRequest) bool {
 	return f != nil && f.DropWake != nil && f.DropWake(req)
+}
+
+func (f *Faults) handoffSource() handoff.Hooks {
+	if f == nil {
+		return handoff.Hooks{}
+	}
+	return f.HandoffSource
+}
+
+func (f *Faults) handoffCandidate() handoff.Hooks {
+	if f == nil {
+		return handoff.Hooks{}
+	}
+	return f.HandoffCandidate
+}
+
+func (f *Faults) afterConsumer(id string, reason runtime.BootReason) error {
+	if f == nil || f.AfterConsumer == nil {
+		return nil
+	}
+	return f.AfterConsumer(id, reason)
+}
+
+func (f *Faults) holdLeaseRenewal() bool {
+	return f != nil && f.HoldLeaseRenewal != nil && f.HoldLeaseRenewal()
 }
 
 func (f *Faults) refuseActivation(id string) bool {
@@ -257,6 +300,7 @@ func New(cfg Config) (*Owner, error) {
 			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
 			Starter: handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
 			Backlog: handoff.StreamBacklog{NC: cfg.NC, Names: cfg.Names},
+			Hooks:   cfg.Faults.handoffSource(),
 		}
 	}
 	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
@@ -509,15 +553,27 @@ func (o *Owner) endLoad(id string) {
 // spawn runs a claimed session in its own goroutine. A run that fails (not
 // fenced, not stopped by a lost CAS, not ended) is restarted by a fresh
 // claim after a backoff, so no session is left without a running owner.
+//
+// A claim that completes after the lease period ended (a handoff activation
+// or a wake racing with a fence or shutdown) does not run: serve's stopAll
+// may be waiting on wg already, and an Add from zero concurrent with that
+// Wait is a WaitGroup misuse. The cancel under o.mu orders this check with
+// stopAll, as in goBG; the session is resumed by the next claim (this
+// process's resume after it re-acquires its lease, or a peer's adoption).
 func (o *Owner) spawn(s *session, reason runtime.BootReason) {
-	ctx, cancel := context.WithCancel(o.servingCtx())
-	l := &loaded{s: s, cancel: cancel, done: make(chan struct{})}
 	s.touch()
 	o.mu.Lock()
+	if o.ctx.Err() != nil {
+		o.mu.Unlock()
+		s.log.Warn("claimed after the lease period ended; not running it here now (the next claim resumes it)")
+		return
+	}
+	ctx, cancel := context.WithCancel(o.ctx)
+	l := &loaded{s: s, cancel: cancel, done: make(chan struct{})}
 	o.sessions[s.id] = l
 	o.metrics.loadedNow(len(o.sessions))
-	o.mu.Unlock()
 	o.wg.Add(1)
+	o.mu.Unlock()
 	go func() {
 		defer o.wg.Done()
 		defer close(l.done)

@@ -79,6 +79,9 @@ func (s *session) run(ctx context.Context, reason runtime.BootReason) error {
 	if err := s.inbox.open(ctx, s.m.Snapshot().Applied.Next, s.cmds); err != nil {
 		return err
 	}
+	if err := s.o.faults.afterConsumer(s.id, reason); err != nil {
+		return err
+	}
 	s.deletePredecessor(ctx)
 	bootOutbox := s.outbox
 	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason, Handoff: s.arrival}); err != nil {

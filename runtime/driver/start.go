@@ -225,7 +225,7 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 	}
 	act, err := handoff.Activate(ctx, o.cfg.Store, req.Activate(), handoff.Candidate{
 		Deployment: o.cfg.Deployment, ProcessID: o.cfg.ProcessID, RunID: newID(),
-		WireV: wire.CurrentVersion, Validate: validate,
+		WireV: wire.CurrentVersion, Validate: validate, Hooks: o.faults.handoffCandidate(),
 	})
 	respond(handoff.Reply(req, act, err))
 	switch {
