@@ -40,6 +40,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.HibernateAfter, "hibernate-after", driver.DefaultHibernateAfter, "a quiet session (no step running; it may await input) hibernates after this long without activity: its consumer is deleted and it leaves memory until a command wakes it (negative: never)")
 	fs.IntVar(&cfg.MaxLoaded, "max-loaded", 2000, "most sessions (and inbox consumers) this process runs at once; beyond it the least recently active quiet sessions hibernate early (0: no cap)")
 	fs.DurationVar(&cfg.InboxSweepInterval, "inbox-sweep-interval", driver.DefaultInboxSweepInterval, "how often the pool looks for hibernated sessions with unprocessed commands (a lost wake, a fired timer); at most 5s")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT: stop taking work, let running steps finish and commit, hibernate every session and release the lease, for at most this long (0: stop at once; a second signal aborts)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus /metrics, /healthz and /readyz on this address (empty: off)")
 	fs.StringVar(&cfg.Fault, "fault", "", faultUsage)
 	if err := fs.Parse(args); err != nil {

@@ -45,6 +45,7 @@ type Config struct {
 	MaxLoaded          int
 	InboxSweepInterval time.Duration
 	MetricsListen      string
+	DrainTimeout       time.Duration
 	Fault              string // test only: see faultUsage
 }
 
@@ -102,7 +103,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ProcessID: cfg.ProcessID, Agent: agent, Log: base,
 		LeaseTTL: cfg.LeaseTTL, SweepInterval: cfg.SweepInterval, TaskAckWait: cfg.TaskAckWait,
 		HibernateAfter: cfg.HibernateAfter, MaxLoaded: cfg.MaxLoaded, InboxSweepInterval: cfg.InboxSweepInterval,
-		Registerer: reg, Faults: faults,
+		DrainTimeout: cfg.DrainTimeout, Registerer: reg, Faults: faults,
 	})
 	if err != nil {
 		return err

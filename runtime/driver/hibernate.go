@@ -49,6 +49,12 @@ func (s *session) quiet() bool {
 // maybeHibernate hibernates the session when it is quiet and either idle for
 // HibernateAfter or asked to by the loaded-session cap (force).
 func (s *session) maybeHibernate(ctx context.Context, force bool) error {
+	if s.o.draining.Load() {
+		if !s.drainable() {
+			return nil
+		}
+		return s.hibernate(ctx)
+	}
 	after := s.o.cfg.HibernateAfter
 	if force {
 		// Even under the cap a session stays a moment: one just loaded
@@ -146,6 +152,11 @@ func (o *Owner) recheckHibernated(ctx context.Context, s *session) {
 	if err == nil && seq == 0 {
 		return
 	}
+	if o.draining.Load() {
+		// Not here: a peer of the pool loads it.
+		o.sendWake(o.cfg.Deployment, WakeRequest{SessionID: s.id, Source: WakeSelf})
+		return
+	}
 	if rep := o.Wake(ctx, WakeRequest{SessionID: s.id, Source: WakeSelf}); rep.Error != nil {
 		s.log.Warn("wake after hibernation failed; the sweeper retries", "err", rep.Error.Message)
 	}
@@ -187,6 +198,9 @@ func (o *Owner) reserve(ctx context.Context, id string) (bool, error) {
 	deadline := time.NewTimer(capacityWait)
 	defer deadline.Stop()
 	for {
+		if o.draining.Load() {
+			return false, ErrDraining
+		}
 		o.mu.Lock()
 		if _, ok := o.sessions[id]; ok || o.loading[id] {
 			o.mu.Unlock()

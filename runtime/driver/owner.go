@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
@@ -88,6 +89,13 @@ type Config struct {
 	// Registerer receives the owner's Prometheus metrics (nil: not
 	// registered; Owner.Stats still counts).
 	Registerer prometheus.Registerer
+	// DrainTimeout turns the end of Run's context into a graceful drain
+	// (docs/driver.md, "Graceful drain"): no new work, running steps
+	// finish and commit, every session hibernates, the lease is released;
+	// whatever is not done after DrainTimeout is abandoned as on a crash.
+	// 0: no drain, sessions stop at once (their uncommitted work re-runs
+	// elsewhere).
+	DrainTimeout time.Duration
 	// Faults injects failures in tests; nil in production.
 	Faults *Faults
 	// Now is the machine's clock (default time.Now). Leases always use the
@@ -254,6 +262,9 @@ type Owner struct {
 	reconnCh chan struct{} // closed and replaced on every reconnect
 	room     chan struct{} // closed and replaced when a session leaves or a claim ends
 	metrics  *metrics
+	draining atomic.Bool
+	settling int // hibernated sessions whose inbox re-check runs (o.mu)
+	drainCh  chan struct{} // closed when the drain begins
 }
 
 type loaded struct {
@@ -288,7 +299,7 @@ func New(cfg Config) (*Owner, error) {
 		cfg: cfg, faults: cfg.Faults, born: time.Now(),
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
-		ctx: canceled(), room: make(chan struct{}),
+		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}),
 	}
 	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
 	if err != nil {
@@ -392,17 +403,33 @@ func (o *Owner) Run(ctx context.Context) error {
 		return fmt.Errorf("driver: state object store: %w", err)
 	}
 	o.state = state
+	// With a drain timeout, the end of ctx starts a graceful drain; the
+	// process's own context ends when the drain is done (or timed out).
+	runCtx := ctx
+	if o.cfg.DrainTimeout > 0 {
+		var abort context.CancelFunc
+		runCtx, abort = context.WithCancel(context.WithoutCancel(ctx))
+		defer abort()
+		go func() {
+			select {
+			case <-ctx.Done():
+				o.drain(runCtx)
+				abort()
+			case <-runCtx.Done():
+			}
+		}()
+	}
 	var bg sync.WaitGroup
-	bg.Go(func() { o.watchPeers(ctx) })
-	bg.Go(func() { o.watchReconnects(ctx) })
+	bg.Go(func() { o.watchPeers(runCtx) })
+	bg.Go(func() { o.watchReconnects(runCtx) })
 	errc := make(chan error, 1)
-	go func() { errc <- o.runTasks(ctx) }()
-	for ctx.Err() == nil {
-		if err := o.acquire(ctx); err != nil {
+	go func() { errc <- o.runTasks(ctx) }() // no new tasks once draining
+	for runCtx.Err() == nil {
+		if err := o.acquire(runCtx); err != nil {
 			break
 		}
-		o.serve(ctx)
-		sleep(ctx, 100*time.Millisecond) // a fence that repeats must not spin
+		o.serve(runCtx)
+		sleep(runCtx, 100*time.Millisecond) // a fence that repeats must not spin
 	}
 	o.release()
 	bg.Wait()
@@ -456,7 +483,17 @@ func (o *Owner) serve(parent context.Context) {
 	o.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
 	o.goBG(ctx, func() { o.capLoop(ctx) })
 	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment), "wake", o.cfg.Names.Wake(o.cfg.Deployment))
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-o.drainCh:
+		// Draining: no new starts, wakes or handoff activations here; the
+		// pool's other processes take them.
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+		subs = nil
+		<-ctx.Done()
+	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrFenced) {
 		o.log.Warn("fenced: stopping every session", "cause", cause)
 	}
@@ -586,6 +623,9 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 			o.metrics.loadedNow(len(o.sessions))
 			o.freed()
 		}
+		if s.hibernated {
+			o.settling++ // until its re-check is done (drain waits)
+		}
 		o.mu.Unlock()
 		switch {
 		case s.hibernated && ctx.Err() == nil:
@@ -599,6 +639,12 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 			s.log.Debug("session stopped", "err", err)
 		case ctx.Err() == nil && s.m.Ended() == "":
 			o.lost(ctx, s)
+		}
+		if s.hibernated {
+			o.mu.Lock()
+			o.settling--
+			o.freed()
+			o.mu.Unlock()
 		}
 	}()
 }

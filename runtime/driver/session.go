@@ -129,6 +129,9 @@ func (s *session) loop(ctx context.Context) error {
 				err = s.maybeHibernate(ctx, false)
 			}
 		}
+		if err == nil && s.o.draining.Load() && !s.stopped {
+			err = s.maybeHibernate(ctx, true) // right after a step finished
+		}
 		if err != nil {
 			return err
 		}

@@ -466,3 +466,12 @@ func (c *cluster) restartServer(down time.Duration) {
 	c.t.Cleanup(func() { natsd.Shutdown(s) })
 	c.srv = s
 }
+
+// wake publishes a wake for the session as the ingress does.
+func (c *cluster) wake(sessionID string) {
+	c.t.Helper()
+	data, _ := json.Marshal(driver.WakeRequest{SessionID: sessionID, Source: driver.WakeIngress})
+	if err := c.nc.Publish(c.names.Wake("v1"), data); err != nil {
+		c.t.Fatal(err)
+	}
+}

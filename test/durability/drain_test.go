@@ -1,0 +1,83 @@
+package durability_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/wire"
+)
+
+// SIGTERM drains an owner process: it takes no new work, lets the running
+// step finish and commit (it never runs again), hibernates every session,
+// releases its lease and exits 0. Its sessions' next commands are run by
+// its peer, loaded on demand.
+func TestSIGTERMDrains(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	a := c.owner("a", "--drain-timeout", "20s", "--hibernate-after", "1h")
+	idle := c.start(driver.StartRequest{})
+	busy := c.start(driver.StartRequest{})
+	c.send(idle, deliver("hello"))
+	c.waitOutput(idle, "hello")
+	c.owner("b", "--hibernate-after", "1h")
+	c.send(busy, deliver("/sleep 1500ms"))
+	c.waitExec(busy, "t1/1", "a")
+
+	if err := a.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.Wait(t, wait); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM\n%s", code, tail(a.Output(), 30))
+	}
+	if logCount(a, "drained: every session hibernated") != 1 {
+		t.Fatalf("no complete drain logged\n%s", tail(a.Output(), 30))
+	}
+	for _, id := range []string{idle, busy} {
+		if rec := c.record(id); rec.OwnerProcess == "a" && rec.State != kv.StateHibernated {
+			t.Fatalf("session %s left active on the drained process: %+v", id, rec)
+		}
+	}
+	evs := c.waitKind(busy, wire.EventTurnCompleted, 1)
+	c.checkCommittedStepsRanOnce(busy, evs)
+	if runs := c.runs(busy)["t1/1"]; len(runs) != 1 || runs[0] != "a" {
+		t.Fatalf("the running step: %v, want once on a", runs)
+	}
+	for _, id := range []string{idle, busy} {
+		c.send(id, deliver("after "+id))
+		c.wake(id)
+		evs := c.waitOutput(id, "after "+id)
+		checkStream(t, evs)
+		c.checkCommittedStepsRanOnce(id, evs)
+		if rec := c.record(id); rec.OwnerProcess != "b" {
+			t.Fatalf("session %s after its next command: %+v", id, rec)
+		}
+	}
+}
+
+// A second signal aborts the drain: the process dies at once, its running
+// step uncommitted, and the peer takes the session over by lease expiry and
+// runs that step again (the at-least-once boundary).
+func TestSecondSignalAborts(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	a := c.owner("a", "--drain-timeout", "1m")
+	id := c.start(driver.StartRequest{})
+	c.owner("b")
+	c.send(id, deliver("/sleep 20s"))
+	c.waitExec(id, "t1/1", "a")
+	if err := a.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLogCount(a, "draining: no new work; hibernating every session", 1)
+	if err := a.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.Wait(t, 10*time.Second); code == 0 {
+		t.Fatalf("exit code 0 after a second signal: the drain was not aborted\n%s", tail(a.Output(), 20))
+	}
+	c.waitOwner(id, "b")
+	c.waitExec(id, "t1/1", "b")
+}
