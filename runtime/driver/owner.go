@@ -263,7 +263,7 @@ type Owner struct {
 	room     chan struct{} // closed and replaced when a session leaves or a claim ends
 	metrics  *metrics
 	draining atomic.Bool
-	settling int // hibernated sessions whose inbox re-check runs (o.mu)
+	settling int           // hibernated sessions whose inbox re-check runs (o.mu)
 	drainCh  chan struct{} // closed when the drain begins
 }
 
