@@ -190,6 +190,13 @@ func (s *Server) wake(t target) {
 	if err := s.cfg.NC.Publish(s.cfg.Names.Wake(t.deployment), data); err != nil {
 		s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
 	}
+	// The producer's own deployment too: if the session's deployment was
+	// retired and its owner is gone, an owner of this one adopts it.
+	if t.deployment != s.cfg.Deployment {
+		if err := s.cfg.NC.Publish(s.cfg.Names.Wake(s.cfg.Deployment), data); err != nil {
+			s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
+		}
+	}
 }
 
 // Wake is the body of baton.deploy.<deployment>.wake.

@@ -158,6 +158,9 @@ func (h *harness) crash(args map[string]string) string {
 		b.Handoff = &runtime.HandoffInfo{ID: or(args["id"], "h1"), From: prev,
 			Trigger: runtime.Ref{Seq: t.Seq, ID: t.ID}, Epoch: uint64(h.runs)}
 	}
+	if reason == runtime.BootAdopt {
+		b.Adopt = &runtime.AdoptInfo{ID: or(args["id"], "a1"), From: prev, Epoch: uint64(h.runs), Force: args["force"] == "true"}
+	}
 	effs, err := h.handle(b)
 	out := h.format(effs, err)
 	for _, c := range h.stream {

@@ -13,6 +13,7 @@ const (
 	BootNew     BootReason = "new"     // a new session: arm the timer
 	BootHandoff BootReason = "handoff" // a handoff successor: re-arm the timer
 	BootRecover BootReason = "recover" // crash recovery or wake: re-publish it
+	BootAdopt   BootReason = "adopt"   // adopted from a retired deployment: re-arm the timer
 )
 
 // Boot is the first input of every machine, after the driver's claim CAS.
@@ -23,6 +24,20 @@ type Boot struct {
 	// only with BootHandoff). The boot commit then records handoff.started
 	// and handoff.completed.
 	Handoff *HandoffInfo
+	// Adopt describes the adoption of a session of a retired deployment
+	// with no live owner (only with BootAdopt): the boot commit records
+	// handoff.completed, cancels every wait when forced (wait.cancelled),
+	// and records the dead owner's uncommitted step as step.interrupted.
+	Adopt *AdoptInfo
+}
+
+// AdoptInfo identifies an adoption (a target-driven handoff from a retired
+// deployment whose owner is gone).
+type AdoptInfo struct {
+	ID    string // the adoption's ID (handoffId of handoff.completed)
+	From  string // the retired deployment
+	Epoch uint64 // the adopter's fencing epoch
+	Force bool   // the operator forced it: cancel the session's waits
 }
 
 // HandoffInfo identifies a completed handoff for its successor's boot.

@@ -25,8 +25,28 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 			"handoffId": h.ID, "fromDeploymentId": h.From, "toDeploymentId": m.cfg.Deployment, "epoch": h.Epoch,
 		})
 	}
+	if a := b.Adopt; a != nil && b.Reason == BootAdopt {
+		m.adopted(a)
+	}
 	out = append(out, m.bootTimer(b.Reason)...)
 	return append(out, m.advance()...), nil
+}
+
+// adopted records an adoption: no live wait crosses deployments silently
+// (forced: each is cancelled; unforced adoptions happen only without waits,
+// the driver's rule), and a step the dead owner had not committed is
+// recorded as interrupted before it runs again on this deployment.
+func (m *Machine) adopted(a *AdoptInfo) {
+	m.emit(EventHandoffCompleted, Fields{
+		"handoffId": a.ID, "fromDeploymentId": a.From, "toDeploymentId": m.cfg.Deployment, "epoch": a.Epoch,
+	})
+	if a.Force {
+		m.cancelTurn()
+		m.cancelTasks()
+	}
+	if t := m.snap.Turn; t != nil && m.snap.Waits.Input == nil && m.snap.Waits.Auth == nil {
+		m.emit(EventStepInterrupted, Fields{"turnId": t.ID, "step": t.Steps + 1})
+	}
 }
 
 // bootTimer starts a new session, re-arms a successor's timer with the
@@ -36,7 +56,7 @@ func (m *Machine) bootTimer(r BootReason) []Effect {
 	switch {
 	case !m.snap.Started:
 		m.start()
-	case r == BootHandoff && t != nil:
+	case (r == BootHandoff || r == BootAdopt) && t != nil:
 		m.armTimer(t.Duration)
 	case t != nil:
 		return []Effect{ArmTimer{Timer: *t}}

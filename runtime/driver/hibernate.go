@@ -356,7 +356,11 @@ const sweepWakes = 16
 // get (a hint): the wake decides by a leader read and a CAS.
 func (o *Owner) hibernatedWithWork(ctx context.Context, id, tok string) bool {
 	cur, err := o.cfg.Store.GetSession(ctx, id)
-	if err != nil || cur.Record.State != kv.StateHibernated || cur.Record.DeploymentID != o.cfg.Deployment {
+	if err != nil {
+		return false
+	}
+	ours := cur.Record.State == kv.StateHibernated && cur.Record.DeploymentID == o.cfg.Deployment
+	if !ours && !o.adoptable(ctx, cur.Record) {
 		return false
 	}
 	cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint)

@@ -265,6 +265,7 @@ type Owner struct {
 	draining atomic.Bool
 	settling int           // hibernated sessions whose inbox re-check runs (o.mu)
 	drainCh  chan struct{} // closed when the drain begins
+	retired  retiredSet
 }
 
 type loaded struct {

@@ -40,6 +40,7 @@ type session struct {
 	pubWait chan error // the event append in flight, if any
 
 	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
+	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
 	pendingRec    kv.SessionRecord     // the record of an uncertain commit
 	pendingOutbox []wire.Event
 	stopped       bool
@@ -84,7 +85,7 @@ func (s *session) run(ctx context.Context, reason runtime.BootReason) error {
 	}
 	s.deletePredecessor(ctx)
 	bootOutbox := s.outbox
-	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason, Handoff: s.arrival}); err != nil {
+	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption}); err != nil {
 		return err
 	}
 	if err := s.restartTasks(ctx, bootOutbox); err != nil {

@@ -134,6 +134,22 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 	}
 	rec := cur.Record
 	owner := rec.OwnerProcess
+	if o.adoptable(ctx, rec) {
+		loaded, err := o.adoptRetired(ctx, cur)
+		switch {
+		case errors.Is(err, kv.ErrConflict):
+			return rep, true
+		case errors.Is(err, ErrWaitsPending):
+			return fail("waits_pending", err), false
+		case err != nil:
+			return fail("unavailable", err), false
+		case loaded:
+			rep.Outcome, rep.ProcessID = WakeLoaded, o.cfg.ProcessID
+		default:
+			rep.Outcome, rep.ProcessID = WakeRunning, o.cfg.ProcessID
+		}
+		return rep, false
+	}
 	if rec.DeploymentID != o.cfg.Deployment {
 		if rec.State == kv.StateHibernated && !req.Forwarded {
 			o.forwardWake(rec.DeploymentID, req) // a sender with a stale deployment
