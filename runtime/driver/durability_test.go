@@ -95,7 +95,13 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 	}
 	rearmed := time.Now()
 	e.eventually(wait, "the first owner to let go", func() bool { return !slices.Contains(first.Loaded(), id) })
-	cur, snap := e.session(id)
+	// The successor's boot commit (which re-arms) may land after the first
+	// owner let go: wait for a commit of the new run.
+	var cur kv.Session
+	e.eventually(wait, "the successor's boot commit", func() bool {
+		cur, snap = e.session(id)
+		return cur.Record.Writer == cur.Record.OwnerRunID && cur.Record.WriteCounter > 0
+	})
 	if snap.Timer == nil || snap.Timer.ID == earlier.ID || snap.Timer.ID != cur.Record.OwnerRunID || snap.Timer.Duration != earlier.Duration {
 		t.Fatalf("timer after the re-arm %+v, earlier %+v", snap.Timer, earlier)
 	}

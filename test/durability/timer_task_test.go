@@ -60,14 +60,15 @@ func TestTimerArmedBeforeCrashFires(t *testing.T) {
 }
 
 // A background task whose owner process was SIGKILLed while running it runs
-// again on the surviving process (after the task ack wait, 2 s here) and
+// again on the surviving process (after the task ack wait, 2 s here; the
+// task takes 8 s, so the killed process cannot have finished it) and
 // its result reaches the session exactly once.
 func TestTaskOfKilledOwnerCompletes(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	a := c.owner("a")
 	id := c.start(driver.StartRequest{})
-	c.send(id, withID("task", deliver("/task 2s")))
+	c.send(id, withID("task", deliver("/task 8s"))) // longer than starting b takes on a loaded machine
 	c.waitKind(id, wire.EventTaskStarted, 1)
 	c.waitLogCount(a, "task running", 1) // a runs it (it is alone)
 	b := c.owner("b")
