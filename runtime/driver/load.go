@@ -19,12 +19,15 @@ import (
 // the claim, so a crash in between leaves a harmless stale entry. A session
 // already running (or being claimed) here is left alone.
 func (o *Owner) Load(ctx context.Context, id string, reason runtime.BootReason) error {
-	_, err := o.load(ctx, id, reason)
+	_, err := o.load(ctx, id, reason, nil)
 	return err
 }
 
-// load is Load; it reports whether it claimed the session.
-func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason) (bool, error) {
+// load is Load; it reports whether it claimed the session. seen is the
+// record as the caller just read it from the leader (nil: read it here,
+// after the index entry); the claim is a CAS at its revision either way, so
+// a record that moved on meanwhile makes the claim conflict, never succeed.
+func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, seen *kv.Session) (bool, error) {
 	if !o.leaseValid() {
 		return false, ErrFenced
 	}
@@ -36,7 +39,7 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason) 
 		return false, err
 	}
 	o.faults.afterIndex(id)
-	cur, err := o.cfg.Store.LeaderSession(ctx, id)
+	cur, err := o.leaderRecord(ctx, id, seen)
 	if err != nil {
 		return false, fmt.Errorf("driver: load %s: %w", id, err)
 	}
@@ -155,3 +158,11 @@ func (o *Owner) settleClaim(ctx context.Context, rec kv.SessionRecord, cause err
 
 // IsLoaded reports whether the session runs in this owner process.
 func (o *Owner) IsLoaded(id string) bool { return o.isLoaded(id) }
+
+// leaderRecord returns seen, or reads the record from the leader.
+func (o *Owner) leaderRecord(ctx context.Context, id string, seen *kv.Session) (kv.Session, error) {
+	if seen != nil {
+		return *seen, nil
+	}
+	return o.cfg.Store.LeaderSession(ctx, id)
+}

@@ -172,7 +172,7 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 		rep.Outcome, rep.ProcessID = WakeElsewhere, owner
 		return rep, false
 	}
-	loaded, err := o.load(ctx, id, runtime.BootRecover)
+	loaded, err := o.load(ctx, id, runtime.BootRecover, &cur)
 	switch {
 	case errors.Is(err, ErrAtCapacity):
 		return fail("at_capacity", err), false
