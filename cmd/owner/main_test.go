@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,8 +47,23 @@ func TestBadDeploymentIDExits2(t *testing.T) {
 func TestEmbeddedServerCleanShutdown(t *testing.T) {
 	bin := proctest.Build(t, pkg)
 	dir := t.TempDir()
-	p := proctest.Start(t, bin, "--deployment-id", "v1", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1", "--log-format", "json")
+	p := proctest.Start(t, bin, "--deployment-id", "v1", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1", "--log-format", "json",
+		"--metrics-listen", "127.0.0.1:0")
 	ready := p.WaitLog(t, "owner ready", 60*time.Second)
+	m := p.WaitLog(t, "owner metrics", 10*time.Second)
+	base := "http://" + m["listen"].(string)
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready",
+		"/metrics": "baton_owner_lease_renewals_total"} {
+		var body string
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(body, want) && time.Now().Before(deadline) {
+			body = httpGet(t, base+path)
+			time.Sleep(100 * time.Millisecond) // renewals start a lease period in
+		}
+		if !strings.Contains(body, want) {
+			t.Fatalf("GET %s: %q lacks %q", path, body, want)
+		}
+	}
 	url, _ := ready["nats"].(string)
 	_, js := natstest.Connect(t, url)
 	if _, err := js.Stream(t.Context(), "BATON_INBOX"); err != nil {
@@ -59,4 +76,18 @@ func TestEmbeddedServerCleanShutdown(t *testing.T) {
 		t.Fatalf("exit code %d after SIGTERM\n%s", code, p.Output())
 	}
 	p.WaitLog(t, "owner shutting down", time.Second)
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

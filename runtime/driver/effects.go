@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
@@ -76,9 +77,11 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	switch {
 	case err == nil:
 		s.rec, s.rev, s.outbox = rec, rev, outbox
+		s.o.metrics.committed(outbox)
 		s.o.faults.afterCommit(s.id)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, kv.ErrConflict):
+		s.o.metrics.conflicts.WithLabelValues("commit").Inc()
 		s.log.Warn("commit lost the CAS: ownership moved on, stopping", "rev", s.rev)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
 	default:
@@ -176,7 +179,9 @@ func (s *session) runStep(ctx context.Context, r runtime.RunStep) {
 	s.cancel = cancel
 	go func() {
 		defer cancel()
+		began := time.Now()
 		d := runtime.Run(stepCtx, s.o.cfg.Agent, r.Input)
+		s.o.metrics.stepDone(d, time.Since(began))
 		select {
 		case s.steps <- d:
 		case <-ctx.Done():

@@ -93,6 +93,7 @@ func (s *session) hibernate(ctx context.Context) error {
 	}
 	switch {
 	case errors.Is(err, kv.ErrConflict):
+		s.o.metrics.conflicts.WithLabelValues("hibernate").Inc()
 		s.log.Warn("hibernation lost the CAS: ownership moved on, stopping", "rev", s.rev)
 		s.stopped = true
 		return nil

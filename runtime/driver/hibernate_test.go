@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/wire"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // hibernating configures quick hibernation for a test owner.
@@ -386,4 +388,62 @@ func parallel(t *testing.T, n, workers int, f func(i int) error) {
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The owner's Prometheus metrics count what happened: a step with its
+// outcome, an inbox read, a hibernation, an ingress wake that loaded the
+// session, a lease renewal.
+func TestOwnerMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	e.owner("v1", "p1", hibernating(200*time.Millisecond, 0), func(c *Config) { c.Registerer = reg })
+	id := e.start("v1").SessionID
+	e.send(id, deliver("hello"))
+	e.waitOutput(id, "hello")
+	e.waitHibernated(id)
+	e.send(id, deliver("again"))
+	e.wake("v1", id)
+	e.waitOutput(id, "again")
+	e.eventually(wait, "the metrics", func() bool {
+		got := gather(t, reg)
+		return got[`baton_owner_step_seconds{outcome="done"}`] >= 2 &&
+			got["baton_owner_inbox_lag_seconds"] >= 2 &&
+			got["baton_owner_hibernations_total"] >= 1 &&
+			got[`baton_owner_wakes_total{outcome="loaded",source="ingress"}`] >= 1 &&
+			got[`baton_owner_lease_renewals_total{result="ok"}`] >= 1 &&
+			got["baton_owner_sessions_loaded"] <= 1
+	})
+}
+
+// gather flattens a registry: counters and gauges by value, histograms by
+// sample count, keyed name{label="value",...} in label order.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			if len(labels) > 0 {
+				key += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[key] = m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				out[key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // inbox is a session's cursor over its merged FIFO: consumer
@@ -24,6 +25,7 @@ type inbox struct {
 	names  subjects.Names
 	name   string
 	tokens []string
+	lag    prometheus.Observer // stored in the stream → read here (nil: not observed)
 	cons   jetstream.Consumer
 	iter   jetstream.MessagesContext
 	stop   chan struct{}
@@ -98,6 +100,9 @@ func (ib *inbox) read(iter jetstream.MessagesContext, out chan<- runtime.Command
 			continue
 		}
 		_ = msg.Ack()
+		if ib.lag != nil {
+			ib.lag.Observe(time.Since(meta.Timestamp).Seconds())
+		}
 		select {
 		case out <- decodeCommand(meta.Sequence.Stream, msg.Data()):
 		case <-stop:

@@ -64,6 +64,7 @@ func (ls *leaseState) setCancel(c context.CancelCauseFunc) {
 // further commit, publish or step), requests are no longer served, and Run
 // acquires the lease again.
 func (o *Owner) fence(cause error) {
+	o.metrics.fences.Inc()
 	o.invalidate()
 	o.lease.mu.Lock()
 	cancel := o.lease.cancel
@@ -154,6 +155,11 @@ func (o *Owner) renewLoop(ctx context.Context) {
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		rev, err := o.renewOnce(rctx, uncertain)
 		cancel()
+		if err == nil {
+			o.metrics.renewals.WithLabelValues("ok").Inc()
+		} else {
+			o.metrics.renewals.WithLabelValues("error").Inc()
+		}
 		switch {
 		case err == nil:
 			o.setLease(rev, sent)

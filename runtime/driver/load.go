@@ -90,6 +90,9 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrInvalid) && !errors.Is(err, kv.ErrTooLarge) {
 		rev, err = o.settleClaim(ctx, rec, err)
 	}
+	if errors.Is(err, kv.ErrConflict) {
+		o.metrics.conflicts.WithLabelValues("claim").Inc()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
 	}

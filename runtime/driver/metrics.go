@@ -1,7 +1,13 @@
 package driver
 
 import (
+	"encoding/json"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,6 +32,13 @@ type metrics struct {
 	wakes        *prometheus.CounterVec // by source and outcome
 	findings     *prometheus.CounterVec // by sweeper
 	hibernatedG  prometheus.Gauge
+	steps        *prometheus.HistogramVec // step duration by outcome
+	inboxLag     prometheus.Histogram     // command stored → read by its session
+	handoffs     *prometheus.CounterVec   // by outcome (completed, failed, skipped) and reason
+	rejections   prometheus.Counter       // wire.rejected events committed
+	conflicts    *prometheus.CounterVec   // lost CASes by operation
+	renewals     *prometheus.CounterVec   // lease renewals by result
+	fences       prometheus.Counter       // self-fencing
 	mu           sync.Mutex
 	stats        Stats
 }
@@ -58,12 +71,43 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_sessions_hibernated",
 			Help: "Hibernated sessions of this deployment, as of the last orphan sweep.",
 		}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "baton_owner_step_seconds",
+			Help:    "Duration of agent steps by outcome (continue, done, input, authorize, task, finish, error).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}, []string{"outcome"}),
+		inboxLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "baton_owner_inbox_lag_seconds",
+			Help:    "From a command's storage in BATON_INBOX to its session reading it (a hibernated session's lag includes its wake).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 20),
+		}),
+		handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_handoffs_total",
+			Help: "Handoff events committed by this process's sessions, by outcome (started, completed, failed, skipped) and skip reason.",
+		}, []string{"outcome", "reason"}),
+		rejections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_owner_wire_rejections_total",
+			Help: "Inbox commands rejected as undecodable (wire.rejected events committed).",
+		}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_cas_conflicts_total",
+			Help: "Session record CASes that lost (ownership moved on), by operation (commit, claim, hibernate).",
+		}, []string{"op"}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_lease_renewals_total",
+			Help: "Lease renewals by result (ok, error).",
+		}, []string{"result"}),
+		fences: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_owner_fenced_total",
+			Help: "Times this process fenced itself (lease lost or not renewed in time): every session stopped.",
+		}),
 		stats: Stats{Wakes: map[string]int{}},
 	}
 	if reg == nil {
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -119,4 +163,30 @@ func (o *Owner) Stats() Stats {
 		st.Wakes[k] = v
 	}
 	return st
+}
+
+// committed counts the handoff and rejection events of a commit.
+func (m *metrics) committed(events []wire.Event) {
+	for _, e := range events {
+		switch e.Kind {
+		case wire.EventHandoffStarted, wire.EventHandoffCompleted, wire.EventHandoffFailed:
+			m.handoffs.WithLabelValues(strings.TrimPrefix(e.Kind, "handoff."), "").Inc()
+		case wire.EventHandoffSkipped:
+			var d struct {
+				Reason string `json:"reason"`
+			}
+			_ = json.Unmarshal(e.Data, &d)
+			m.handoffs.WithLabelValues("skipped", d.Reason).Inc()
+		case wire.EventWireRejected:
+			m.rejections.Inc()
+		}
+	}
+}
+
+func (m *metrics) stepDone(d runtime.StepDone, took time.Duration) {
+	outcome := string(d.Result.Outcome)
+	if d.Result.Error != "" {
+		outcome = "error"
+	}
+	m.steps.WithLabelValues(outcome).Observe(took.Seconds())
 }

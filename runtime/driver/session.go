@@ -67,7 +67,7 @@ func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapsh
 		app:   newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
 	s.hist = &history{obs: o.state}
-	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens}
+	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens, lag: o.metrics.inboxLag}
 	return s, nil
 }
 
