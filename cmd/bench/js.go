@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -54,7 +55,17 @@ func benchPublishAsync(ctx context.Context, e *env, r *bench.Reporter) error {
 	n := e.n(50_000)
 	start := time.Now()
 	for i := range n {
-		if _, err := e.js.PublishAsync(fmt.Sprintf("RAWPUB.a%d", i%100), payload); err != nil {
+		_, err := e.js.PublishAsync(fmt.Sprintf("RAWPUB.a%d", i%100), payload)
+		for errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			// A loaded machine: let the outstanding acknowledgements drain.
+			select {
+			case <-e.js.PublishAsyncComplete():
+			case <-time.After(time.Minute):
+				return fmt.Errorf("async publishes not acknowledged")
+			}
+			_, err = e.js.PublishAsync(fmt.Sprintf("RAWPUB.a%d", i%100), payload)
+		}
+		if err != nil {
 			return err
 		}
 	}
