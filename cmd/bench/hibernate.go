@@ -30,6 +30,7 @@ func benchHibernate(ctx context.Context, e *env, r *bench.Reporter) error {
 func benchWake(ctx context.Context, e *env, r *bench.Reporter) error {
 	rig, err := newRigFor(ctx, e, "hib", "hib-1", func(c *driver.Config) {
 		c.HibernateAfter, c.TickInterval = 20*time.Millisecond, 10*time.Millisecond
+		c.DrainTimeout = 10 * time.Second // closing hibernates what is loaded
 	})
 	if err != nil {
 		return err
