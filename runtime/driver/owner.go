@@ -516,18 +516,35 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("driver: list index: %w", err)
 	}
+	// A few at a time: a process resuming hundreds of sessions after a
+	// fence must not take a round trip chain per session in series.
+	sem := make(chan struct{}, resumeParallel)
+	var wg sync.WaitGroup
 	for _, id := range ids {
-		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeResume})
-		switch {
-		case rep.Error != nil:
-			o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
-		case rep.Outcome == WakeElsewhere || rep.Outcome == WakeMissing:
-			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
-				o.log.Warn("drop stale index entry", "session", id, "err", err)
-			}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			o.resumeOne(ctx, id)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// resumeParallel bounds the claims a resume runs at once.
+const resumeParallel = 16
+
+func (o *Owner) resumeOne(ctx context.Context, id string) {
+	rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeResume})
+	switch {
+	case rep.Error != nil:
+		// The orphan sweeper re-claims it (the record names this process).
+		o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
+	case rep.Outcome == WakeElsewhere || rep.Outcome == WakeMissing:
+		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
+			o.log.Warn("drop stale index entry", "session", id, "err", err)
 		}
 	}
-	return nil
 }
 
 func (o *Owner) stopAll() {
