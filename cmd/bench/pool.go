@@ -459,7 +459,7 @@ func benchPoolFailover(ctx context.Context, e *env, r *bench.Reporter) error {
 // poolDiag prints (BENCH_LOG=1) what the record of a session that did not
 // run its step says, and which rig runs it.
 func poolDiag(ctx context.Context, r *rig, id string, rigs []*rig) {
-	if os.Getenv("BENCH_LOG") != "1" && os.Getenv("BENCH_POOL_LOG") != "1" {
+	if os.Getenv("BENCH_LOG") != "1" && os.Getenv("BENCH_POOL_LOG") == "" {
 		return
 	}
 	cur, err := r.store.LeaderSession(ctx, id)
@@ -475,9 +475,12 @@ func poolDiag(ctx context.Context, r *rig, id string, rigs []*rig) {
 }
 
 // poolLog: with BENCH_POOL_LOG=1 the pool's owners log warnings and errors
-// only (debug logging of 1,000 sessions slows the run enough to fence).
+// only, with BENCH_POOL_LOG=info from level info (debug logging of 1,000 sessions slows the run enough to fence).
 func poolLog(c *driver.Config) {
-	if os.Getenv("BENCH_POOL_LOG") == "1" {
+	switch os.Getenv("BENCH_POOL_LOG") {
+	case "1":
 		c.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	case "info":
+		c.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 }
