@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -54,8 +55,19 @@ func benchPublishAsync(ctx context.Context, e *env, r *bench.Reporter) error {
 	n := e.n(50_000)
 	start := time.Now()
 	for i := range n {
-		if _, err := e.js.PublishAsync(fmt.Sprintf("RAWPUB.a%d", i%100), payload); err != nil {
-			return err
+		// A loaded machine can stall the async window: drain it and retry.
+		for attempt := 0; ; attempt++ {
+			_, err := e.js.PublishAsync(fmt.Sprintf("RAWPUB.a%d", i%100), payload)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) || attempt == 10 {
+				return err
+			}
+			select {
+			case <-e.js.PublishAsyncComplete():
+			case <-time.After(10 * time.Second):
+			}
 		}
 	}
 	select {
