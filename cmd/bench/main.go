@@ -47,6 +47,7 @@ func suites() []suite {
 		{"handoff", benchHandoff},
 		{"hibernate", benchHibernate},
 		{"failover", benchFailover},
+		{"pool", benchPool},
 	}
 }
 
