@@ -255,6 +255,7 @@ func (a *activator) claim(ctx context.Context, cur kv.Session) (Activation, erro
 }
 
 func (a *activator) activated(rec kv.SessionRecord) kv.SessionRecord {
+	from := rec.DeploymentID
 	rec.Epoch++
 	rec.OwnerRunID, rec.DeploymentID, rec.OwnerProcess = a.c.RunID, a.c.Deployment, a.c.ProcessID
 	rec.State = kv.StateActive
@@ -263,7 +264,8 @@ func (a *activator) activated(rec kv.SessionRecord) kv.SessionRecord {
 	if a.c.WireV > 0 {
 		rec.WireV = a.c.WireV
 	}
-	rec.Handoff = &kv.HandoffOutcome{ID: a.req.HandoffID, Target: a.c.Deployment, Outcome: OutcomeCompleted, Step: string(StepActivate)}
+	rec.Handoff = &kv.HandoffOutcome{ID: a.req.HandoffID, Target: a.c.Deployment, Outcome: OutcomeCompleted, Step: string(StepActivate),
+		From: from, TriggerSeq: a.marker.TriggerSeq, TriggerCommandID: a.marker.TriggerCommandID}
 	rec.UpdatedAt = time.Time{}
 	return rec
 }

@@ -100,3 +100,30 @@ func Adopt(rec kv.SessionRecord) kv.SessionRecord {
 	}
 	return rec
 }
+
+// StepConfirmed replaces StepActivate in a completed outcome once the
+// successor (or an owner recovering it) committed the handoff's events.
+const StepConfirmed = "confirmed"
+
+// Unconfirmed returns the handoff whose activation is the record's last
+// ownership change and whose events no commit recorded yet (the successor
+// died before its first commit), or nil. An owner claiming such a record
+// boots with it, so handoff.started/completed are recorded once.
+func Unconfirmed(rec kv.SessionRecord) *kv.HandoffOutcome {
+	h := rec.Handoff
+	if h == nil || h.Outcome != OutcomeCompleted || h.Step != string(StepActivate) || h.From == "" || h.Target != rec.DeploymentID {
+		return nil
+	}
+	return h
+}
+
+// Confirm marks a completed handoff's events as committed (see
+// Unconfirmed); the record is returned unchanged otherwise.
+func Confirm(rec kv.SessionRecord) kv.SessionRecord {
+	if h := Unconfirmed(rec); h != nil {
+		c := *h
+		c.Step = StepConfirmed
+		rec.Handoff = &c
+	}
+	return rec
+}

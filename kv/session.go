@@ -61,6 +61,12 @@ type HandoffOutcome struct {
 	Target  string `json:"target"`  // target deployment
 	Outcome string `json:"outcome"` // "completed" | "failed" | "abandoned" | ...
 	Step    string `json:"step,omitempty"`
+	// From and the trigger are recorded by the activation, so an owner
+	// that recovers a successor whose first commit never landed can still
+	// record handoff.started/completed (docs/handoff.md).
+	From             string `json:"from,omitempty"`
+	TriggerSeq       uint64 `json:"triggerSeq,omitempty"`
+	TriggerCommandID string `json:"triggerCommandId,omitempty"`
 }
 
 // Session is a session record with the revision it was read at.

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -388,5 +390,47 @@ func TestHandoffActivatedWhileStoppingIsResumed(t *testing.T) {
 		if p != "p1" && p != "p2" {
 			t.Fatalf("a step ran on %s", p)
 		}
+	}
+}
+
+// A successor that dies after its activation and before its first commit
+// (here its run fails right after creating its consumer) leaves the pair
+// handoff.started/completed to the owner that recovers it: the record's
+// outcome names the handoff, its source and trigger until a commit confirms
+// it, so the pair is recorded exactly once, and the trigger applied once.
+func TestHandoffEventsSurviveSuccessorDeath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	var failed atomic.Bool
+	e.owner("v2", "p2", func(c *Config) {
+		c.Faults = &Faults{AfterConsumer: func(id string, reason runtime.BootReason) error {
+			if reason == runtime.BootHandoff && failed.CompareAndSwap(false, true) {
+				return errors.New("fault: the successor dies before its first commit")
+			}
+			return nil
+		}}
+	})
+	id := e.start("v1").SessionID
+	e.send(id, deliver("hello"))
+	e.waitOutput(id, "hello")
+	e.send(id, stamped("trigger", "v2", "on v2"))
+	evs := e.waitOutput(id, "on v2")
+	if !failed.Load() {
+		t.Fatal("the fault never fired")
+	}
+	if n, m := count(evs, wire.EventHandoffStarted), count(evs, wire.EventHandoffCompleted); n != 1 || m != 1 {
+		t.Fatalf("handoff.started × %d, handoff.completed × %d: %v", n, m, kinds(evs))
+	}
+	if i, j := index(evs, isKind(wire.EventHandoffCompleted)), index(evs, isApplied("trigger")); i < 0 || j < i {
+		t.Fatalf("handoff.completed at %d, the trigger applied at %d: %v", i, j, kinds(evs))
+	}
+	checkStream(t, evs)
+	if got := countApplied(evs)["trigger"]; got != 1 {
+		t.Fatalf("trigger applied %d times", got)
+	}
+	cur, _ := e.session(id)
+	if h := cur.Record.Handoff; h == nil || h.Step != "confirmed" {
+		t.Fatalf("record's handoff outcome after the recovery's commit: %+v", h)
 	}
 }

@@ -54,6 +54,9 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 		return false, err
 	}
 	o.faults.afterClaim(id)
+	if s.arrival != nil {
+		reason = runtime.BootHandoff
+	}
 	o.spawn(s, reason)
 	return true, nil
 }
@@ -109,6 +112,12 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	}
 	s.prev, s.hist = cur.Record.Consumer, hist
 	s.outbox = d.outbox // boot re-publishes it as committed, stamps and all
+	if h := handoff.Unconfirmed(cur.Record); h != nil {
+		// A handoff successor that died before its first commit: this run
+		// records handoff.started/completed in its boot commit instead.
+		s.arrival = &runtime.HandoffInfo{ID: h.ID, From: h.From, Epoch: rec.Epoch,
+			Trigger: runtime.Ref{Seq: h.TriggerSeq, ID: h.TriggerCommandID}}
+	}
 	return s, nil
 }
 

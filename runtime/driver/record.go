@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -34,7 +35,7 @@ func (s *session) record(ctx context.Context, snap runtime.Snapshot) (kv.Session
 	if err != nil {
 		return kv.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
 	}
-	rec := s.rec
+	rec := handoff.Confirm(s.rec) // this commit holds (or follows) the handoff's events
 	rec.State = stateOf(snap)
 	rec.Writer, rec.WriteCounter = snap.Writer.RunID, snap.Writer.Write
 	rec.UpdatedAt, rec.Checkpoint = now, cp
