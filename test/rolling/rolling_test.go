@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -296,7 +297,11 @@ func TestRollingUpgrade(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("green-1 holds no session when it is killed: the failover would prove nothing")
 	}
-	if err := green1.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	sig := syscall.SIGKILL
+	if os.Getenv("BATON_ROLLING_SIGQUIT") == "1" { // diagnostics: a goroutine dump instead of a silent death
+		sig = syscall.SIGQUIT
+	}
+	if err := green1.Cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	killAt := time.Now()
@@ -657,6 +662,7 @@ func (w *world) check(sessions []*session, followers []*follower) {
 		if len(lostHandoffEvents) > 0 {
 			t.Logf("KNOWN BUG (handoff events lost): %d sessions moved to green (record: handoff completed) but their candidate run never committed; no handoff.started/handoff.completed in their events: %v",
 				len(lostHandoffEvents), lostHandoffEvents)
+			t.Logf("e.g. %s: records:%s", lostHandoffEvents[0], w.explain(lostHandoffEvents[0]))
 		}
 	}()
 	runEpoch := map[string]uint64{}          // owner run → epoch
@@ -924,10 +930,17 @@ func (w *world) figures(sessions []*session, switchAt time.Time) {
 		}
 	}
 	slices.Sort(handoffAt)
-	t.Logf("sessions moved blue→green: %d (%d at their first green delivery, %d at a later one after handoff.skipped, %d HITL by admin move); skips by reason %v",
-		len(handoffAt), firstTry, later, moveCmd, skips)
+	moved := 0
+	for _, s := range sessions {
+		hist := w.records.history(s.id)
+		if len(hist) > 0 && hist[0].Rec.DeploymentID == "blue" && hist[len(hist)-1].Rec.DeploymentID == "green" {
+			moved++
+		}
+	}
+	t.Logf("sessions moved blue→green (records): %d of %d (%d at their first green delivery, %d at a later one after handoff.skipped, %d HITL by admin move); skips by reason %v; %d handoff.completed events",
+		moved, len(sessions), firstTry, later, moveCmd, skips, len(handoffAt))
 	if len(handoffAt) > 0 {
-		t.Logf("handoff after the switch: median %s, last %s; mean final epoch %.2f",
+		t.Logf("handoff.completed after the switch: median %s, last %s; mean final epoch %.2f",
 			handoffAt[len(handoffAt)/2].Round(time.Millisecond), handoffAt[len(handoffAt)-1].Round(time.Millisecond), float64(epochs)/float64(len(sessions)))
 	}
 }
