@@ -26,9 +26,26 @@ var (
 // once and returns the binary's path.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	return build(t, pkg, true)
+}
+
+// BuildNoRace compiles pkg once without the race detector, for tests that run
+// many processes where the processes' speed matters more than their own race
+// checks (the test binary itself still runs with -race).
+func BuildNoRace(t testing.TB, pkg string) string {
+	t.Helper()
+	return build(t, pkg, false)
+}
+
+func build(t testing.TB, pkg string, race bool) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := built[pkg]; ok {
+	key := pkg
+	if !race {
+		key += " norace"
+	}
+	if p, ok := built[key]; ok {
 		return p
 	}
 	if dir == "" {
@@ -39,11 +56,16 @@ func Build(t testing.TB, pkg string) string {
 		dir = d
 	}
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-race", "-o", out, pkg)
+	args := []string{"build", "-race", "-o", out, pkg}
+	if !race {
+		out += "-norace"
+		args = []string{"build", "-o", out, pkg}
+	}
+	cmd := exec.Command("go", args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
-	built[pkg] = out
+	built[key] = out
 	return out
 }
 
