@@ -58,6 +58,7 @@ type Command struct {
 	TaskError  string          `json:"taskError,omitempty"`  // task.result
 	TimerID    string          `json:"timerId,omitempty"`    // timeout
 	Target     string          `json:"target,omitempty"`     // move: deployment ID
+	Force      bool            `json:"force,omitempty"`      // move: cancel waits that keep it (operator, retired source)
 
 	// Rejected is set by the driver when the wire payload could not be
 	// decoded (for example a newer wire version). The machine records a

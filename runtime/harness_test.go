@@ -116,7 +116,7 @@ func (h *harness) recv(args map[string]string) ([]runtime.Effect, error) {
 		Seq: seq, ID: args["_1"], Kind: runtime.Kind(args["_2"]), Mode: runtime.Mode(args["mode"]),
 		Caller: args["caller"], Deployment: or(args["dep"], h.cfg.Deployment), Text: args["text"],
 		RequestID: args["req"], AttemptID: args["attempt"], AuthResult: args["result"],
-		TaskID: args["task"], TimerID: args["timer"], Target: args["target"], Rejected: args["rejected"],
+		TaskID: args["task"], TimerID: args["timer"], Target: args["target"], Force: args["force"] == "true", Rejected: args["rejected"],
 	}
 	if v, ok := args["value"]; ok {
 		c.Value = []byte(strconv.Quote(v))

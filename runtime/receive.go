@@ -113,12 +113,35 @@ func (m *Machine) decide(c Command) ([]Effect, bool) {
 		return nil, false
 	}
 	if r := m.IdleReason(); r != "" {
+		if c.Kind == KindMove && c.Force && isWait(r) {
+			return m.forceMove(c, target), true
+		}
 		m.skips[c.Seq] = r
 		return nil, false
 	}
 	m.enqueue(c)
 	m.handoff = &c
 	return []Effect{Handoff{Trigger: c, Target: target}}, true
+}
+
+// isWait: the skip reasons a forced move overrides — waits, which it
+// cancels. A running step, a queue or a pause still skip.
+func isWait(reason string) bool {
+	return reason == SkipInput || reason == SkipAuthorization || reason == SkipTask
+}
+
+// forceMove is an operator's forced move (allowed by the ingress only for a
+// retired source) of a session kept only by its waits: each wait is
+// cancelled (wait.cancelled, and the turn it parked: turn.cancelled), that
+// is committed, and then the handoff runs with the move as its trigger. No
+// live wait crosses deployments silently.
+func (m *Machine) forceMove(c Command, target string) []Effect {
+	m.cancelTurn()
+	m.cancelTasks()
+	m.enqueue(c)
+	m.handoff = &c
+	m.st.after = append(m.st.after, Handoff{Trigger: c, Target: target})
+	return []Effect{m.flush()}
 }
 
 // handoffTarget returns the deployment a command asks to move to: only a

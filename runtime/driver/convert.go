@@ -27,7 +27,7 @@ func fromWire(seq uint64, c wire.Command) runtime.Command {
 	case c.Timeout != nil:
 		rc.TimerID = c.Timeout.TimerID
 	case c.Move != nil:
-		rc.Target = c.Move.DeploymentID
+		rc.Target, rc.Force = c.Move.DeploymentID, c.Move.Force
 	}
 	return rc
 }

@@ -142,3 +142,37 @@ func (e *env) startOn(process, deployment string) string {
 	})
 	return id
 }
+
+// A forced move of a session kept on its (live) owner only by a wait: the
+// owner cancels the wait (wait.cancelled on its own deployment, committed)
+// and hands the session off with the move as the trigger. A plain move of
+// the same session skips (reason input).
+func TestForcedMoveLiveOwner(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	e.owner("v2", "p2")
+	id := e.start("v1").SessionID
+	e.send(id, deliver("/ask name?"))
+	e.waitKind(id, wire.EventInputRequested, 1)
+	e.send(id, withDep("v2", move("v2")))
+	e.waitKind(id, wire.EventHandoffSkipped, 1)
+	mv := move("v2")
+	mv.Move.Force = true
+	e.send(id, withDep("v2", mv))
+	e.waitOwner(id, "v2")
+	evs := e.waitKind(id, wire.EventHandoffCompleted, 1)
+	checkStream(t, evs)
+	w := dataAll[wire.WaitCancelled](t, evs, wire.EventWaitCancelled)
+	i := index(evs, isKind(wire.EventWaitCancelled))
+	if len(w) != 1 || w[0].Wait != wire.WaitInput || evs[i].DeploymentID != "v1" || i > index(evs, isKind(wire.EventHandoffStarted)) {
+		t.Fatalf("wait.cancelled %+v at %d: want one input wait cancelled on v1 before the handoff; %v", w, i, kinds(evs))
+	}
+	e.send(id, withDep("v2", deliver("on v2")))
+	evs = e.waitOutput(id, "on v2")
+	for cid, n := range countApplied(evs) {
+		if n != 1 {
+			t.Fatalf("%s applied %d times", cid, n)
+		}
+	}
+}
