@@ -222,8 +222,16 @@ func (o *Owner) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := o.cfg.Store.ReleaseLease(ctx, o.cfg.ProcessID, rev); err != nil {
-		o.log.Debug("release lease", "err", err)
+	err := o.cfg.Store.ReleaseLease(ctx, o.cfg.ProcessID, rev)
+	if errors.Is(err, kv.ErrConflict) {
+		// A renewal landed while its reply was lost: this run's view of the
+		// revision is stale. Release at the current one if it is still ours.
+		if cur, crev, gerr := o.cfg.Store.GetLease(ctx, o.cfg.ProcessID); gerr == nil && cur.Instance == o.instance && cur.Holder == "" {
+			err = o.cfg.Store.ReleaseLease(ctx, o.cfg.ProcessID, crev)
+		}
+	}
+	if err != nil {
+		o.log.Warn("lease not released; peers adopt after its TTL", "err", err)
 		return
 	}
 	o.log.Info("lease released")

@@ -705,6 +705,13 @@ func (o *Owner) restartLater(id string, ran time.Duration) {
 		}
 		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeRestart})
 		o.log.Info("restarted a failed session", "session", id, "outcome", rep.Outcome, "error", rep.Error)
+		if rep.Outcome == WakeElsewhere || rep.Outcome == WakeMissing {
+			// It runs elsewhere now (a handoff that completed after all):
+			// this process's index entry is stale.
+			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
+				o.log.Debug("remove stale index entry", "session", id, "err", err)
+			}
+		}
 	})
 }
 
