@@ -28,7 +28,7 @@ import (
 // owner cancels the pending wait with a recorded wait.cancelled and hands
 // off). Owners do not act on move.force yet (docs/api.md, "Pending"): flip
 // this when they do; moveWaitingForced then asserts the forced path.
-const forceHonoured = false
+const forceHonoured = true
 
 // Known product bugs this test runs into (reported with issue 9). Each
 // switch tolerates exactly the bug's signature, logged as KNOWN BUG; set it
@@ -40,13 +40,13 @@ const (
 	// restartLater reloads it — loses handoff.started/handoff.completed: the
 	// next claim boots without BootHandoff, and the events were only in the
 	// dead run's memory.
-	knownBugHandoffEventsLost = true
+	knownBugHandoffEventsLost = false
 	// knownBugLeaseNotReleased: an owner whose view of its own lease
 	// revision went stale (a renewal that landed while its reply was lost,
 	// e.g. while a NATS node restarted) fails to release the lease on
 	// SIGTERM ("release lease … revision conflict", logged at debug only),
 	// so its peers wait for the TTL instead of adopting at once.
-	knownBugLeaseNotReleased = true
+	knownBugLeaseNotReleased = false
 	// knownBugStaleSourceIndex: a source whose handoff transaction ends
 	// unresolved (a leader read failing after a revision conflict, e.g.
 	// around a NATS node restart) stops the session with an error;
@@ -54,7 +54,7 @@ const (
 	// but nothing removes index.<process>.<session> from baton_owners — only
 	// the next lease acquisition's resumeIndex does. The runbook's "no
 	// index.blue-* key left" check then never passes while blue runs.
-	knownBugStaleSourceIndex = true
+	knownBugStaleSourceIndex = false
 )
 
 // The session kinds: what each session does on blue just before the switch.
