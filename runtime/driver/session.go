@@ -65,7 +65,7 @@ func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapsh
 		hib:   make(chan struct{}, 1),
 		app:   newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
-	s.hist = &history{obs: o.state}
+	s.hist = o.newHistory()
 	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens}
 	return s, nil
 }

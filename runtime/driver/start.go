@@ -208,7 +208,7 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 		return
 	}
 	var d decoded
-	hist := &history{obs: o.state}
+	hist := o.newHistory()
 	validate := func(cp []byte) error {
 		if o.faults.refuseActivation(id) {
 			return errors.New("fault: checkpoint refused")
