@@ -29,7 +29,12 @@ type Candidate struct {
 	// state version, history segments). An error refuses the activation
 	// before anything is written, so the source keeps the session.
 	Validate func(checkpoint []byte) error
-	Hooks    Hooks // fault injection (tests)
+	// BeforeClaim, if set, runs after validation and right before the
+	// claim CAS; an error ends the activation before anything is written
+	// (a store failure, not a refusal). The driver waits there for its
+	// index entry, written concurrently with the reads.
+	BeforeClaim func() error
+	Hooks       Hooks // fault injection (tests)
 }
 
 // Activation is the result of Activate.
@@ -109,13 +114,35 @@ func refuse(kind error, format string, args ...any) error {
 }
 
 type activator struct {
-	st     Store
-	req    ActivateRequest
-	c      Candidate
-	marker kv.Marker // the marker verify read
+	st        Store
+	req       ActivateRequest
+	c         Candidate
+	marker    kv.Marker // the marker verify read
+	markerRev uint64    // its revision
+	// markerRead is the leader read of the marker, started together with
+	// the record's load: it depends on the request alone.
+	markerRead chan markerResult
+}
+
+type markerResult struct {
+	m   kv.Marker
+	rev uint64
+	err error
 }
 
 func (a *activator) run(ctx context.Context) (Activation, error) {
+	// The record and the marker are read concurrently (two leader reads,
+	// one round trip): the request names both the handoff and the staged
+	// revision the marker must show, and the source sends the request only
+	// after both the stage and the marker exist. Reading the marker no
+	// later than the record changes nothing for safety: the claim CAS at
+	// the staged revision is the fence, and a marker can only go away
+	// after the record left that revision.
+	a.markerRead = make(chan markerResult, 1)
+	go func() {
+		m, rev, err := a.st.GetMarker(ctx, a.req.SessionID)
+		a.markerRead <- markerResult{m, rev, err}
+	}()
 	cur, replay, err := a.load(ctx)
 	if err != nil || replay != nil {
 		return deref(replay), err
@@ -125,6 +152,11 @@ func (a *activator) run(ctx context.Context) (Activation, error) {
 	}
 	if err := a.validate(cur); err != nil {
 		return Activation{}, err
+	}
+	if a.c.BeforeClaim != nil {
+		if err := a.c.BeforeClaim(); err != nil {
+			return Activation{}, fmt.Errorf("handoff: activation of %s: %w", a.req.SessionID, err)
+		}
 	}
 	act, err := a.claim(ctx, cur)
 	if err != nil || act.Replayed {
@@ -212,7 +244,13 @@ func (a *activator) verifyRecord(rec kv.SessionRecord) error {
 }
 
 func (a *activator) verifyMarker(ctx context.Context) error {
-	m, _, err := a.st.GetMarker(ctx, a.req.SessionID)
+	var r markerResult
+	select {
+	case r = <-a.markerRead:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	m, err := r.m, r.err
 	switch {
 	case errors.Is(err, kv.ErrNotFound):
 		return refuse(ErrNotStaged, "session %s has no handoff marker", a.req.SessionID)
@@ -223,7 +261,7 @@ func (a *activator) verifyMarker(ctx context.Context) error {
 	case m.Target != a.c.Deployment:
 		return refuse(ErrWrongTarget, "marker names target %q", m.Target)
 	}
-	a.marker = m
+	a.marker, a.markerRev = m, r.rev
 	return nil
 }
 
@@ -305,10 +343,12 @@ func (a *activator) settle(ctx context.Context, cur kv.Session, rec kv.SessionRe
 }
 
 // unmark removes the marker after the claim, best effort: a leftover one is
-// stale (the record is no longer staged) and Clean removes it.
+// stale (the record is no longer staged) and Clean removes it. It deletes
+// at the revision verify read, which named this handoff (one round trip;
+// a conflict means the source's clean-up was first).
 func (a *activator) unmark(ctx context.Context) error {
 	err := a.step(StepUnmark, func() error {
-		_ = unmark(ctx, a.st, a.req.SessionID, a.req.HandoffID)
+		_ = a.st.DeleteMarker(ctx, a.req.SessionID, a.markerRev)
 		return nil
 	})
 	var crash *crashError

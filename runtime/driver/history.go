@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
@@ -24,10 +25,13 @@ const segmentBytes = 8 << 10
 // unreferenced object.
 type history struct {
 	obs     jetstream.ObjectStore
+	cache   *segmentCache // the owner's segments (nil: none)
 	segs    []wire.BlobRef
 	covered int    // history entries in the segments
 	first   string // fingerprint of entry 0, to notice a rewritten history
 }
+
+func (o *Owner) newHistory() *history { return &history{obs: o.state, cache: o.segs} }
 
 // layout splits the full history into segments and an inline tail, sealing
 // the tail into a new segment when it grew past segmentBytes.
@@ -57,23 +61,40 @@ func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error 
 		return errors.New("driver: history segment needs the state object store")
 	}
 	if _, err := h.obs.GetInfo(ctx, ref.Digest); err == nil {
+		h.cache.add(ref, data)
 		return nil // content-addressed: already there
 	}
 	if _, err := h.obs.PutBytes(ctx, ref.Digest, data); err != nil {
 		return fmt.Errorf("driver: store history segment: %w", err)
 	}
+	h.cache.add(ref, data)
 	return nil
 }
 
 // load reads the segments back, verifying each digest, and restores the
 // layout so later commits keep them.
+//
+// Segments this owner wrote or read before come from its cache (they are
+// content-addressed and immutable, and were verified against their digest);
+// the others are fetched concurrently: each fetch is several round trips
+// (the object's info, then an ordered consumer for its chunks).
 func (h *history) load(ctx context.Context, segs []wire.BlobRef, tail []runtime.Entry) ([]runtime.Entry, error) {
-	var full []runtime.Entry
-	for _, ref := range segs {
-		part, err := h.segment(ctx, ref)
-		if err != nil {
-			return nil, err
+	parts := make([][]runtime.Entry, len(segs))
+	errs := make([]error, len(segs))
+	var wg sync.WaitGroup
+	for i, ref := range segs {
+		if data, ok := h.cache.get(ref); ok {
+			parts[i], errs[i] = decodeSegment(data)
+			continue
 		}
+		wg.Go(func() { parts[i], errs[i] = h.segment(ctx, ref) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var full []runtime.Entry
+	for _, part := range parts {
 		full = append(full, part...)
 	}
 	h.segs, h.covered = segs, len(full)
@@ -94,8 +115,55 @@ func (h *history) segment(ctx context.Context, ref wire.BlobRef) ([]runtime.Entr
 	if err := ref.Verify(data); err != nil {
 		return nil, err
 	}
+	h.cache.add(ref, data)
+	return decodeSegment(data)
+}
+
+func decodeSegment(data []byte) ([]runtime.Entry, error) {
 	var part []runtime.Entry
 	return part, json.Unmarshal(data, &part)
+}
+
+// segmentCacheSize bounds an owner's segment cache (× segmentBytes, ~8 MiB).
+const segmentCacheSize = 1024
+
+// segmentCache holds the history segments an owner wrote or read, by
+// digest, so a session that comes back (a handoff back, a reload) does not
+// fetch them again. Only data verified against its digest (read) or hashed
+// into it (written) is added; the oldest entry goes first.
+type segmentCache struct {
+	mu    sync.Mutex
+	data  map[string][]byte
+	order []string
+}
+
+func newSegmentCache() *segmentCache { return &segmentCache{data: map[string][]byte{}} }
+
+func (c *segmentCache) get(ref wire.BlobRef) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.data[ref.Digest]
+	return d, ok
+}
+
+func (c *segmentCache) add(ref wire.BlobRef, data []byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.data[ref.Digest]; ok {
+		return
+	}
+	if len(c.order) >= segmentCacheSize {
+		delete(c.data, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.data[ref.Digest] = data
+	c.order = append(c.order, ref.Digest)
 }
 
 func fingerprint(e runtime.Entry) string { return e.Role + "\x00" + e.Text }

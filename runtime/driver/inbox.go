@@ -62,14 +62,40 @@ func (ib *inbox) config(start uint64) jetstream.ConsumerConfig {
 // open (re)creates the consumer at start and starts delivering decoded
 // commands to out until the consumer is closed.
 func (ib *inbox) open(ctx context.Context, start uint64, out chan<- runtime.Command) error {
+	return ib.openAt(ctx, start, out, false)
+}
+
+// openFresh is open for a run's first consumer, whose name <id>-<epoch> is
+// new: the epoch was just claimed by this run's CAS, and no other run ever
+// uses it. It creates first and deletes only if the name exists after all
+// (a create with an identical configuration returns the existing consumer:
+// one that has delivered anything is not a fresh cursor), which saves the
+// delete's round trip on the way to the first step.
+func (ib *inbox) openFresh(ctx context.Context, start uint64, out chan<- runtime.Command) error {
+	return ib.openAt(ctx, start, out, true)
+}
+
+func (ib *inbox) openAt(ctx context.Context, start uint64, out chan<- runtime.Command, fresh bool) error {
 	ib.close()
 	stream := ib.names.InboxStream()
-	if err := ib.js.DeleteConsumer(ctx, stream, ib.name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("driver: delete consumer %s: %w", ib.name, err)
+	var cons jetstream.Consumer
+	if fresh {
+		c, err := ib.js.CreateConsumer(ctx, stream, ib.config(start))
+		if err == nil && unused(c) {
+			cons = c
+		} else if err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
+			return fmt.Errorf("driver: create consumer %s: %w", ib.name, err)
+		}
 	}
-	cons, err := ib.js.CreateConsumer(ctx, stream, ib.config(start))
-	if err != nil {
-		return fmt.Errorf("driver: create consumer %s: %w", ib.name, err)
+	if cons == nil {
+		if err := ib.js.DeleteConsumer(ctx, stream, ib.name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("driver: delete consumer %s: %w", ib.name, err)
+		}
+		c, err := ib.js.CreateConsumer(ctx, stream, ib.config(start))
+		if err != nil {
+			return fmt.Errorf("driver: create consumer %s: %w", ib.name, err)
+		}
+		cons = c
 	}
 	// A pull request that is lost (a consumer created just as its stream
 	// was born, a route flap) is only noticed by its expiry's heartbeat:
@@ -81,6 +107,14 @@ func (ib *inbox) open(ctx context.Context, start uint64, out chan<- runtime.Comm
 	ib.cons, ib.iter, ib.stop, ib.done, ib.lost = cons, iter, make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go ib.read(iter, out, ib.stop, ib.done, ib.lost)
 	return nil
+}
+
+// unused reports whether a consumer has never delivered a message (nor
+// has a client waiting on it): then it is the cursor a create would make.
+func unused(c jetstream.Consumer) bool {
+	i := c.CachedInfo()
+	return i != nil && i.Delivered.Consumer == 0 && i.AckFloor.Consumer == 0 && i.NumAckPending == 0 &&
+		i.NumRedelivered == 0 && i.NumWaiting == 0
 }
 
 func (ib *inbox) read(iter jetstream.MessagesContext, out chan<- runtime.Command, stop, done chan struct{}, lost chan<- error) {

@@ -76,7 +76,7 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("driver: session %s checkpoint: %w", cur.Record.SessionID, err)
 	}
-	hist := &history{obs: o.state}
+	hist := o.newHistory()
 	if d.snap.History, err = hist.load(ctx, d.segments, d.snap.History); err != nil {
 		return nil, fmt.Errorf("driver: session %s history: %w", cur.Record.SessionID, err)
 	}

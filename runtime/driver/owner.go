@@ -253,7 +253,8 @@ type Owner struct {
 	bg       sync.WaitGroup  // adoption, wake and restart goroutines
 	ctx      context.Context // the serving context of the current lease period
 	state    jetstream.ObjectStore
-	txn      *handoff.Txn // nil: handoff disabled
+	segs     *segmentCache // history segments written or read (history.go)
+	txn      *handoff.Txn  // nil: handoff disabled
 
 	lease    leaseState
 	peers    peerSet
@@ -300,7 +301,7 @@ func New(cfg Config) (*Owner, error) {
 		cfg: cfg, faults: cfg.Faults, born: time.Now(),
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
-		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}),
+		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}), segs: newSegmentCache(),
 	}
 	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
 	if err != nil {

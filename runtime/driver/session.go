@@ -66,7 +66,7 @@ func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapsh
 		hib:   make(chan struct{}, 1),
 		app:   newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
-	s.hist = &history{obs: o.state}
+	s.hist = o.newHistory()
 	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens, lag: o.metrics.inboxLag}
 	return s, nil
 }
@@ -77,13 +77,21 @@ func (s *session) run(ctx context.Context, reason runtime.BootReason) error {
 	if !s.o.leaseValid() {
 		return ErrFenced
 	}
-	if err := s.inbox.open(ctx, s.m.Snapshot().Applied.Next, s.cmds); err != nil {
+	if err := s.inbox.openFresh(ctx, s.m.Snapshot().Applied.Next, s.cmds); err != nil {
 		return err
 	}
 	if err := s.o.faults.afterConsumer(s.id, reason); err != nil {
 		return err
 	}
-	s.deletePredecessor(ctx)
+	// Off the path to the first step: the predecessor's consumer is only a
+	// cursor (its reader stopped before the handoff or died with its
+	// process), and it expires by its inactivity threshold if this fails.
+	// It runs in the serving context, so a run that ends at once (handed on
+	// again) does not abandon it.
+	if prev := s.prev; prev != "" && prev != s.inbox.name {
+		sctx := s.o.servingCtx()
+		s.o.goBG(sctx, func() { s.deletePredecessor(sctx, prev) })
+	}
 	bootOutbox := s.outbox
 	if err := s.handle(ctx, runtime.Boot{Now: s.o.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption}); err != nil {
 		return err
@@ -175,11 +183,7 @@ func (s *session) shutdown() {
 	s.inbox.close()
 }
 
-func (s *session) deletePredecessor(ctx context.Context) {
-	prev := s.prev
-	if prev == "" || prev == s.inbox.name {
-		return
-	}
+func (s *session) deletePredecessor(ctx context.Context, prev string) {
 	if err := s.o.cfg.JS.DeleteConsumer(ctx, s.o.cfg.Names.InboxStream(), prev); err == nil {
 		s.log.Debug("deleted predecessor consumer", "consumer", prev)
 	}

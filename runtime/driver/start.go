@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
@@ -203,12 +204,14 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 		return
 	}
 	defer o.endLoad(id)
-	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
-		unavailable(err)
-		return
-	}
+	// The index entry must exist before the claim (a crash right after it
+	// is recovered from the index); it is written while Activate reads,
+	// and the claim waits for it (BeforeClaim).
+	indexed := make(chan error, 1)
+	go func() { indexed <- o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id) }()
+	waitIndex := sync.OnceValue(func() error { return <-indexed })
 	var d decoded
-	hist := &history{obs: o.state}
+	hist := o.newHistory()
 	validate := func(cp []byte) error {
 		if o.faults.refuseActivation(id) {
 			return errors.New("fault: checkpoint refused")
@@ -226,7 +229,9 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 	act, err := handoff.Activate(ctx, o.cfg.Store, req.Activate(), handoff.Candidate{
 		Deployment: o.cfg.Deployment, ProcessID: o.cfg.ProcessID, RunID: newID(),
 		WireV: wire.CurrentVersion, Validate: validate, Hooks: o.faults.handoffCandidate(),
+		BeforeClaim: waitIndex,
 	})
+	_ = waitIndex() // settled before a refusal removes the entry
 	respond(handoff.Reply(req, act, err))
 	switch {
 	case err == nil && !act.Replayed:
