@@ -1464,6 +1464,11 @@ func (f *full) checkAll(ctx context.Context) []error {
 	expiry := f.cutAt.Add(f.f.leaseTTL)
 	var lastDuring time.Duration
 	stepsDuring := 0
+	perProc := map[string]int{}
+	for _, o := range f.exec.all() {
+		perProc[o.process]++
+	}
+	log.Printf("exec logs tailed: %v step lines per process", perProc)
 	for _, o := range f.exec.all() {
 		if o.process != "green-1" || o.by.Before(f.cutAt) || o.notBefore.After(f.reconnectAt) {
 			continue
