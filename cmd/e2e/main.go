@@ -6,6 +6,9 @@
 // checks that the streams and buckets are R3 and that the channel-service
 // NATS user can use the ingress service and nothing else. It talks to a
 // running stack only; `go test ./...` never runs it.
+//
+// With -scenario full (`make e2e`) it runs the whole rolling upgrade under
+// traffic and faults instead; see full.go.
 package main
 
 import (
@@ -47,12 +50,27 @@ func main() {
 	flag.IntVar(&c.sessions, "sessions", 5, "sessions to move from blue to green")
 	flag.IntVar(&c.replicas, "replicas", 3, "replicas every stream and bucket must have (0: skip the check)")
 	flag.DurationVar(&c.timeout, "timeout", 3*time.Minute, "bound on the whole run, readiness included")
+	scenario := flag.String("scenario", "smoke", "smoke (make e2e-smoke) or full (make e2e; needs COMPOSE and the e2e override)")
+	var fc fullConfig
+	flag.StringVar(&fc.adminTokenFile, "admin-token-file", "deploy/e2e/admin-token", "full: the ingresses' admin token file")
+	flag.StringVar(&fc.execLogDir, "exec-log-dir", "build/e2e-logs", "full: host directory of the owners' --exec-log files (<process>.jsonl)")
+	flag.DurationVar(&fc.leaseTTL, "lease-ttl", 2*time.Second, "full: the owners' --lease-ttl")
+	flag.DurationVar(&fc.blueTraffic, "blue-traffic", 15*time.Second, "full: how long traffic goes through blue's ingress before it moves to green's")
+	flag.IntVar(&fc.sseStreams, "sse", 5, "full: SSE streams followed on green's ingress from seq 0")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	log.SetPrefix("e2e: ")
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	start := time.Now()
+	run := run
+	switch *scenario {
+	case "smoke":
+	case "full":
+		run = func(ctx context.Context, c config) error { return runFull(ctx, c, fc) }
+	default:
+		log.Fatalf("unknown -scenario %q", *scenario)
+	}
 	if err := run(ctx, c); err != nil {
 		log.Printf("FAIL after %v: %v", time.Since(start).Round(time.Millisecond), err)
 		os.Exit(1)
@@ -256,6 +274,7 @@ type status struct {
 	Epoch        uint64 `json:"epoch"`
 	State        string `json:"state"`
 	Idle         bool   `json:"idle"`
+	QueueDepth   int    `json:"queueDepth"`
 }
 
 type event struct {
