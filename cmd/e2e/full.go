@@ -744,8 +744,12 @@ func (f *full) retireAndStopBlue(ctx context.Context) error {
 	log.Printf("%s forced moves with the blue owners running: %d of %d hitl sessions moved in %v, %d still on blue",
 		f.since(), len(hitl)-len(notMoved), len(hitl), time.Since(t0).Round(100*time.Millisecond), len(notMoved))
 	if len(notMoved) > 0 {
-		f.note("a forced move applied by a LIVE blue owner obeys the idle rule (handoff.skipped, reason input): %d of %d hitl sessions stayed on blue; "+
-			"they were force-moved again after the blue owners stopped (adoption with force)", len(notMoved), len(hitl))
+		// A live owner cancels the waits and hands off (wait.cancelled on
+		// blue); give a loaded machine more time before failing.
+		if notMoved = f.waitOn(ctx, notMoved, f.c.greenID, 45*time.Second); len(notMoved) > 0 {
+			return fmt.Errorf("%d of %d hitl sessions not on green 45 s after a forced move with their blue owner live (e.g. %s)",
+				len(notMoved), len(hitl), notMoved[0].id)
+		}
 	}
 
 	// SIGTERM both blue owners: each drains and exits 0.
