@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -285,22 +284,13 @@ func (o *Owner) capLoop(ctx context.Context) {
 
 // inboxSweepLoop runs the inbox sweeper every InboxSweepInterval (±10 %).
 func (o *Owner) inboxSweepLoop(ctx context.Context) {
-	if o.cfg.InboxSweepInterval <= 0 {
-		return
-	}
-	for {
-		d := o.cfg.InboxSweepInterval
-		d += time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
-		sleep(ctx, d)
-		if ctx.Err() != nil {
-			return
-		}
+	jittered(ctx, o.cfg.InboxSweepInterval, func() {
 		if n, err := o.sweepInbox(ctx); err != nil {
 			o.log.Debug("inbox sweep", "err", err)
 		} else if n > 0 {
 			o.log.Info("inbox sweep woke hibernated sessions", "sessions", n)
 		}
-	}
+	})
 }
 
 // sweepInbox lists the inbox subjects that hold messages (processed

@@ -8,20 +8,25 @@ import (
 	"github.com/baton-rt/baton/kv"
 )
 
-// sweepLoop runs the orphan sweeper every SweepInterval (±10 % jitter, so
-// the pool's sweeps do not line up).
+// sweepLoop runs the orphan sweeper every SweepInterval (±10 %, so the
+// pool's sweeps do not line up).
 func (o *Owner) sweepLoop(ctx context.Context) {
-	if o.cfg.SweepInterval <= 0 {
+	jittered(ctx, o.cfg.SweepInterval, func() { o.sweep(ctx) })
+}
+
+// jittered calls f every interval ±10 % until ctx ends (never if interval
+// is not positive).
+func jittered(ctx context.Context, interval time.Duration, f func()) {
+	if interval <= 0 {
 		return
 	}
 	for {
-		d := o.cfg.SweepInterval
-		d += time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
+		d := interval + time.Duration(rand.Int64N(int64(interval)/5+1)) - interval/10
 		sleep(ctx, d)
 		if ctx.Err() != nil {
 			return
 		}
-		o.sweep(ctx)
+		f()
 	}
 }
 
