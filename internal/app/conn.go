@@ -15,6 +15,13 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
+		// A connection whose peer vanished (a network partition: no RST,
+		// no FIN) is only noticed by missed pings. The library's default
+		// (every 2 min, 2 outstanding) keeps a dead connection for minutes,
+		// so an owner cut off and reconnected would stay fenced that long;
+		// here it reconnects within about 3 × pingInterval.
+		nats.PingInterval(pingInterval),
+		nats.MaxPingsOutstanding(2),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", KeyErr, err)
@@ -29,3 +36,7 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 	}
 	return nc, nil
 }
+
+// pingInterval paces client pings: about the lease TTL, so a partitioned
+// connection is replaced soon after the lease it held expired.
+const pingInterval = 2 * time.Second
