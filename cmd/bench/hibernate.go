@@ -103,6 +103,13 @@ func benchHeld(ctx context.Context, e *env, r *bench.Reporter) error {
 	if err != nil {
 		return err
 	}
+	// Consumers left by earlier suites on this server (their rigs stop
+	// without hibernating) are not this figure's: count from here.
+	before, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	others := before.State.Consumers
 	var peak atomic.Int64
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
@@ -113,8 +120,8 @@ func benchHeld(ctx context.Context, e *env, r *bench.Reporter) error {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			if info, err := stream.Info(ctx); err == nil && int64(info.State.Consumers) > peak.Load() {
-				peak.Store(int64(info.State.Consumers))
+			if info, err := stream.Info(ctx); err == nil && int64(info.State.Consumers-others) > peak.Load() {
+				peak.Store(int64(info.State.Consumers - others))
 			}
 		}
 	})
@@ -160,7 +167,8 @@ func benchHeld(ctx context.Context, e *env, r *bench.Reporter) error {
 	}
 	r.Latencies("sessions_held", samples, elapsed, bench.Baseline("consumer_create"),
 		bench.Field("sessions", n), bench.Field("loaded_now", len(rig.owner.Loaded())),
-		bench.Field("consumers_now", info.State.Consumers), bench.Field("consumers_peak", peak.Load()),
+		bench.Field("consumers_now", info.State.Consumers-others), bench.Field("consumers_peak", peak.Load()),
+		bench.Field("other_suites_consumers", others),
 		bench.Field("max_loaded", maxLoaded), bench.Field("rss_mib", rssMiB()))
 	return nil
 }
