@@ -405,6 +405,7 @@ func TestOwnerMetrics(t *testing.T) {
 	e.send(id, deliver("again"))
 	e.wake("v1", id)
 	e.waitOutput(id, "again")
+	e.start("v1") // another session, left to hibernate
 	e.eventually(wait, "the metrics", func() bool {
 		got := gather(t, reg)
 		return got[`baton_owner_step_seconds{outcome="done"}`] >= 2 &&
@@ -412,7 +413,8 @@ func TestOwnerMetrics(t *testing.T) {
 			got["baton_owner_hibernations_total"] >= 1 &&
 			got[`baton_owner_wakes_total{outcome="loaded",source="ingress"}`] >= 1 &&
 			got[`baton_owner_lease_renewals_total{result="ok"}`] >= 1 &&
-			got["baton_owner_sessions_loaded"] <= 1
+			got["baton_owner_sessions_loaded"] <= 1 &&
+			got["baton_owner_sessions_hibernated"] >= 1 // set by the orphan sweep (1 s here)
 	})
 }
 

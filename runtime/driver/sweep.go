@@ -49,12 +49,17 @@ func (o *Owner) sweep(ctx context.Context) {
 		return
 	}
 	orphans := map[string][]string{}
+	hibernated := 0
+	defer func() { o.metrics.hibernatedG.Set(float64(hibernated)) }()
 	for _, id := range ids {
 		cur, err := o.cfg.Store.GetSession(ctx, id)
 		if err != nil {
 			continue
 		}
 		r := cur.Record
+		if r.DeploymentID == o.cfg.Deployment && r.State == kv.StateHibernated {
+			hibernated++
+		}
 		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {
 			continue
 		}
