@@ -38,7 +38,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", driver.DefaultSweepInterval, "how often the pool's sweeper looks for active sessions whose owner process has no live lease")
 	fs.DurationVar(&cfg.TaskAckWait, "task-ack-wait", driver.DefaultTaskAckWait, "a background task whose runner stopped signalling progress for this long runs again on another owner process (≥ 1s)")
 	fs.DurationVar(&cfg.HibernateAfter, "hibernate-after", driver.DefaultHibernateAfter, "a quiet session (no step running; it may await input) hibernates after this long without activity: its consumer is deleted and it leaves memory until a command wakes it (negative: never)")
-	fs.IntVar(&cfg.MaxLoaded, "max-loaded", 2000, "most sessions (and inbox consumers) this process runs at once; beyond it the least recently active quiet sessions hibernate early (0: no cap)")
+	fs.IntVar(&cfg.MaxLoaded, "max-loaded", 2000, "most sessions (and inbox consumers) this process runs at once; at the cap, a new load makes the least recently active quiet sessions hibernate early (0: no cap)")
 	fs.DurationVar(&cfg.InboxSweepInterval, "inbox-sweep-interval", driver.DefaultInboxSweepInterval, "how often the pool looks for hibernated sessions with unprocessed commands (a lost wake, a fired timer); at most 5s")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT: stop taking work, let running steps finish and commit, hibernate every session and release the lease, for at most this long (0: stop at once; a second signal aborts)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus /metrics, /healthz and /readyz on this address (empty: off)")

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -680,13 +679,9 @@ func (e *env) watchRecord(id string) func() []sessionWrite {
 			if u == nil {
 				continue
 			}
-			sw := sessionWrite{revision: u.Revision(), deleted: u.Operation() != jetstream.KeyValuePut}
-			if !sw.deleted {
-				var rec kv.SessionRecord
-				if err := json.Unmarshal(u.Value(), &rec); err != nil {
-					continue
-				}
-				sw.epoch, sw.run, sw.dep = rec.Epoch, rec.OwnerRunID, rec.DeploymentID
+			sw, ok := toSessionWrite(u)
+			if !ok {
+				continue
 			}
 			mu.Lock()
 			out = append(out, sw)

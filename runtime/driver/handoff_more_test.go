@@ -233,13 +233,9 @@ func TestHandoffConcurrentSessions(t *testing.T) {
 			if u == nil {
 				continue
 			}
-			sw := sessionWrite{revision: u.Revision(), deleted: u.Operation() != jetstream.KeyValuePut}
-			if !sw.deleted {
-				var rec kv.SessionRecord
-				if err := json.Unmarshal(u.Value(), &rec); err != nil {
-					continue
-				}
-				sw.epoch, sw.run, sw.dep = rec.Epoch, rec.OwnerRunID, rec.DeploymentID
+			sw, ok := toSessionWrite(u)
+			if !ok {
+				continue
 			}
 			mu.Lock()
 			writes[u.Key()] = append(writes[u.Key()], sw)
@@ -433,4 +429,18 @@ func TestHandoffEventsSurviveSuccessorDeath(t *testing.T) {
 	if h := cur.Record.Handoff; h == nil || h.Step != "confirmed" {
 		t.Fatalf("record's handoff outcome after the recovery's commit: %+v", h)
 	}
+}
+
+// toSessionWrite decodes one update of a session-record watch; false for an
+// undecodable value.
+func toSessionWrite(u jetstream.KeyValueEntry) (sessionWrite, bool) {
+	sw := sessionWrite{revision: u.Revision(), deleted: u.Operation() != jetstream.KeyValuePut}
+	if !sw.deleted {
+		var rec kv.SessionRecord
+		if err := json.Unmarshal(u.Value(), &rec); err != nil {
+			return sw, false
+		}
+		sw.epoch, sw.run, sw.dep = rec.Epoch, rec.OwnerRunID, rec.DeploymentID
+	}
+	return sw, true
 }

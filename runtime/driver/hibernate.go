@@ -1,12 +1,12 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
@@ -243,7 +243,7 @@ func (o *Owner) leastActive(n int) []*loaded {
 			all = append(all, l)
 		}
 	}
-	slices.SortFunc(all, func(a, b *loaded) int { return int(a.s.active.Load() - b.s.active.Load()) })
+	slices.SortFunc(all, func(a, b *loaded) int { return cmp.Compare(a.s.active.Load(), b.s.active.Load()) })
 	return all[:min(n, len(all))]
 }
 
@@ -252,33 +252,6 @@ func (l *loaded) askHibernate() {
 	select {
 	case l.s.hib <- struct{}{}:
 	default:
-	}
-}
-
-// capLoop enforces the cap on its own too: sessions loaded past it (a new
-// session is never refused) are hibernated early, least recently active
-// first.
-func (o *Owner) capLoop(ctx context.Context) {
-	if o.cfg.MaxLoaded <= 0 {
-		return
-	}
-	t := time.NewTicker(o.cfg.TickInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		o.mu.Lock()
-		var victims []*loaded
-		if n := len(o.sessions) - o.cfg.MaxLoaded; n > 0 {
-			victims = o.leastActive(n)
-		}
-		o.mu.Unlock()
-		for _, l := range victims {
-			l.askHibernate()
-		}
 	}
 }
 
@@ -308,34 +281,28 @@ func (o *Owner) sweepInbox(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	prefix := o.cfg.Names.Inbox("")
-	seen := map[string]bool{}
+	woken := map[string]bool{}
 	var wake []string
 	for subj := range info.State.Subjects {
 		tok := strings.TrimPrefix(subj, prefix)
 		h, _, err := o.cfg.Store.GetHook(ctx, tok)
-		if err != nil || h.Tombstone || seen[h.SessionID] || o.isLoaded(h.SessionID) {
+		if err != nil || h.Tombstone || woken[h.SessionID] || o.isLoaded(h.SessionID) {
 			continue
 		}
-		seen[h.SessionID] = true
+		// Per token: a session's command may be on any of its addresses.
 		if o.hibernatedWithWork(ctx, h.SessionID, tok) {
+			woken[h.SessionID] = true
 			wake = append(wake, h.SessionID)
 		}
 	}
 	o.metrics.found("inbox", len(wake))
 	// To the pool's queue group, so the loads spread over its processes;
 	// a few at a time, each waiting for its reply (back-pressure).
-	sem := make(chan struct{}, sweepWakes)
-	var wg sync.WaitGroup
-	for _, id := range wake {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if rep, err := o.requestWake(ctx, WakeRequest{SessionID: id, Source: WakeSweeper}); err != nil || rep.Error != nil {
-				o.log.Debug("inbox sweep: wake", "session", id, "err", err, "reply", rep.Error)
-			}
-		})
-	}
-	wg.Wait()
+	eachBounded(ctx, wake, sweepWakes, func(id string) {
+		if rep, err := o.requestWake(ctx, WakeRequest{SessionID: id, Source: WakeSweeper}); err != nil || rep.Error != nil {
+			o.log.Debug("inbox sweep: wake", "session", id, "err", err, "reply", rep.Error)
+		}
+	})
 	return len(wake), nil
 }
 

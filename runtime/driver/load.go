@@ -19,7 +19,7 @@ import (
 // the claim, so a crash in between leaves a harmless stale entry. A session
 // already running (or being claimed) here is left alone.
 func (o *Owner) Load(ctx context.Context, id string, reason runtime.BootReason) error {
-	_, err := o.load(ctx, id, reason, nil)
+	_, err := o.load(ctx, id, reason, nil, nil)
 	return err
 }
 
@@ -27,7 +27,9 @@ func (o *Owner) Load(ctx context.Context, id string, reason runtime.BootReason) 
 // record as the caller just read it from the leader (nil: read it here,
 // after the index entry); the claim is a CAS at its revision either way, so
 // a record that moved on meanwhile makes the claim conflict, never succeed.
-func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, seen *kv.Session) (bool, error) {
+// adopt, for BootAdopt only, takes a session of a retired deployment
+// (retired.go); its ID, source and epoch are filled in from the claim.
+func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, seen *kv.Session, adopt *runtime.AdoptInfo) (bool, error) {
 	if !o.leaseValid() {
 		return false, ErrFenced
 	}
@@ -43,8 +45,9 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	if err != nil {
 		return false, fmt.Errorf("driver: load %s: %w", id, err)
 	}
-	if cur.Record.DeploymentID != o.cfg.Deployment {
-		return false, fmt.Errorf("driver: session %s belongs to deployment %q", id, cur.Record.DeploymentID)
+	from := cur.Record.DeploymentID
+	if from != o.cfg.Deployment && adopt == nil {
+		return false, fmt.Errorf("driver: session %s belongs to deployment %q", id, from)
 	}
 	if !o.leaseValid() {
 		return false, ErrFenced
@@ -54,7 +57,13 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 		return false, err
 	}
 	o.faults.afterClaim(id)
-	if s.arrival != nil {
+	switch {
+	case adopt != nil:
+		a := *adopt
+		a.ID, a.From, a.Epoch = "adopt-"+s.runID, from, s.rec.Epoch
+		s.adoption, s.arrival, reason = &a, nil, runtime.BootAdopt
+		o.log.Info("adopted a session of a retired deployment", "session", id, "from", from, "epoch", a.Epoch, "force", a.Force)
+	case s.arrival != nil:
 		reason = runtime.BootHandoff
 	}
 	o.spawn(s, reason)

@@ -127,14 +127,12 @@ func (m *metrics) hibernated() {
 	m.mu.Unlock()
 }
 
-func (m *metrics) wake(source string) {
+// wake counts a wake request served, by source and outcome.
+func (m *metrics) wake(source, outcome string) {
+	m.wakes.WithLabelValues(source, outcome).Inc()
 	m.mu.Lock()
 	m.stats.Wakes[source]++
 	m.mu.Unlock()
-}
-
-func (m *metrics) woke(source, outcome string) {
-	m.wakes.WithLabelValues(source, outcome).Inc()
 }
 
 func (m *metrics) found(sweeper string, n int) {

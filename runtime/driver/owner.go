@@ -78,9 +78,9 @@ type Config struct {
 	// MaxLoaded).
 	HibernateAfter time.Duration
 	// MaxLoaded caps the sessions running in this process, and so its inbox
-	// consumers (0: no cap). Beyond it the least recently active quiet
-	// sessions hibernate early; a load waits briefly for room and fails
-	// with ErrAtCapacity when none is made.
+	// consumers (0: no cap). At the cap, a load asks the least recently
+	// active quiet sessions to hibernate early and waits briefly for room;
+	// it fails with ErrAtCapacity when none is made.
 	MaxLoaded int
 	// InboxSweepInterval paces the inbox sweeper, which wakes hibernated
 	// sessions of this deployment holding unprocessed commands (default
@@ -483,7 +483,6 @@ func (o *Owner) serve(parent context.Context) {
 	}
 	o.goBG(ctx, func() { o.sweepLoop(ctx) })
 	o.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
-	o.goBG(ctx, func() { o.capLoop(ctx) })
 	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment), "wake", o.cfg.Names.Wake(o.cfg.Deployment))
 	select {
 	case <-ctx.Done():
@@ -519,16 +518,7 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 	}
 	// A few at a time: a process resuming hundreds of sessions after a
 	// fence must not take a round trip chain per session in series.
-	sem := make(chan struct{}, resumeParallel)
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			o.resumeOne(ctx, id)
-		})
-	}
-	wg.Wait()
+	eachBounded(ctx, ids, resumeParallel, func(id string) { o.resumeOne(ctx, id) })
 	return nil
 }
 

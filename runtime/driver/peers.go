@@ -232,9 +232,21 @@ const (
 // wakeAll wakes every session, retrying each until it succeeds or ctx ends;
 // it reports whether all succeeded.
 func (o *Owner) wakeAll(ctx context.Context, dead string, ids []string) bool {
-	sem := make(chan struct{}, wakeParallel)
-	var wg sync.WaitGroup
 	var failed atomic.Int32
+	started := eachBounded(ctx, ids, wakeParallel, func(id string) {
+		if !o.wakeUntilDone(ctx, id, dead) {
+			failed.Add(1)
+		}
+	})
+	return started && failed.Load() == 0 && ctx.Err() == nil
+}
+
+// eachBounded runs f for each id, at most n at a time, and waits for them;
+// it stops starting new ones when ctx ends and then reports false.
+func eachBounded(ctx context.Context, ids []string, n int, f func(id string)) bool {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, id := range ids {
 		select {
 		case sem <- struct{}{}:
@@ -243,13 +255,10 @@ func (o *Owner) wakeAll(ctx context.Context, dead string, ids []string) bool {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if !o.wakeUntilDone(ctx, id, dead) {
-				failed.Add(1)
-			}
+			f(id)
 		})
 	}
-	wg.Wait()
-	return failed.Load() == 0 && ctx.Err() == nil
+	return true
 }
 
 func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {

@@ -91,22 +91,7 @@ func (o *Owner) adoptRetired(ctx context.Context, cur kv.Session) (bool, error) 
 			return false, ErrWaitsPending
 		}
 	}
-	if ok, err := o.reserve(ctx, id); !ok {
-		return false, err
-	}
-	defer o.endLoad(id)
-	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
-		return false, err
-	}
-	from := cur.Record.DeploymentID
-	s, err := o.claim(ctx, cur)
-	if err != nil {
-		return false, err
-	}
-	s.adoption = &runtime.AdoptInfo{ID: "adopt-" + s.runID, From: from, Epoch: s.rec.Epoch, Force: force}
-	o.spawn(s, runtime.BootAdopt)
-	o.log.Info("adopted a session of a retired deployment", "session", id, "from", from, "epoch", s.rec.Epoch, "force", force)
-	return true, nil
+	return o.load(ctx, id, runtime.BootAdopt, &cur, &runtime.AdoptInfo{Force: force})
 }
 
 // maxForcedScan bounds how many unprocessed commands forcedMove reads.

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,26 +88,24 @@ func (o *Owner) Wake(ctx context.Context, req WakeRequest) WakeReply {
 	if err := subjects.ValidateSessionID(req.SessionID); err != nil {
 		return WakeReply{SessionID: req.SessionID, Error: &ReplyError{Code: "bad_request", Message: err.Error()}}
 	}
-	// A claim that loses its CAS re-reads and decides again: a write that
-	// landed late (buffered across a reconnect) moves the revision without
-	// moving the ownership.
-	src := req.Source
-	if src == "" {
-		src = WakeOther
+	rep := o.wakeRetrying(ctx, req)
+	outcome := rep.Outcome
+	if rep.Error != nil {
+		outcome = "error"
 	}
-	o.metrics.wake(src)
+	o.metrics.wake(cmp.Or(req.Source, WakeOther), outcome)
+	return rep
+}
+
+// wakeRetrying is Wake's decision. A claim that loses its CAS re-reads and
+// decides again: a write that landed late (buffered across a reconnect)
+// moves the revision without moving the ownership.
+func (o *Owner) wakeRetrying(ctx context.Context, req WakeRequest) WakeReply {
 	for range 3 {
-		rep, conflict := o.wake(ctx, req)
-		if !conflict {
-			outcome := rep.Outcome
-			if rep.Error != nil {
-				outcome = "error"
-			}
-			o.metrics.woke(src, outcome)
+		if rep, conflict := o.wake(ctx, req); !conflict {
 			return rep
 		}
 	}
-	o.metrics.woke(src, "error")
 	return WakeReply{SessionID: req.SessionID, Error: &ReplyError{Code: "conflict", Message: "claim lost its CAS three times"}}
 }
 
@@ -136,19 +135,7 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 	owner := rec.OwnerProcess
 	if o.adoptable(ctx, rec) {
 		loaded, err := o.adoptRetired(ctx, cur)
-		switch {
-		case errors.Is(err, kv.ErrConflict):
-			return rep, true
-		case errors.Is(err, ErrWaitsPending):
-			return fail("waits_pending", err), false
-		case err != nil:
-			return fail("unavailable", err), false
-		case loaded:
-			rep.Outcome, rep.ProcessID = WakeLoaded, o.cfg.ProcessID
-		default:
-			rep.Outcome, rep.ProcessID = WakeRunning, o.cfg.ProcessID
-		}
-		return rep, false
+		return o.loadReply(rep, loaded, err)
 	}
 	if rec.DeploymentID != o.cfg.Deployment {
 		if rec.State == kv.StateHibernated && !req.Forwarded {
@@ -172,19 +159,29 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 		rep.Outcome, rep.ProcessID = WakeElsewhere, owner
 		return rep, false
 	}
-	loaded, err := o.load(ctx, id, runtime.BootRecover, &cur)
+	loaded, err := o.load(ctx, id, runtime.BootRecover, &cur, nil)
+	return o.loadReply(rep, loaded, err)
+}
+
+// loadReply turns the result of a claim into a wake's reply; the bool asks
+// Wake to decide again (the record moved on meanwhile).
+func (o *Owner) loadReply(rep WakeReply, loaded bool, err error) (WakeReply, bool) {
+	code := "unavailable"
 	switch {
-	case errors.Is(err, ErrAtCapacity):
-		return fail("at_capacity", err), false
 	case errors.Is(err, kv.ErrConflict):
-		return rep, true // the record moved on meanwhile: decide again
-	case err != nil:
-		return fail("unavailable", err), false
-	case loaded:
+		return rep, true
+	case errors.Is(err, ErrAtCapacity):
+		code = "at_capacity"
+	case errors.Is(err, ErrWaitsPending):
+		code = "waits_pending"
+	case err == nil && loaded:
 		rep.Outcome, rep.ProcessID = WakeLoaded, o.cfg.ProcessID
-	default:
+		return rep, false
+	case err == nil:
 		rep.Outcome, rep.ProcessID = WakeRunning, o.cfg.ProcessID
+		return rep, false
 	}
+	rep.Error = &ReplyError{Code: code, Message: err.Error()}
 	return rep, false
 }
 
