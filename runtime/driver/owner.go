@@ -483,6 +483,13 @@ func (o *Owner) serve(parent context.Context) {
 	}
 	o.goBG(ctx, func() { o.sweepLoop(ctx) })
 	o.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
+	// The subscriptions are registered with the server once a round trip
+	// has passed: only then is "serving" true for a requester on another
+	// connection (without it, a start right after the log line can meet
+	// "no responders").
+	if err := o.cfg.NC.FlushTimeout(5 * time.Second); err != nil {
+		o.log.Warn("flush after subscribing", "err", err)
+	}
 	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment), "wake", o.cfg.Names.Wake(o.cfg.Deployment))
 	select {
 	case <-ctx.Done():
