@@ -18,6 +18,7 @@ import (
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -72,7 +73,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	top, err := topology.Ensure(ctx, js, topology.Config{Names: cfg.Names, Replicas: cfg.Replicas})
+	top, err := ensureTopology(ctx, js, topology.Config{Names: cfg.Names, Replicas: cfg.Replicas}, log)
 	if err != nil {
 		return err
 	}
@@ -166,4 +167,32 @@ func serveMetrics(addr string, reg *prometheus.Registry, nc *nats.Conn, log *slo
 	}()
 	log.Info("owner metrics", "listen", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
+}
+
+// topologyWait bounds how long an owner retries creating the topology on a
+// cluster that is still forming ("no suitable peers for placement", no meta
+// leader yet).
+const topologyWait = time.Minute
+
+// ensureTopology is topology.Ensure, retried with backoff while the error
+// can pass (a cluster still forming); an incompatible existing resource is
+// final.
+func ensureTopology(ctx context.Context, js jetstream.JetStream, cfg topology.Config, log *slog.Logger) (*topology.Topology, error) {
+	var top *topology.Topology
+	op := func() error {
+		var err error
+		top, err = topology.Ensure(ctx, js, cfg)
+		var incompatible *topology.IncompatibleError
+		if errors.As(err, &incompatible) {
+			return backoff.Permanent(err)
+		}
+		if err != nil {
+			log.Warn("topology not ready; retrying", "err", err)
+		}
+		return err
+	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(5*time.Second),
+		backoff.WithMaxElapsedTime(topologyWait)), ctx)
+	return top, backoff.Retry(op, b)
 }
