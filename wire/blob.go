@@ -45,3 +45,10 @@ func (r BlobRef) Verify(b []byte) error {
 	}
 	return nil
 }
+
+// BlobName is the object-store name of a session's blob: agent state, event
+// content or a delivery's text stored out of line, "<sessionID>/<digest>",
+// so no two sessions share an object and a session's blobs list together.
+// (History segments keep their bare digest names, which older owners look
+// up.)
+func BlobName(sessionID string, ref BlobRef) string { return sessionID + "/" + ref.Digest }
