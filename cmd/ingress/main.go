@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/app"
@@ -20,27 +21,37 @@ func main() {
 	})
 }
 
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
+const about = `Serves the Baton ingress: the HTTP API (--listen) and the NATS micro service
+baton-ingress. It stamps every command it accepts with its --deployment-id and
+publishes it to the session's inbox; SIGTERM or SIGINT stops admission and
+ends open event streams (a second signal aborts).`
+
+func parseFlags(args []string) (Config, error) {
 	var cfg Config
 	fs := flag.NewFlagSet("ingress", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg.Register(fs, "nats://127.0.0.1:4222")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file with the bearer tokens accepted on /v1/ (one per line)")
 	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/ (one per line); without it the admin routes answer 403 admin_disabled")
 	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", ingress.DefaultMaxBodyBytes, "largest request body; larger is 413 too_large (capped below the server's max_payload)")
-	if err := fs.Parse(args); err != nil {
+	if err := app.ParseFlags(fs, args, about); err != nil {
 		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("%w: unexpected arguments %q", app.ErrUsage, fs.Args())
 	}
 	names, err := cfg.Validate()
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Names = names
+	if err := app.CheckAddr("--listen", cfg.Listen); err != nil {
+		return cfg, err
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		return cfg, fmt.Errorf("%w: --max-body-bytes %d: want a positive size", app.ErrUsage, cfg.MaxBodyBytes)
+	}
+	if strings.TrimSpace(cfg.NATSURL) == "" {
+		return cfg, fmt.Errorf("%w: --nats-url is empty", app.ErrUsage)
+	}
 	if cfg.AuthTokenFile == "" && !cfg.InsecureDev {
 		return cfg, fmt.Errorf("%w: --auth-token-file is required (or --insecure-dev for local development)", app.ErrUsage)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -31,13 +32,34 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"empty token file", "holds no token", []string{"--deployment-id", "v1", "--auth-token-file", emptyFile(t)}},
 		{"missing token file", "--auth-token-file", []string{"--deployment-id", "v1", "--auth-token-file", "/nonexistent/tokens"}},
 		{"empty admin token file", "--admin-token-file", []string{"--deployment-id", "v1", "--insecure-dev", "--admin-token-file", emptyFile(t)}},
+		{"bad listen address", "--listen", []string{"--deployment-id", "v1", "--insecure-dev", "--listen", "nope"}},
+		{"listen port out of range", "--listen", []string{"--deployment-id", "v1", "--insecure-dev", "--listen", "127.0.0.1:70000"}},
+		{"zero body limit", "--max-body-bytes", []string{"--deployment-id", "v1", "--insecure-dev", "--max-body-bytes", "0"}},
+		{"unparsable body limit", `invalid value "lots" for flag -max-body-bytes`, []string{"--deployment-id", "v1", "--insecure-dev", "--max-body-bytes", "lots"}},
+		{"empty NATS URL", "--nats-url", []string{"--deployment-id", "v1", "--insecure-dev", "--nats-url", ""}},
+		{"bad log level", "--log-level", []string{"--deployment-id", "v1", "--insecure-dev", "--log-level", "loud"}},
+		{"unknown flag", "flag provided but not defined", []string{"--deployment-id", "v1", "--insecure-dev", "--colour"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := proctest.Start(t, bin, tc.args...)
-			if code := p.Wait(t, 30*time.Second); code != 2 || !p.Contains(tc.reason) {
+			if code := p.Wait(t, 30*time.Second); code != 2 || !p.Contains(tc.reason) || !strings.HasPrefix(p.Output(), "ingress: ") {
 				t.Fatalf("exit %d, want 2 with %q:\n%s", code, tc.reason, p.Output())
 			}
 		})
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	bin := proctest.Build(t, pkg)
+	for _, tc := range []struct {
+		arg, want string
+	}{{"--help", "Usage: ingress [flags]"}, {"-help", "-admin-token-file"}, {"--version", "revision "}} {
+		var stdout, stderr strings.Builder
+		cmd := exec.Command(bin, tc.arg)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || stderr.Len() > 0 || !strings.Contains(stdout.String(), tc.want) {
+			t.Errorf("ingress %s: %v, stdout %q, stderr %q; want exit 0 and %q on stdout", tc.arg, err, stdout.String(), stderr.String(), tc.want)
+		}
 	}
 }
 

@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/baton-rt/baton/internal/app"
+	"github.com/baton-rt/baton/internal/lockfile"
 	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
@@ -33,8 +36,10 @@ type Config struct {
 	Names      subjects.Names
 	DataDir    string
 	NATSListen string
+	NATSOnly   bool // run the embedded NATS server only
 	SyncAlways bool
-	Replicas   int // of every stream and bucket (topology.Config.Replicas)
+	LockFile   string // held while running (make run: one per deployment)
+	Replicas   int    // of every stream and bucket (topology.Config.Replicas)
 	ProcessID  string
 	ExecLog    string
 	// Durability (docs/runtime.md, "Durability").
@@ -53,15 +58,25 @@ type Config struct {
 // Run starts (or connects to) NATS, ensures the topology and serves until ctx
 // ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if cfg.NATSOnly {
+		return runNATS(ctx, cfg, log)
+	}
 	base := log
 	log = log.With(app.KeyDeployment, cfg.DeploymentID)
+	if cfg.LockFile != "" {
+		l, err := lockfile.Acquire(cfg.LockFile, holder(fmt.Sprintf("owner of deployment %s (process %s)", cfg.DeploymentID, cfg.ProcessID)))
+		if err != nil {
+			return lockError(err, "another owner of this deployment runs from here")
+		}
+		defer l.Release()
+	}
 	url := cfg.NATSURL
 	if url == "" {
-		s, err := embed(cfg, log)
+		s, stop, err := embed(cfg, log)
 		if err != nil {
 			return err
 		}
-		defer natsd.Shutdown(s)
+		defer stop()
 		url = s.ClientURL()
 	}
 	nc, err := app.Connect(url, "baton-owner-"+cfg.DeploymentID, log)
@@ -122,24 +137,57 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return err
 }
 
-func embed(cfg Config, log *slog.Logger) (*server.Server, error) {
-	host, portStr, err := net.SplitHostPort(cfg.NATSListen)
+// runNATS is --nats-only: the embedded server until ctx ends.
+func runNATS(ctx context.Context, cfg Config, log *slog.Logger) error {
+	s, stop, err := embed(cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("--nats-listen %q: %w", cfg.NATSListen, err)
+		return err
 	}
-	port, err := strconv.Atoi(portStr)
+	defer stop()
+	log.Info("NATS server ready", "url", s.ClientURL(), "store", cfg.DataDir, "pid", os.Getpid())
+	<-ctx.Done()
+	log.Info("NATS server shutting down")
+	return nil
+}
+
+// embed starts the embedded server on cfg.DataDir, holding the store's lock
+// (<data-dir>/nats.lock) first: a store another server has open is refused
+// at once, before anything reads it. stop shuts the server down and lets
+// the lock go.
+func embed(cfg Config, log *slog.Logger) (*server.Server, func(), error) {
+	host, portStr, _ := net.SplitHostPort(cfg.NATSListen) // checked by parseFlags
+	port, _ := strconv.Atoi(portStr)
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	l, err := lockfile.Acquire(filepath.Join(cfg.DataDir, "nats.lock"),
+		holder(fmt.Sprintf("NATS server on %s", cfg.NATSListen)))
 	if err != nil {
-		return nil, fmt.Errorf("--nats-listen %q: %w", cfg.NATSListen, err)
+		return nil, nil, lockError(err, "the store "+cfg.DataDir+" is in use; stop that server or give another --data-dir")
 	}
 	s, err := natsd.Start(natsd.Config{
 		Dir: cfg.DataDir, Host: host, Port: port, Name: "baton-embedded",
-		SyncAlways: cfg.SyncAlways, Logger: log.With("component", "nats"),
+		SyncAlways: cfg.SyncAlways, Logger: log, // natsd adds component=nats
 	})
 	if err != nil {
-		return nil, err
+		l.Release()
+		return nil, nil, err
 	}
 	log.Info("embedded NATS server started", "url", s.ClientURL(), "store", cfg.DataDir, "sync_always", cfg.SyncAlways)
-	return s, nil
+	return s, func() { natsd.Shutdown(s); l.Release() }, nil
+}
+
+// holder is the line a lock names its holder by.
+func holder(what string) string {
+	return fmt.Sprintf("pid %d: %s, since %s", os.Getpid(), what, time.Now().Format(time.DateTime))
+}
+
+func lockError(err error, hint string) error {
+	var held *lockfile.HeldError
+	if errors.As(err, &held) {
+		return fmt.Errorf("%w (%s)", err, hint)
+	}
+	return err
 }
 
 // serveMetrics serves /metrics (Prometheus), /healthz (the process runs) and

@@ -20,6 +20,7 @@ type Common struct {
 	Prefix       string
 	LogLevel     string
 	LogFormat    string
+	Version      bool
 }
 
 // Register adds the common flags to fs; natsURL is the default --nats-url.
@@ -29,6 +30,7 @@ func (c *Common) Register(fs *flag.FlagSet, natsURL string) {
 	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "name prefix of every stream, bucket and subject")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("LOG_LEVEL", "info"), "debug|info|warn|error (env LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "", "text|json (default: text on a terminal, json otherwise)")
+	fs.BoolVar(&c.Version, "version", false, "print the version (module version and VCS revision) and exit")
 }
 
 // Validate checks the common flags and returns the names they select.
@@ -40,15 +42,19 @@ func (c *Common) Validate() (subjects.Names, error) {
 	if err != nil {
 		return subjects.Names{}, fmt.Errorf("%w: --prefix: %w", ErrUsage, err)
 	}
+	return names, c.ValidateLog()
+}
+
+// ValidateLog checks --log-level and --log-format.
+func (c *Common) ValidateLog() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
-		return subjects.Names{}, err
+		return err
 	}
 	switch c.LogFormat {
 	case "", "text", "json":
-	default:
-		return subjects.Names{}, fmt.Errorf("%w: --log-format %q: want text or json", ErrUsage, c.LogFormat)
+		return nil
 	}
-	return names, nil
+	return fmt.Errorf("%w: --log-format %q: want text or json", ErrUsage, c.LogFormat)
 }
 
 func parseLevel(s string) (slog.Level, error) {

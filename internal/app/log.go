@@ -4,7 +4,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/lmittmann/tint"
 	"github.com/mattn/go-isatty"
@@ -17,17 +16,24 @@ const (
 	KeyProcess    = "process"
 	KeyEpoch      = "epoch"
 	KeyErr        = "err"
+	KeyComponent  = "component"
 )
 
-// Logger builds the process logger: tint on a terminal (or --log-format
-// text), JSON otherwise.
+// TextTime is the timestamp of a text log line: date and time to the
+// millisecond, local time.
+const TextTime = "2006-01-02 15:04:05.000"
+
+// Logger builds the process logger: text (tint) on a terminal or with
+// --log-format text, JSON otherwise. Colour only when w is a terminal;
+// durations are Go duration strings ("30s") in both formats; every key
+// appears once per line and nil values are left out.
 func (c *Common) Logger(w io.Writer) *slog.Logger {
 	level, _ := parseLevel(c.LogLevel)
-	text := c.LogFormat == "text" || c.LogFormat == "" && isTerminal(w)
-	if text {
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly}))
+	term := isTerminal(w)
+	if c.LogFormat == "text" || c.LogFormat == "" && term {
+		return slog.New(newTidy(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: TextTime, NoColor: !term})))
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(newTidy(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationString})))
 }
 
 func isTerminal(w io.Writer) bool {

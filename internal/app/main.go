@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,28 +13,34 @@ import (
 
 // Binary describes a Baton command for Main.
 type Binary[C any] struct {
-	Name   string                                           // "owner", "ingress": the prefix of usage errors
-	Parse  func(args []string, stderr io.Writer) (C, error) // flags; an error is a usage error
+	Name string // "owner", "ingress": the prefix of usage errors
+	// Parse checks the flags and every value in them before anything runs:
+	// an *Info is printed to stdout (exit 0), any other error is a usage
+	// error (exit 2). See ParseFlags.
+	Parse  func(args []string) (C, error)
 	Logger func(cfg C, stderr io.Writer) *slog.Logger
 	Run    func(ctx context.Context, cfg C, log *slog.Logger) error
 }
 
 // Main runs b with the process's arguments until SIGINT or SIGTERM (a
-// second signal kills the process) and exits: 2 for a usage error, 1 for a
-// failure, 0 after a clean shutdown.
+// second signal kills the process) and exits: 0 after --help, --version or
+// a clean shutdown, 2 for a usage error, 1 for a failure.
 func Main[C any](b Binary[C]) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }()
-	os.Exit(Exec(ctx, b, os.Args[1:], os.Stderr))
+	os.Exit(Exec(ctx, b, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // Exec is Main without the process: it returns the exit code.
-func Exec[C any](ctx context.Context, b Binary[C], args []string, stderr io.Writer) int {
-	cfg, err := b.Parse(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "%s: %v\n", b.Name, err)
-		}
+func Exec[C any](ctx context.Context, b Binary[C], args []string, stdout, stderr io.Writer) int {
+	cfg, err := b.Parse(args)
+	var info *Info
+	switch {
+	case errors.As(err, &info):
+		fmt.Fprint(stdout, info.Text)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for the flags.\n", b.Name, err, b.Name)
 		return 2
 	}
 	log := b.Logger(cfg, stderr)
