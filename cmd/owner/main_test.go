@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -215,4 +216,49 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A second Ctrl-C aborts the drain even when the owner was started with
+// SIGINT ignored, as a script's background job is (make run): the first
+// starts the drain of a running step, the second ends the process at once
+// with 130.
+func TestSecondInterruptAborts(t *testing.T) {
+	s := natstest.Server(t)
+	nc, _ := natstest.Connect(t, s.ClientURL())
+	bin := proctest.Build(t, pkg)
+	execLog := filepath.Join(t.TempDir(), "exec.jsonl")
+	p := proctest.Start(t, "bash", "-c", `trap '' INT; exec "$0" "$@"`, bin, "--deployment-id", "v1",
+		"--nats-url", s.ClientURL(), "--exec-log", execLog, "--drain-timeout", "1m", "--log-format", "json")
+	p.WaitLog(t, "owner serving", 60*time.Second)
+	msg, err := nc.Request("baton.deploy.v1.start", []byte(`{"deploymentId":"v1"}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(msg.Data, &started); err != nil || started.SessionID == "" {
+		t.Fatalf("start reply %s: %v", msg.Data, err)
+	}
+	sleep := `{"v":1,"kind":"deliver","id":"c1","acceptedDeploymentId":"v1","acceptedAt":"2026-11-30T00:00:00Z","deliver":{"mode":"queue","payloads":[{"message":"/sleep 30s"}]}}`
+	if err := nc.Publish("baton.inbox."+started.SessionID, []byte(sleep)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for b, _ := os.ReadFile(execLog); len(b) == 0; b, _ = os.ReadFile(execLog) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the step did not start\n%s", p.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.Cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitLog(t, "draining: no new work; hibernating every session", 10*time.Second)
+	if err := p.Cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.Wait(t, 10*time.Second); code != 130 || !p.Contains("a second signal (interrupt): aborting") {
+		t.Fatalf("exit %d after a second SIGINT, want 130 and the abort line\n%s", code, p.Output())
+	}
 }

@@ -22,12 +22,24 @@ type Binary[C any] struct {
 	Run    func(ctx context.Context, cfg C, log *slog.Logger) error
 }
 
-// Main runs b with the process's arguments until SIGINT or SIGTERM (a
-// second signal kills the process) and exits: 0 after --help, --version or
-// a clean shutdown, 2 for a usage error, 1 for a failure.
+// Main runs b with the process's arguments until SIGINT or SIGTERM and
+// exits: 0 after --help, --version or a clean shutdown, 2 for a usage
+// error, 1 for a failure. A second signal aborts at once with 128 + its
+// number, like a process the signal killed. The second signal is handled
+// here rather than left to the default action, because a process started
+// in the background by a script inherits SIGINT ignored, and letting go of
+// the handler would restore that: the second Ctrl-C would do nothing.
 func Main[C any](b Binary[C]) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() { <-ctx.Done(); stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "%s: a second signal (%v): aborting\n", b.Name, s)
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
 	os.Exit(Exec(ctx, b, os.Args[1:], os.Stdout, os.Stderr))
 }
 
