@@ -9,21 +9,48 @@ IMAGES_DIR := build/images
 COMPOSE ?= $(shell if docker compose version >/dev/null 2>&1; then echo docker compose; \
              elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
 COMPOSE_PROJECT ?= baton
+# make run / make deployment / make stop (scripts/run.sh): binaries, store
+# and ports; DEP names the deployment `make deployment` starts, PORT its
+# ingress port (default: the first free one after HTTP_PORT)
+BIN          ?= bin
+DATA         ?= ./data
+NATS_PORT    ?= 4222
+HTTP_PORT    ?= 8080
+METRICS_PORT ?= 9101
+DEP          ?=
+PORT         ?=
+# the VCS revision --version prints when the build has no VCS stamp (a git
+# worktree, GOFLAGS=-buildvcs=false)
+REVISION := $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$r || echo "$$r (modified)"; })
+LDFLAGS  := -X 'github.com/baton-rt/baton/internal/app.Revision=$(REVISION)'
+RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HTTP_PORT)' METRICS_PORT='$(METRICS_PORT)' PORT='$(PORT)'
 # the image tag deploy/compose.yaml runs
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f deploy/compose.yaml
 
-.PHONY: all build run test soak bench lint fmt-check vet deps fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop test soak bench lint fmt-check vet deps fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/owner ./cmd/owner
-	CGO_ENABLED=0 $(GO) build -o bin/ingress ./cmd/ingress
+	CGO_ENABLED=0 $(GO) build -ldflags="$(LDFLAGS)" -o $(BIN)/owner ./cmd/owner
+	CGO_ENABLED=0 $(GO) build -ldflags="$(LDFLAGS)" -o $(BIN)/ingress ./cmd/ingress
 
-## run: embedded NATS (JetStream, store ./data) + an owner pool + an ingress on :8080
+## run: a NATS server of its own (JetStream, store ./data; started detached
+## and kept running, reused by the next make run), then the v1 owner
+## (metrics :9101) and ingress (:8080, admin routes on) in the foreground;
+## Ctrl-C drains them, NATS stays. A second make run is refused.
 run: build
-	./scripts/run.sh
+	@$(RUNENV) exec ./scripts/run.sh run
+
+## deployment: owner and ingress of DEP (make deployment DEP=v2) against the
+## NATS server of make run, on the next free ports
+deployment: build
+	@$(RUNENV) exec ./scripts/run.sh deployment '$(DEP)'
+
+## stop: ends the NATS server make run started
+stop:
+	@$(RUNENV) exec ./scripts/run.sh stop
 
 ## test: formatting, vet, and every test with the race detector
 test: fmt-check vet
@@ -47,7 +74,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-## deps: the dependency arrows of DESIGN.md §2
+## deps: the package dependency arrows (scripts/deps.sh)
 deps:
 	./scripts/deps.sh
 
@@ -84,7 +111,7 @@ compose-check:
 e2e-smoke: images compose-check
 	COMPOSE="$(DC)" GO="$(GO)" ./scripts/e2e-smoke.sh
 
-## e2e: the full rolling upgrade (issue 9) on the compose stack plus
+## e2e: the full rolling upgrade on the compose stack plus
 ## deploy/compose.e2e.yaml: E2E_SESSIONS (300) sessions under traffic, drain
 ## report, retire, forced moves, SIGTERM drain, a SIGKILLed owner, a NATS
 ## node restart and a partitioned owner (cmd/e2e -scenario full), then the
@@ -93,4 +120,4 @@ e2e: images compose-check
 	COMPOSE="$(DC) -f deploy/compose.e2e.yaml" GO="$(GO)" ./scripts/e2e.sh
 
 clean:
-	rm -rf bin build
+	rm -rf $(BIN) build

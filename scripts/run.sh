@@ -1,20 +1,223 @@
 #!/usr/bin/env bash
-# make run: an owner (embedding NATS with JetStream on 127.0.0.1:4222, store
-# ./data) and an ingress on 127.0.0.1:8080 for deployment $DEPLOYMENT (v1).
+# Baton on a laptop: make run, make deployment, make stop (README, "Set up"
+# and "Upgrade"; docs/operations.md, "On a laptop").
+#
+#   run.sh run             NATS of its own (started detached, kept running,
+#                          reused), then owner and ingress of v1 in the
+#                          foreground; Ctrl-C drains them, NATS stays
+#   run.sh deployment DEP  owner and ingress of DEP against that NATS, on the
+#                          next free ports
+#   run.sh stop            ends the NATS server
+#
+# Environment (the Makefile passes its variables): BIN (bin), DATA (./data),
+# NATS_PORT (4222), HTTP_PORT (8080), METRICS_PORT (9101), PORT (deployment:
+# its ingress port; default the first free one after HTTP_PORT).
+#
+# Signals: the terminal sends Ctrl-C's SIGINT to the whole foreground
+# process group, owner and ingress included, so this script passes nothing
+# on: one Ctrl-C is one signal, a drain; a second Ctrl-C is a second signal,
+# which aborts. A SIGTERM sent to this script alone (make passes its own on)
+# is passed on once per signal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DEPLOYMENT=${DEPLOYMENT:-v1}
-pids=()
-cleanup() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
+BIN=${BIN:-bin}
+DATA=${DATA:-./data}
+NATS_PORT=${NATS_PORT:-4222}
+HTTP_PORT=${HTTP_PORT:-8080}
+METRICS_PORT=${METRICS_PORT:-9101}
+NATS_URL=nats://127.0.0.1:$NATS_PORT
+pidfile=$DATA/nats.pid
+natslog=$DATA/nats.log
+tokenfile=$DATA/admin-token
 
-./bin/owner --deployment-id "$DEPLOYMENT" --log-format text &
-pids+=($!)
-for _ in $(seq 1 100); do
-  (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && break
-  sleep 0.1
-done
-./bin/ingress --deployment-id "$DEPLOYMENT" --insecure-dev --log-format text &
-pids+=($!)
-echo "baton: NATS nats://127.0.0.1:4222, ingress http://127.0.0.1:8080, deployment $DEPLOYMENT (Ctrl-C stops)"
-wait -n "${pids[@]}"
+say() { echo "baton: $*"; }
+die() { echo "baton: $*" >&2; exit 1; }
+
+# listening PORT: something accepts connections on 127.0.0.1:PORT.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_port FROM: the first port from FROM on that nothing listens on.
+free_port() {
+  local p=$1
+  while listening "$p"; do p=$((p + 1)); done
+  echo "$p"
+}
+
+# nats_pid: the pid of this data directory's NATS server, if it runs.
+nats_pid() {
+  local pid
+  [ -f "$pidfile" ] || return 1
+  pid=$(cat "$pidfile")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  ps -p "$pid" -o args= 2>/dev/null | grep -q -- '--nats-only' || return 1
+  echo "$pid"
+}
+
+# ensure_nats: reuse this directory's NATS server, or start one detached:
+# its own process group (the terminal's Ctrl-C does not reach it), immune to
+# the terminal's hang-up, log in $DATA/nats.log. The store lock
+# ($DATA/nats.lock) refuses a second server on the store.
+ensure_nats() {
+  local pid
+  if pid=$(nats_pid); then
+    say "NATS $NATS_URL is running (pid $pid, store $DATA); reusing it"
+    return
+  fi
+  if listening "$NATS_PORT"; then
+    die "127.0.0.1:$NATS_PORT is taken by a process that is not the NATS server of $DATA; stop it, or set NATS_PORT"
+  fi
+  mkdir -p "$DATA"
+  (
+    set -m
+    nohup "$BIN/owner" --nats-only --data-dir "$DATA" --nats-listen "127.0.0.1:$NATS_PORT" \
+      --log-format json >>"$natslog" 2>&1 </dev/null &
+    echo $! >"$pidfile"
+  )
+  pid=$(cat "$pidfile")
+  for _ in $(seq 1 1200); do # up to 2 minutes: JetStream recovers the store first
+    listening "$NATS_PORT" && break
+    kill -0 "$pid" 2>/dev/null || { rm -f "$pidfile"; die "the NATS server did not start; the end of $natslog:
+$(tail -n 5 "$natslog")"; }
+    sleep 0.1
+  done
+  listening "$NATS_PORT" || die "the NATS server (pid $pid) is not listening on 127.0.0.1:$NATS_PORT after 2 minutes; see $natslog"
+  say "NATS $NATS_URL started (pid $pid, store $DATA, log $natslog); it keeps running after Ctrl-C: make stop ends it"
+}
+
+# admin_token: the development admin token, generated once, kept in $DATA.
+admin_token() {
+  if [ ! -s "$tokenfile" ]; then
+    mkdir -p "$DATA"
+    (umask 077 && echo "dev-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$tokenfile")
+  fi
+  cat "$tokenfile"
+}
+
+# running_instance DEP: the holder line of DEP's lock while its owner lives.
+running_instance() {
+  local lock=$DATA/owner-$1.lock line pid
+  [ -s "$lock" ] || return 1
+  line=$(head -n 1 "$lock")
+  pid=${line#pid }
+  pid=${pid%%:*}
+  case $pid in '' | *[!0-9]*) return 1 ;; esac
+  ps -p "$pid" -o args= 2>/dev/null | grep -q -- '--lock-file' || return 1
+  echo "$line"
+}
+
+# refuse_running DEP: exit at once if DEP's owner runs from $DATA already.
+refuse_running() {
+  local holder
+  if holder=$(running_instance "$1"); then
+    die "deployment $1 already runs from $DATA ($holder); stop it first (Ctrl-C in its terminal)"
+  fi
+}
+
+describe() { # exit status → words
+  if [ "$1" -eq 0 ]; then echo "exit 0"
+  elif [ "$1" -gt 128 ]; then echo "ended by signal $(($1 - 128)) (status $1)"
+  else echo "exit $1"; fi
+}
+
+owner=
+ingress=
+stopping= # set by a signal
+trapped=  # set by a signal, cleared before each wait
+status=
+
+# reap PID: wait for PID through any number of trapped signals (a trapped
+# signal cuts a wait short) and set status to its exit status.
+reap() {
+  local prev=
+  while :; do
+    trapped=
+    if wait "$1" 2>/dev/null; then status=0; else status=$?; fi
+    [ -z "$trapped" ] && return
+    if [ "$status" -eq 127 ] && [ -n "$prev" ]; then status=$prev; return; fi # it had ended: that was its status
+    prev=$status
+  done
+}
+
+# foreground DEP HTTP METRICS: owner and ingress of DEP until they end.
+foreground() {
+  local dep=$1 http=$2 metrics=$3 token holder orc irc
+  token=$(admin_token)
+  # SIGINT: the terminal sent it to the whole group, owner and ingress have
+  # it already. SIGTERM came to this script alone: pass it on.
+  trap 'trapped=1 stopping=1' INT
+  trap 'trapped=1 stopping=1; kill -TERM $owner $ingress 2>/dev/null || true' TERM
+  "$BIN/owner" --deployment-id "$dep" --nats-url "$NATS_URL" --metrics-listen "127.0.0.1:$metrics" \
+    --lock-file "$DATA/owner-$dep.lock" &
+  owner=$!
+  until [ -n "$stopping" ] || listening "$metrics"; do
+    if ! kill -0 "$owner" 2>/dev/null; then
+      reap "$owner"
+      holder=$(running_instance "$dep") && die "deployment $dep already runs from $DATA ($holder); stop it first"
+      die "the $dep owner did not start ($(describe "$status"))"
+    fi
+    sleep 0.1 || true
+  done
+  "$BIN/ingress" --deployment-id "$dep" --nats-url "$NATS_URL" --listen "127.0.0.1:$http" \
+    --insecure-dev --admin-token-file "$tokenfile" &
+  ingress=$!
+  until [ -n "$stopping" ] || listening "$http" || ! kill -0 "$ingress" 2>/dev/null; do sleep 0.1 || true; done
+  if [ -z "$stopping" ] && kill -0 "$ingress" 2>/dev/null; then
+    cat <<EOF
+baton: deployment $dep is running
+  ingress   http://127.0.0.1:$http   (--insecure-dev: no user token needed; admin routes on)
+  admin     export A='Authorization: Bearer $token'   (token in $tokenfile)
+  metrics   http://127.0.0.1:$metrics/metrics
+  NATS      $NATS_URL
+  Ctrl-C drains owner and ingress and exits; a second Ctrl-C aborts the drain. NATS keeps running.
+EOF
+  fi
+  # Until a signal, or until either process ends: then the other is told.
+  while [ -z "$stopping" ] && kill -0 "$owner" 2>/dev/null && kill -0 "$ingress" 2>/dev/null; do
+    sleep 0.2 || true
+  done
+  [ -n "$stopping" ] || kill -TERM "$owner" "$ingress" 2>/dev/null || true
+  reap "$owner"
+  orc=$status
+  reap "$ingress"
+  irc=$status
+  say "deployment $dep stopped: owner $(describe "$orc"), ingress $(describe "$irc")"
+  [ "$orc" -eq 0 ] && [ "$irc" -eq 0 ]
+}
+
+stop_nats() {
+  local pid
+  if ! pid=$(nats_pid); then
+    rm -f "$pidfile"
+    say "no NATS server of $DATA is running"
+    return
+  fi
+  kill -TERM "$pid"
+  for _ in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$pidfile"; say "NATS server stopped (pid $pid)"; return; }
+    sleep 0.1
+  done
+  die "the NATS server (pid $pid) did not stop within 30 s"
+}
+
+# The whole script is read before anything runs (a function, then exit):
+# editing or checking out this file while make run runs cannot change it.
+main() {
+  case ${1:-} in
+  run)
+    refuse_running v1
+    ensure_nats
+    foreground v1 "$HTTP_PORT" "$METRICS_PORT"
+    ;;
+  deployment)
+    dep=${2:-}
+    [ -n "$dep" ] || die "give the deployment: make deployment DEP=v2"
+    refuse_running "$dep"
+    nats_pid >/dev/null || listening "$NATS_PORT" || die "no NATS server on $NATS_URL: start one with make run"
+    foreground "$dep" "${PORT:-$(free_port $((HTTP_PORT + 1)))}" "$(free_port $((METRICS_PORT + 1)))"
+    ;;
+  stop) stop_nats ;;
+  *) die "usage: $0 run | deployment DEP | stop" ;;
+  esac
+}
+
+main "$@"; exit

@@ -1,6 +1,6 @@
-// Package tour runs the README's Tour against the real binaries, started the
-// way `make run` starts them (scripts/run.sh): an owner embedding NATS and an
-// ingress in front of it, for deployment v1.
+// Package tour runs the README's Tour and Upgrade against the real
+// binaries, started as the README starts them: make run (a NATS server of
+// its own, then owner and ingress of v1), make deployment, make stop.
 package tour
 
 import (
@@ -10,12 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -37,23 +37,10 @@ type event struct {
 }
 
 func TestTour(t *testing.T) {
-	ownerBin := proctest.Build(t, "github.com/baton-rt/baton/cmd/owner")
-	ingressBin := proctest.Build(t, "github.com/baton-rt/baton/cmd/ingress")
-
-	natsAddr := freeAddr(t)
-	owner := proctest.Start(t, ownerBin, "--deployment-id", "v1", "--data-dir", t.TempDir(),
-		"--nats-listen", natsAddr, "--process-id", "tour-owner", "--log-format", "json")
-	t.Cleanup(func() { dumpOnFailure(t, "owner", owner) })
-	owner.WaitLog(t, "owner ready", wait)
-	owner.WaitLog(t, "owner serving", wait)
-	natsURL := "nats://" + natsAddr
-
-	httpAddr := freeAddr(t)
-	ing := proctest.Start(t, ingressBin, "--deployment-id", "v1", "--insecure-dev",
-		"--nats-url", natsURL, "--listen", httpAddr, "--log-format", "json")
-	t.Cleanup(func() { dumpOnFailure(t, "ingress", ing) })
-	ing.WaitLog(t, "ingress ready", wait)
-	base := "http://" + httpAddr
+	s := newStack(t)
+	run := s.make("run")
+	base := run.ready("v1")
+	natsURL := "nats://127.0.0.1:" + s.value("NATS_PORT")
 
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
@@ -70,11 +57,27 @@ func TestTour(t *testing.T) {
 		t.Fatalf("GET /readyz = %d %q, want 200 ok", code, body)
 	}
 
-	// nats stream ls
-	for _, name := range []string{"BATON_INBOX", "BATON_EVENTS", "BATON_TASKS"} {
+	// nats stream ls -a
+	for _, name := range []string{"BATON_INBOX", "BATON_EVENTS", "BATON_TASKS", "KV_baton_sessions", "KV_baton_hooks", "KV_baton_owners", "OBJ_baton_state"} {
 		if _, err := js.Stream(t.Context(), name); err != nil {
 			t.Fatalf("stream %s: %v", name, err)
 		}
+	}
+
+	// The owner's metrics and the admin routes, with the printed token.
+	if code, body := get(t, "http://127.0.0.1:"+s.value("METRICS_PORT")+"/metrics"); code != http.StatusOK || !strings.Contains(body, "baton_owner_sessions_loaded") {
+		t.Fatalf("owner metrics: %d", code)
+	}
+	token := run.waitFor(`export A='Authorization: Bearer (\S+)'`, wait)[1]
+	if b, _ := os.ReadFile(filepath.Join(s.dir, "admin-token")); strings.TrimSpace(string(b)) != token {
+		t.Fatalf("printed admin token %q, file holds %q", token, b)
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/admin/deployments", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/admin/deployments with the printed token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	// nats req baton.deploy.v1.start '{"deploymentId":"v1"}'
@@ -172,18 +175,11 @@ func TestTour(t *testing.T) {
 		t.Fatalf("$SRV.INFO.baton-ingress = %s (%v), want the service with its endpoints", info.Data, err)
 	}
 
-	// Ctrl-C: scripts/run.sh sends SIGTERM to both.
+	// Ctrl-C: one drain, exit 0.
 	nc.Close()
-	for _, p := range []struct {
-		name string
-		proc *proctest.Proc
-	}{{"ingress", ing}, {"owner", owner}} {
-		if err := p.proc.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		if code := p.proc.Wait(t, wait); code != 0 {
-			t.Fatalf("%s exit code %d after SIGTERM", p.name, code)
-		}
+	run.ctrlC()
+	if out := run.interrupted(drainWait); !strings.Contains(out, "baton: deployment v1 stopped: owner exit 0, ingress exit 0") {
+		t.Fatal("make run did not stop cleanly")
 	}
 }
 
@@ -307,10 +303,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-func dumpOnFailure(t *testing.T, name string, p *proctest.Proc) {
-	if t.Failed() {
-		t.Logf("---- %s ----\n%s", name, p.Output())
-	}
 }
