@@ -71,9 +71,8 @@ func (a *auth) check(r *http.Request) error {
 func (a *auth) checkAdmin(r *http.Request) error { return match(r, a.admin) }
 
 func match(r *http.Request, set [][32]byte) error {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || tok == "" {
+	tok, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
 		return fail(ErrUnauthorized, "missing bearer token (Authorization: Bearer <token>)")
 	}
 	d := sha256.Sum256([]byte(tok))
@@ -85,4 +84,13 @@ func match(r *http.Request, set [][32]byte) error {
 		return fail(ErrUnauthorized, "unknown bearer token")
 	}
 	return nil
+}
+
+// bearer is the token of an Authorization header with the Bearer scheme.
+// The scheme is case-insensitive (RFC 9110 §11.1: "bearer", "BEARER"),
+// the token is not; spaces around it are not part of it.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, ok && strings.EqualFold(scheme, "Bearer") && tok != ""
 }
