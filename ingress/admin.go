@@ -52,9 +52,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	s.route(mux, "POST /v1/admin/sessions/{id}/pause", s.admin(s.httpPauseResume(wire.KindPause)))
 	s.route(mux, "POST /v1/admin/sessions/{id}/resume", s.admin(s.httpPauseResume(wire.KindResume)))
 	s.route(mux, "POST /v1/admin/sessions/{id}/release", s.admin(s.httpRelease))
-	s.route(mux, "/v1/admin/", s.admin(func(_ http.ResponseWriter, r *http.Request) error {
-		return fail(ErrNotFound, "no admin route %s %s", r.Method, clip(r.URL.Path))
-	}))
+	s.route(mux, "/v1/admin/", s.admin(noRoute(mux, "admin route")))
 }
 
 // detail sets the finer admin code of a refusal by its sentinel: codes maps

@@ -298,7 +298,7 @@ func TestAdminBadInput(t *testing.T) {
 		{"report: bad after", get, "/v1/admin/deployments?after=a.b", ``, "", 400, "bad_request"},
 		{"report: unknown parameter", get, "/v1/admin/deployments?page=2", ``, "", 400, "bad_request"},
 		{"unknown admin route", post, "/v1/admin/explode", ``, "", 404, "not_found"},
-		{"wrong method", post, "/v1/admin/deployments", ``, "", 404, "not_found"},
+		{"wrong method", post, "/v1/admin/deployments", ``, "", 405, "method_not_allowed"},
 	}
 	for _, r := range rows {
 		token := adminToken

@@ -121,6 +121,13 @@ func (e *env) owner(deployment, process string) (stop func()) {
 // call sends an HTTP request with the test token (token "" sends none).
 func (e *env) call(method, path, body, token string, hdr ...string) (int, []byte) {
 	e.t.Helper()
+	code, _, b := e.callHeader(method, path, body, token, hdr...)
+	return code, b
+}
+
+// callHeader is call, with the answer's header.
+func (e *env) callHeader(method, path, body, token string, hdr ...string) (int, http.Header, []byte) {
+	e.t.Helper()
 	req, err := http.NewRequestWithContext(e.t.Context(), method, e.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
@@ -137,7 +144,7 @@ func (e *env) call(method, path, body, token string, hdr ...string) (int, []byte
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, resp.Header, b
 }
 
 func (e *env) post(path, body string) (int, []byte) {

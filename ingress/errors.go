@@ -18,9 +18,14 @@ var (
 	ErrForbidden = errors.New("ingress: forbidden")
 	// ErrNotFound: no such session or route (404).
 	ErrNotFound = errors.New("ingress: not found")
+	// ErrMethodNotAllowed: the route exists, not for this method (405,
+	// with an Allow header).
+	ErrMethodNotAllowed = errors.New("ingress: method not allowed")
 	// ErrGone: the session ended; its addresses are tombstones (410).
 	ErrGone = errors.New("ingress: gone")
-	// ErrConflict: an alias asked for by a new session belongs to another (409).
+	// ErrConflict: an alias asked for by a new session belongs to another;
+	// with a finer code, an idempotency key reused for another command or
+	// an answer to a request the session does not wait for (409).
 	ErrConflict = errors.New("ingress: conflict")
 	// ErrTooLarge: the body, or a part of it, exceeds a limit (413).
 	ErrTooLarge = errors.New("ingress: too large")
@@ -39,6 +44,15 @@ const (
 	CodeConflict     = "conflict"
 	CodeTooLarge     = "too_large"
 	CodeUnavailable  = "unavailable"
+
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeIdempotencyConflict (409): the idempotencyKey was used, within
+	// the receipts' lifetime, for a different command on the same session.
+	CodeIdempotencyConflict = "idempotency_conflict"
+	// CodeUnknownRequest (409): an input or authorization answer whose
+	// requestId or attemptId the session does not wait for; the error's
+	// "expected" lists the IDs it does wait for.
+	CodeUnknownRequest = "unknown_request"
 )
 
 var codes = []struct {
@@ -50,6 +64,7 @@ var codes = []struct {
 	{ErrUnauthorized, CodeUnauthorized, http.StatusUnauthorized},
 	{ErrForbidden, CodeForbidden, http.StatusForbidden},
 	{ErrNotFound, CodeNotFound, http.StatusNotFound},
+	{ErrMethodNotAllowed, CodeMethodNotAllowed, http.StatusMethodNotAllowed},
 	{ErrGone, CodeGone, http.StatusGone},
 	{ErrConflict, CodeConflict, http.StatusConflict},
 	{ErrTooLarge, CodeTooLarge, http.StatusRequestEntityTooLarge},
@@ -65,6 +80,9 @@ type Error struct {
 	Err     error
 	Message string
 	Detail  string
+	// Expected lists, for unknown_request, the IDs the session waits for
+	// (empty, not absent, when it waits for none).
+	Expected []string
 }
 
 func (e *Error) Error() string { return e.Err.Error() + ": " + e.Message }
@@ -97,7 +115,7 @@ func (e *Error) Status() int {
 
 // Body is the JSON error body {"error":{"code","message"}}.
 func (e *Error) Body() []byte {
-	b, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Code: e.Code(), Message: e.Message}})
+	b, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Code: e.Code(), Message: e.Message, Expected: e.Expected}})
 	return b
 }
 
@@ -108,8 +126,9 @@ type ErrorBody struct {
 
 // ErrorDetail is the inner object of an error answer.
 type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	Expected []string `json:"expected,omitzero"` // unknown_request only
 }
 
 // fail builds an *Error.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/baton-rt/baton/wire"
 )
@@ -37,10 +38,35 @@ func (s *Server) Handler() http.Handler {
 		_, err := w.Write([]byte("ok\n"))
 		return err
 	})
-	s.route(mux, "/", func(_ http.ResponseWriter, r *http.Request) error {
-		return fail(ErrNotFound, "no route %s %s", r.Method, clip(r.URL.Path))
-	})
+	s.route(mux, "/", noRoute(mux, "route"))
 	return mux
+}
+
+// noRoute answers a request no route took: 405 with an Allow header when
+// the path has routes for other methods, else 404. (The catch-all patterns
+// match every method, so ServeMux's own 405 never happens.)
+func noRoute(mux *http.ServeMux, what string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return fail(ErrMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, clip(r.URL.Path), strings.Join(allow, ", "))
+		}
+		return fail(ErrNotFound, "no %s %s %s", what, r.Method, clip(r.URL.Path))
+	}
+}
+
+// allowed lists the methods that a route other than a catch-all accepts
+// for r's path.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.WithContext(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); strings.HasPrefix(pattern, m+" ") || m == http.MethodHead && strings.HasPrefix(pattern, "GET ") {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // handlerFunc is an HTTP handler that returns its refusal.

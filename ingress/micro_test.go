@@ -64,6 +64,10 @@ func TestMicro(t *testing.T) {
 	microError(t, e, "status", `{"sessionId":"01JZZZZZZZZZZZZZZZZZZZZZZZ"}`, "404", "not_found")
 	microError(t, e, "cancel", `{}`, "400", "bad_request")
 	microError(t, e, "create", `{"alias":"nats-1"}`, "409", "conflict")
+	microError(t, e, "deliver", `{"sessionId":"`+c.SessionID+`","text":"not again","idempotencyKey":"n1"}`, "409", "idempotency_conflict")
+	microError(t, e, "input", `{"sessionId":"`+c.SessionID+`","requestId":"`+ask.RequestID+`","value":2}`, "409", "unknown_request")
+	microError(t, e, "authorize", `{"sessionId":"`+c.SessionID+`","attemptId":"a-none","result":"granted"}`, "409", "unknown_request")
+	microError(t, e, "deliver", `{"alias":"nats-1","text":nope}`, "400", "bad_request")
 
 	// Discovery: nats micro ls / info.
 	msg, err := e.nc.Request("$SRV.INFO."+ingress.ServiceName, nil, 5*time.Second)

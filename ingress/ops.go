@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
@@ -127,6 +128,9 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	if err != nil {
 		return Receipt{}, err
 	}
+	if err := s.expect(ctx, a, t, &r, cmd.ID); err != nil {
+		return Receipt{}, err
+	}
 	rc, err := s.publish(ctx, a, t, cmd, data)
 	if err == nil {
 		s.met.command.WithLabelValues(string(cmd.Kind)).Observe(time.Since(start).Seconds())
@@ -164,9 +168,15 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 	msgID := cmd.ID
 	if cmd.IdempotencyKey != "" {
 		msgID = t.sessionID + "/" + cmd.ID
-		first, err := a.receipts.claim(ctx, t.sessionID, cmd.ID, receipt{Created: t.created, DeploymentID: s.cfg.Deployment})
+		digest := commandDigest(cmd)
+		first, err := a.receipts.claim(ctx, t.sessionID, cmd.ID, receipt{Created: t.created, DeploymentID: s.cfg.Deployment, Digest: digest})
 		if err != nil {
 			return Receipt{}, fail(ErrUnavailable, "%v", err)
+		}
+		if !first.matches(digest) {
+			return Receipt{}, &Error{Err: ErrConflict, Detail: CodeIdempotencyConflict, Message: fmt.Sprintf(
+				"idempotencyKey %q was used for a different command to session %s within the last %s; use a new key for a new command",
+				clip(cmd.IdempotencyKey), t.sessionID, a.receipts.ttl)}
 		}
 		rc.Created, rc.DeploymentID = first.Created, first.DeploymentID
 	}

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -32,6 +34,13 @@ import (
 // The write precedes the publish, so a receipt exists for every command a
 // repeat can be told about; a request that fails after the write leaves
 // only a receipt that expires.
+//
+// A receipt also holds the digest of its command (commandDigest), so a key
+// reused for a different command — other text, payloads, mode, caller,
+// input value, authorization result — is refused (409
+// idempotency_conflict) instead of silently answered with the first
+// receipt. That holds for the receipt's lifetime (the TTL); a receipt
+// written by an ingress that stored no digest matches any command.
 
 // receiptMargin is added to the inbox duplicate window for the receipts TTL.
 const receiptMargin = time.Minute
@@ -40,10 +49,17 @@ const receiptMargin = time.Minute
 type receipt struct {
 	Created      bool   `json:"created"`
 	DeploymentID string `json:"deploymentId"`
+	// Digest is the first command's commandDigest; optional (an older
+	// ingress wrote none).
+	Digest string `json:"digest,omitempty"`
 }
 
+// matches reports whether a command of digest repeats the receipt's.
+func (r receipt) matches(digest string) bool { return r.Digest == "" || r.Digest == digest }
+
 type receipts struct {
-	kv jetstream.KeyValue
+	kv  jetstream.KeyValue
+	ttl time.Duration // how long a receipt lives (the bucket's TTL)
 }
 
 // ReceiptsBucket is the KV bucket of idempotency receipts under names.
@@ -68,7 +84,11 @@ func openReceipts(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	if err != nil {
 		return nil, fmt.Errorf("receipts bucket %s: %w", name, err)
 	}
-	return &receipts{kv: h}, nil
+	ttl := inbox.Duplicates + receiptMargin
+	if st, err := h.Status(ctx); err == nil && st.TTL() > 0 {
+		ttl = st.TTL()
+	}
+	return &receipts{kv: h, ttl: ttl}, nil
 }
 
 // claim stores r as the receipt of (sessionID, commandID) unless one is
@@ -92,6 +112,35 @@ func (rc *receipts) claim(ctx context.Context, sessionID, commandID string, r re
 		return receipt{}, fmt.Errorf("receipt %s: %w", key, err)
 	}
 	return first, nil
+}
+
+// has reports whether (sessionID, commandID) has a receipt.
+func (rc *receipts) has(ctx context.Context, sessionID, commandID string) (bool, error) {
+	key := sessionID + "." + commandID
+	_, err := rc.kv.Get(ctx, key)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	}
+	return false, fail(ErrUnavailable, "receipt %s: %v", key, err)
+}
+
+// commandDigest identifies what a command asks for, whoever stamped it and
+// whenever: the SHA-256 of its canonical JSON (members sorted, whitespace
+// dropped) without ID, version, stamp and acceptance time.
+func commandDigest(c wire.Command) string {
+	c.ID, c.V, c.AcceptedDeploymentID, c.AcceptedAt = "", 0, "", time.Time{}
+	b, _ := json.Marshal(c)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) == nil {
+		b, _ = json.Marshal(v) // maps marshal with sorted keys
+	}
+	sum := sha256.Sum256(b)
+	return idemEncoding.EncodeToString(sum[:])
 }
 
 var idemEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

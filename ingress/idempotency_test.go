@@ -1,0 +1,49 @@
+package ingress_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/ingress"
+)
+
+// A receipt written by an ingress that stored no command digest matches
+// any repeat of its key: the repeat gets the first receipt, as before
+// digests existed, and nothing new is stored.
+func TestReceiptWithoutDigestMatches(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	id := e.create(`{"alias":"old-receipt"}`).SessionID
+	first := e.deliver(`{"sessionId":"` + id + `","text":"one","idempotencyKey":"old-1"}`)
+	receipts, err := e.js.KeyValue(t.Context(), ingress.ReceiptsBucket(e.names))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for _, k := range liveKeys(t, e, ingress.ReceiptsBucket(e.names)) {
+		if strings.HasPrefix(k, id+".") {
+			key = k
+		}
+	}
+	en, err := receipts.Get(t.Context(), key)
+	if err != nil || !strings.Contains(string(en.Value()), `"digest":`) {
+		t.Fatalf("receipt %q = %v %v, want one with a digest", key, en, err)
+	}
+	// What an older ingress wrote: no digest.
+	if _, err := receipts.Put(t.Context(), key, []byte(`{"created":false,"deploymentId":"v1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	before := e.durable()
+	if again := e.deliver(`{"sessionId":"` + id + `","text":"two","idempotencyKey":"old-1"}`); again != first {
+		t.Fatalf("repeat against a receipt without digest = %+v, want the first %+v", again, first)
+	}
+	if after := e.durable(); !equalDurable(before, after) {
+		t.Fatalf("the repeat wrote: %v -> %v", before, after)
+	}
+	e.eventually(10*time.Second, "the session idle", func() bool { return e.status(id).Idle })
+	if outs := outputs(e.events(id, 0)); len(outs) != 1 || outs[0] != "one" {
+		t.Fatalf("outputs %v, want only the first command's", outs)
+	}
+}
