@@ -87,8 +87,8 @@ fuzz:
 images:
 	rm -rf $(IMAGES_DIR)
 	mkdir -p $(IMAGES_DIR)/owner $(IMAGES_DIR)/ingress $(IMAGES_DIR)/nats-server
-	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(IMAGES_DIR)/owner/owner ./cmd/owner
-	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(IMAGES_DIR)/ingress/ingress ./cmd/ingress
+	CGO_ENABLED=0 $(GO) build -ldflags="-s -w $(LDFLAGS)" -o $(IMAGES_DIR)/owner/owner ./cmd/owner
+	CGO_ENABLED=0 $(GO) build -ldflags="-s -w $(LDFLAGS)" -o $(IMAGES_DIR)/ingress/ingress ./cmd/ingress
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(IMAGES_DIR)/nats-server/nats-server github.com/nats-io/nats-server/v2
 	cp deploy/nats/*.conf $(IMAGES_DIR)/nats-server/
 	for i in owner ingress nats-server; do \

@@ -1,4 +1,8 @@
 // Package app holds what both binaries share: the common flags and their
-// validation, the slog set-up (tint on a terminal, JSON otherwise) and the
-// NATS connection with reconnects. Only cmd/* imports it.
+// validation (every value checked before anything runs; --help and
+// --version), the signal handling of Main (a first SIGINT or SIGTERM ends
+// the context, a second one exits at once), the slog set-up (text on a
+// terminal, JSON otherwise; one value per key, no nil values, durations as
+// Go duration strings) and the NATS connection with reconnects. Only cmd/*
+// imports it.
 package app
