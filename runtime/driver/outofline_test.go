@@ -221,4 +221,3 @@ func TestRepublishNewerEventVersion(t *testing.T) {
 	e.waitOutput(id, "after")
 	checkStream(t, e.events(id))
 }
-
