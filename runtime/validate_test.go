@@ -22,7 +22,9 @@ func TestCheckerRules(t *testing.T) {
 	c := runtime.NewChecker(reg, []string{"my.note", wire.EventTurnCompleted})
 	ok := runtime.StepResult{Outcome: runtime.OutcomeDone}
 	with := func(f func(*runtime.StepResult)) runtime.StepResult { r := ok; f(&r); return r }
-	events := func(es ...runtime.Event) runtime.StepResult { return with(func(r *runtime.StepResult) { r.Events = es }) }
+	events := func(es ...runtime.Event) runtime.StepResult {
+		return with(func(r *runtime.StepResult) { r.Events = es })
+	}
 	raw := func(kind, data string) runtime.Event { return runtime.Event{Kind: kind, Data: json.RawMessage(data)} }
 	many := func(n int, text string) []runtime.Event {
 		out := make([]runtime.Event, n)
@@ -69,7 +71,9 @@ func TestCheckerRules(t *testing.T) {
 			r.Outcome, r.Task = runtime.OutcomeTask, &runtime.TaskSpec{Duration: -time.Second}
 		}), runtime.CodeResultInvalid},
 		{"state not JSON", with(func(r *runtime.StepResult) { r.State = json.RawMessage(`{`) }), runtime.CodeResultInvalid},
-		{"state over 8 MiB", with(func(r *runtime.StepResult) { r.State = json.RawMessage(`"` + strings.Repeat("s", wire.MaxStateBytes) + `"`) }), runtime.CodeResultInvalid},
+		{"state over 8 MiB", with(func(r *runtime.StepResult) {
+			r.State = json.RawMessage(`"` + strings.Repeat("s", wire.MaxStateBytes) + `"`)
+		}), runtime.CodeResultInvalid},
 		{"bad alias", with(func(r *runtime.StepResult) { r.Aliases = []string{strings.Repeat("é", 300)} }), runtime.CodeResultInvalid},
 		{"too many aliases", with(func(r *runtime.StepResult) { r.Aliases = strings.Split(strings.Repeat("a,", 17), ",") }), runtime.CodeResultInvalid},
 	} {
