@@ -184,7 +184,8 @@ func (s *Server) open(ctx context.Context) (*attached, error) {
 }
 
 // Ready reports whether the ingress can serve: NATS connected and the
-// topology present (its streams, buckets and the receipts bucket).
+// topology present (its streams, buckets, the state object store and the
+// receipts bucket).
 func (s *Server) Ready(ctx context.Context) error {
 	if !s.cfg.NC.IsConnected() {
 		return errors.New("ingress: NATS is not connected")
