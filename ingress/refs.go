@@ -96,8 +96,24 @@ var errNotText = errors.New("ingress: blob content is not UTF-8 text")
 // fetch reads the referenced content of the object name, counting the
 // result.
 func (r *refs) fetch(ctx context.Context, name string, ref wire.BlobRef) ([]byte, error) {
-	b, err := r.read(ctx, name, ref)
+	b, err := r.readRetry(ctx, name, ref)
 	r.met.blobs.WithLabelValues(fetchResult(err)).Inc()
+	return b, err
+}
+
+// readRetry is read with a few retries while the object is not found: the
+// owner wrote it before the event, but the object's info is read with a
+// direct get, which a lagging replica may answer.
+func (r *refs) readRetry(ctx context.Context, name string, ref wire.BlobRef) ([]byte, error) {
+	b, err := r.read(ctx, name, ref)
+	for delay := 20 * time.Millisecond; errors.Is(err, jetstream.ErrObjectNotFound) && delay <= 320*time.Millisecond; delay *= 2 {
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+		b, err = r.read(ctx, name, ref)
+	}
 	return b, err
 }
 
