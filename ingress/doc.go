@@ -35,6 +35,12 @@
 //     one ordered consumer fans events out to every client of the session;
 //     catch-up and ?follow=false use direct gets. The consumer count is the
 //     number of watched sessions, never the number of clients.
+//   - Large output (refs.go). A message.output whose text the owner stored
+//     out of line (data {"turnId","ref"}) is served inline (data
+//     {"turnId","text"}, every other member as stored): the content is read
+//     from the state object store once per blob for all readers, verified
+//     against the ref, and cached by digest. A ref that does not resolve, or
+//     content over MaxInlineOutput, passes through with its ref.
 //
 // # Errors
 //

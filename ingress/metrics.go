@@ -11,6 +11,7 @@ type metrics struct {
 	created  prometheus.Counter
 	clients  prometheus.Gauge
 	hubs     prometheus.Gauge
+	blobs    *prometheus.CounterVec // out-of-line output fetches by result
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,8 +37,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "baton_ingress_sse_hubs",
 			Help: "Event hubs, one per watched session, each with one ordered consumer on the events stream.",
 		}),
+		blobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_ingress_blob_fetches_total",
+			Help: "Fetches of out-of-line message.output content from the state object store, by result (ok, missing, corrupt, error).",
+		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.command, m.created, m.clients, m.hubs} {
+	for _, c := range []prometheus.Collector{m.requests, m.command, m.created, m.clients, m.hubs, m.blobs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

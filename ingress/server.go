@@ -109,6 +109,7 @@ type attached struct {
 	inbox    jetstream.Stream
 	events   jetstream.Stream
 	receipts *receipts
+	refs     *refs // resolves message.output content stored out of line
 }
 
 // New validates cfg and returns a Server. It does no I/O: the topology is
@@ -170,15 +171,21 @@ func (s *Server) open(ctx context.Context) (*attached, error) {
 	if err != nil {
 		return nil, err
 	}
+	state, err := s.cfg.JS.ObjectStore(ctx, n.StateBucket())
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", n.StateBucket(), err)
+	}
 	rc, err := openReceipts(ctx, s.cfg.JS, n, inbox.CachedInfo().Config)
 	if err != nil {
 		return nil, err
 	}
-	return &attached{store: store, inbox: inbox, events: events, receipts: rc}, nil
+	refs := newRefs(state, s.log, s.met, s.cfg.Now)
+	return &attached{store: store, inbox: inbox, events: events, receipts: rc, refs: refs}, nil
 }
 
 // Ready reports whether the ingress can serve: NATS connected and the
-// topology present (its streams, buckets and the receipts bucket).
+// topology present (its streams, buckets, the state object store and the
+// receipts bucket).
 func (s *Server) Ready(ctx context.Context) error {
 	if !s.cfg.NC.IsConnected() {
 		return errors.New("ingress: NATS is not connected")

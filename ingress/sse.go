@@ -45,15 +45,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return fail(ErrUnavailable, "read session %s: %v", id, err)
 	}
 	rd := &reader{stream: a.events, subject: s.cfg.Names.Events(id)}
+	v := view{refs: a.refs, sessionID: id}
 	if !follow {
-		return s.eventArray(w, r.Context(), rd, after)
+		return s.eventArray(w, r.Context(), rd, v, after)
 	}
 	if endedBefore(cur.Record, after) {
 		// Nothing will follow: 204 tells an EventSource not to reconnect.
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return s.sse(w, r, rd, id, after)
+	return s.sse(w, r, rd, v, after)
 }
 
 // endedBefore reports an ended session whose last event the cursor has
@@ -90,8 +91,8 @@ func eventsQuery(r *http.Request) (after uint64, follow bool, err error) {
 }
 
 // eventArray writes the committed events with seq > after as a JSON array
-// of envelopes, read with direct gets.
-func (s *Server) eventArray(w http.ResponseWriter, ctx context.Context, rd *reader, after uint64) error {
+// of envelopes (as v serves them), read with direct gets.
+func (s *Server) eventArray(w http.ResponseWriter, ctx context.Context, rd *reader, v view, after uint64) error {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	n := 0
@@ -103,7 +104,7 @@ func (s *Server) eventArray(w http.ResponseWriter, ctx context.Context, rd *read
 			buf.WriteByte(',')
 		}
 		n++
-		buf.Write(ev.data)
+		buf.Write(v.envelope(ctx, ev))
 		if buf.Len() < 1<<20 {
 			return nil
 		}
@@ -135,13 +136,14 @@ type sseStream struct {
 	w          http.ResponseWriter
 	rc         *http.ResponseController
 	rd         *reader
+	view       view
 	ctx        context.Context
 	last       uint64 // seq of the last event sent (or the cursor)
 	lastStream uint64 // its stream sequence, when known
 }
 
-func (s *Server) sse(w http.ResponseWriter, r *http.Request, rd *reader, id string, after uint64) error {
-	h, c, ring, err := s.hubs.join(r.Context(), id)
+func (s *Server) sse(w http.ResponseWriter, r *http.Request, rd *reader, v view, after uint64) error {
+	h, c, ring, err := s.hubs.join(r.Context(), v.sessionID)
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, rd *reader, id stri
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	st := &sseStream{s: s, w: w, rc: http.NewResponseController(w), rd: rd, ctx: r.Context(), last: after}
+	st := &sseStream{s: s, w: w, rc: http.NewResponseController(w), rd: rd, view: v, ctx: r.Context(), last: after}
 	if err := st.start(ring); err != nil {
 		return st.end(err)
 	}
@@ -239,7 +241,8 @@ func (st *sseStream) catchUp(to uint64) error {
 	return st.rd.readRetry(st.ctx, st.last+1, to, st.emit)
 }
 
-// emit writes one event: id = seq, event = kind, data = the envelope.
+// emit writes one event: id = seq, event = kind, data = the envelope (a
+// message.output's out-of-line content resolved).
 func (st *sseStream) emit(ev event) error {
 	st.last, st.lastStream = ev.seq, ev.streamSeq
 	if ev.kind == "" {
@@ -248,7 +251,7 @@ func (st *sseStream) emit(ev event) error {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "id: %d\nevent: %s\n", ev.seq, ev.kind)
-	for _, line := range bytes.Split(ev.data, []byte("\n")) {
+	for _, line := range bytes.Split(st.view.envelope(st.ctx, ev), []byte("\n")) {
 		b.WriteString("data: ")
 		b.Write(line)
 		b.WriteByte('\n')

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime/debug"
 	"strconv"
 	"time"
 )
@@ -63,6 +65,10 @@ type StepResult struct {
 	// is recorded and the turn ends. Fatal also ends the session (failed).
 	Error string `json:"error,omitempty"`
 	Fatal bool   `json:"fatal,omitempty"`
+	// Code is the machine-readable code of a failed step (the code of its
+	// error event), set by the runtime for a result it refused (see
+	// [Checker]), a panic or a timeout; empty for the agent's own errors.
+	Code string `json:"code,omitempty"`
 }
 
 // TaskSpec is a background task the driver runs after the commit. ID is
@@ -75,11 +81,29 @@ type TaskSpec struct {
 }
 
 // Run calls a.Step for one [RunStep] input and returns the [StepDone] to feed
-// back. An agent error becomes a failed step (StepResult.Error).
-func Run(ctx context.Context, a Agent, in StepInput) StepDone {
+// back. An agent error becomes a failed step (StepResult.Error). A panic in
+// Step is recovered: the step fails with code agent_panic, and the panic
+// value and stack are returned as a *PanicError for the caller to log.
+func Run(ctx context.Context, a Agent, in StepInput) (d StepDone, perr *PanicError) {
+	d = StepDone{TurnID: in.TurnID, Step: in.Step}
+	defer func() {
+		if p := recover(); p != nil {
+			perr = &PanicError{Value: p, Stack: debug.Stack()}
+			d.Result = Failed(CodeAgentPanic, perr)
+		}
+	}()
 	r, err := a.Step(ctx, in)
 	if err != nil {
 		r = StepResult{Error: err.Error()}
 	}
-	return StepDone{TurnID: in.TurnID, Step: in.Step, Result: r}
+	d.Result = r
+	return d, nil
 }
+
+// PanicError is a panic recovered from agent code, with its stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("agent panic: %v", e.Value) }

@@ -137,7 +137,7 @@ func (h *harness) step(args map[string]string) ([]runtime.Effect, error) {
 	}
 	defer cancel()
 	a := &demo.Agent{Log: h.log, Process: h.cfg.RunID, Sleep: sleepNow}
-	done := runtime.Run(ctx, a, h.run.Input)
+	done, _ := runtime.Run(ctx, a, h.run.Input)
 	h.run = nil
 	return h.handle(done)
 }

@@ -30,7 +30,7 @@ func (m *Machine) fold(d *StepDone) {
 func (m *Machine) validate(r StepResult) StepResult {
 	for _, e := range r.Events {
 		if !m.kinds[e.Kind] {
-			return StepResult{Error: fmt.Sprintf("%v: %q", ErrEventKind, e.Kind), Fatal: r.Fatal}
+			return StepResult{Error: fmt.Sprintf("%v: %q", ErrEventKind, e.Kind), Code: CodeEventInvalid, Fatal: r.Fatal}
 		}
 	}
 	if r.Fatal && r.Error == "" {
@@ -40,7 +40,7 @@ func (m *Machine) validate(r StepResult) StepResult {
 	case OutcomeContinue, OutcomeDone, OutcomeInput, OutcomeAuthorize, OutcomeTask, OutcomeFinish:
 	default:
 		if r.Error == "" {
-			r.Error = fmt.Sprintf("%v: %q", ErrOutcome, r.Outcome)
+			r.Error, r.Code = fmt.Sprintf("%v: %q", ErrOutcome, r.Outcome), CodeResultInvalid
 		}
 	}
 	return r
@@ -48,7 +48,11 @@ func (m *Machine) validate(r StepResult) StepResult {
 
 // failStep records the error; the turn ends (or the session, if fatal).
 func (m *Machine) failStep(t *Turn, r StepResult) {
-	m.emit(EventError, Fields{"message": r.Error, "turnId": t.ID, "step": t.Steps})
+	f := Fields{"message": r.Error, "turnId": t.ID, "step": t.Steps}
+	if r.Code != "" {
+		f["code"] = r.Code
+	}
+	m.emit(EventError, f)
 	if r.Fatal {
 		m.finalize(EndFailed)
 		return

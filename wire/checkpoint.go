@@ -5,11 +5,22 @@ import (
 	"time"
 )
 
-// CurrentStateVersion is the checkpoint state version this build writes and
-// the only one it reads. A successor that meets another version refuses the
+// CurrentStateVersion is the newest checkpoint state version: this build
+// reads every version from MinStateVersion to it, and writes each
+// checkpoint at the lowest version that can express its content (so a
+// rollback to an older deployment works whenever the session used nothing
+// new). A successor that meets a version it does not read refuses the
 // checkpoint before it activates (ErrUnsupportedState), so the source keeps
-// the session. Any change to the Checkpoint shape bumps it.
-const CurrentStateVersion = 1
+// the session. Any change to the Checkpoint shape bumps it; docs/wire.md
+// keeps the history.
+//
+//	1  the first shape
+//	2  out-of-line content: stateRef (agent state in the object store) and
+//	   turn.inputs[].textRef (an admitted delivery's text)
+const CurrentStateVersion = 2
+
+// MinStateVersion is the oldest checkpoint state version this build reads.
+const MinStateVersion = 1
 
 // Checkpoint is the settled state of a session, committed with its applied
 // commands and outbox in one CAS of the session record. It carries no
@@ -154,6 +165,9 @@ type TurnInput struct {
 	TimerID    string          `json:"timerId,omitempty"`
 	Target     string          `json:"target,omitempty"`
 	Rejected   string          `json:"rejected,omitempty"`
+	// TextRef holds Text out of line (state version 2) when it is longer
+	// than MaxInlineTextBytes; Text is then empty.
+	TextRef *BlobRef `json:"textRef,omitempty"`
 }
 
 // Writer identifies the write that produced a checkpoint: the owner run and

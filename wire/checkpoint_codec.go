@@ -1,6 +1,7 @@
 package wire
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,14 +13,42 @@ import (
 	genschema "github.com/invopop/jsonschema"
 )
 
-// checkpointV1 is the generated schema of the current checkpoint state.
-var checkpointV1 = sync.OnceValue(func() *contract { return mustContract("checkpoint.v1.json", Checkpoint{}) })
+// checkpointCurrent is the generated schema of the current checkpoint state.
+var checkpointCurrent = sync.OnceValue(func() *contract {
+	return mustContract("checkpoint.v"+strconv.Itoa(CurrentStateVersion)+".json", Checkpoint{})
+})
+
+// frozenCheckpointV1 is state version 1's frozen schema, which a checkpoint
+// written at version 1 (content that needs nothing newer) must match, so an
+// owner of that version reads it.
+//
+//go:embed testdata/schema_checkpoint_v1.json
+var frozenCheckpointV1 []byte
+
+var checkpointV1 = sync.OnceValue(func() *contract {
+	c, err := compileContract(schemaBase+"checkpoint.v1.json", frozenCheckpointV1)
+	if err != nil {
+		panic(err)
+	}
+	return c
+})
+
+// checkpointContract is the schema of state version v (MinStateVersion..
+// CurrentStateVersion).
+func checkpointContract(v int) *contract {
+	if v == 1 {
+		return checkpointV1()
+	}
+	return checkpointCurrent()
+}
 
 // CheckpointSchema returns the generated JSON Schema of the current
 // checkpoint state version.
-func CheckpointSchema() []byte { return append([]byte(nil), checkpointV1().raw...) }
+func CheckpointSchema() []byte { return append([]byte(nil), checkpointCurrent().raw...) }
 
-// JSONSchemaExtend pins the state version and types the raw fields.
+// JSONSchemaExtend pins the state version and types the raw fields. (A
+// checkpoint at an older version is checked against that version's frozen
+// schema.)
 func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 	prop(s, "stateV").Const = CurrentStateVersion
 	prop(s, "outputSchema").Type = "object"
@@ -32,9 +61,12 @@ func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 // handoff: rare) and, with BATON_WIRE_SCHEMA_CHECK=1, on encode too. Inline history
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
+//
+// The state version is the lowest that expresses the content: 1 unless
+// something is out of line (stateRef, an input's textRef), then 2.
 func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 	c = normalizeCheckpoint(c)
-	c.StateV = CurrentStateVersion
+	c.StateV = c.lowestVersion()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -46,7 +78,7 @@ func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 		return nil, stateFail(c.StateV, ErrTooLarge, "%d bytes, limit %d (move history or state to the object store)", len(b), MaxCheckpointBytes)
 	}
 	if debugSchema {
-		if err := debugCheck(checkpointV1(), b); err != nil {
+		if err := debugCheck(checkpointContract(c.StateV), b); err != nil {
 			return nil, stateFail(c.StateV, ErrInvalid, "schema (debug check): %v", err)
 		}
 	}
@@ -65,7 +97,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	if err := debugCheck(checkpointV1(), b); err != nil {
+	if err := debugCheck(checkpointContract(v), b); err != nil {
 		return Checkpoint{}, stateFail(v, ErrInvalid, "%v", err)
 	}
 	var c Checkpoint
@@ -112,10 +144,32 @@ func stateVersionOf(doc map[string]any) (int, error) {
 	switch {
 	case err != nil:
 		return 0, stateFail(0, ErrUnsupportedState, "stateV is missing or not an integer")
-	case v != CurrentStateVersion:
-		return v, stateFail(v, ErrUnsupportedState, "this build reads state version %d", CurrentStateVersion)
+	case v < MinStateVersion || v > CurrentStateVersion:
+		return v, stateFail(v, ErrUnsupportedState, "this build reads state versions %d to %d", MinStateVersion, CurrentStateVersion)
 	}
 	return v, nil
+}
+
+// lowestVersion is the lowest state version that can express c.
+func (c *Checkpoint) lowestVersion() int {
+	if c.usesRefs() {
+		return 2
+	}
+	return 1
+}
+
+// usesRefs reports out-of-line content that state version 1 readers would
+// ignore (they would run with no state or an empty delivery).
+func (c *Checkpoint) usesRefs() bool {
+	if c.StateRef != nil {
+		return true
+	}
+	for _, in := range c.Turn.Inputs {
+		if in.TextRef != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func stateFail(v int, sentinel error, format string, args ...any) *StateError {
@@ -135,8 +189,11 @@ func (c *Checkpoint) validate() error {
 }
 
 func (c *Checkpoint) validateContent() error {
-	if c.StateV != CurrentStateVersion {
-		return stateFail(c.StateV, ErrUnsupportedState, "this build reads state version %d", CurrentStateVersion)
+	if c.StateV < MinStateVersion || c.StateV > CurrentStateVersion {
+		return stateFail(c.StateV, ErrUnsupportedState, "this build reads state versions %d to %d", MinStateVersion, CurrentStateVersion)
+	}
+	if c.StateV == 1 && c.usesRefs() {
+		return errors.New("out-of-line state or input text needs state version 2 (version 1 readers ignore it)")
 	}
 	if !sessionRE.MatchString(c.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", c.SessionID, sessionRE)
@@ -194,6 +251,14 @@ func (c *Checkpoint) validateRuntime() error {
 	for i, in := range c.Turn.Inputs {
 		if in.ID == "" || in.Kind == "" {
 			return fmt.Errorf("turn.inputs[%d] needs id and kind", i)
+		}
+		if in.TextRef != nil {
+			if err := in.TextRef.Validate(); err != nil {
+				return fmt.Errorf("turn.inputs[%d].textRef: %w", i, err)
+			}
+			if in.Text != "" {
+				return fmt.Errorf("turn.inputs[%d]: text is inline or referenced, not both", i)
+			}
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -34,20 +35,65 @@ func fullCheckpoint() Checkpoint {
 	}
 }
 
-// The frozen checkpoint fixture of state version 1 keeps decoding and
-// re-encodes to the same bytes.
+// The frozen checkpoint fixture of every state version keeps decoding and
+// re-encodes to the same bytes, at its own version (the lowest that
+// expresses its content).
 func TestCheckpointFixture(t *testing.T) {
-	raw := readFile(t, "testdata/checkpoint/state_v1.json")
-	c, err := DecodeCheckpoint(raw)
-	if err != nil {
-		t.Fatal(err)
+	for v := MinStateVersion; v <= CurrentStateVersion; v++ {
+		raw := readFile(t, fmt.Sprintf("testdata/checkpoint/state_v%d.json", v))
+		c, err := DecodeCheckpoint(raw)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if c.StateV != v {
+			t.Errorf("v%d fixture decoded as stateV %d", v, c.StateV)
+		}
+		out, err := EncodeCheckpoint(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.TrimRight(raw, "\n"); !bytes.Equal(out, want) {
+			t.Fatalf("v%d not byte-frozen:\n got %s\nwant %s", v, out, want)
+		}
 	}
-	out, err := EncodeCheckpoint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := bytes.TrimRight(raw, "\n"); !bytes.Equal(out, want) {
-		t.Fatalf("not byte-frozen:\n got %s\nwant %s", out, want)
+}
+
+// The bump to state version 2: a checkpoint is written at version 2 only
+// when it holds out-of-line content; otherwise at version 1, in a shape
+// that matches version 1's frozen schema (so an owner that reads only
+// version 1 can take it after a rollback). Version 1 with a reference
+// that version 1 readers would ignore is refused.
+func TestCheckpointLowestVersion(t *testing.T) {
+	ref := NewBlobRef([]byte("content"))
+	for _, tt := range []struct {
+		name   string
+		change func(*Checkpoint)
+		want   int
+	}{
+		{"plain", func(*Checkpoint) {}, 1},
+		{"state ref", func(c *Checkpoint) { c.State, c.StateRef = nil, &ref }, 2},
+		{"input text ref", func(c *Checkpoint) {
+			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: []TurnInput{{Seq: 40, ID: "c1", Kind: "deliver", TextRef: &ref}}}
+		}, 2},
+	} {
+		c := fullCheckpoint()
+		tt.change(&c)
+		b, err := EncodeCheckpoint(c)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if v, _ := ReadStateVersion(b); v != tt.want {
+			t.Errorf("%s: written at state version %d, want %d", tt.name, v, tt.want)
+		}
+		if err := debugCheck(checkpointContract(tt.want), b); err != nil {
+			t.Errorf("%s: does not match the frozen schema of version %d: %v", tt.name, tt.want, err)
+		}
+		if tt.want == 2 {
+			old := strings.Replace(string(b), `"stateV":2`, `"stateV":1`, 1)
+			if _, err := DecodeCheckpoint([]byte(old)); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: version 1 with a reference decoded: %v", tt.name, err)
+			}
+		}
 	}
 }
 
@@ -60,7 +106,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.StateV != CurrentStateVersion || c.Timer.Deadline.Location() != time.UTC || string(c.State) != `{"counter":3}` {
+	if c.StateV != 1 || c.Timer.Deadline.Location() != time.UTC || string(c.State) != `{"counter":3}` {
 		t.Fatalf("decoded %+v", c)
 	}
 	again, err := EncodeCheckpoint(c)
@@ -80,7 +126,7 @@ func TestCheckpointStateVersion(t *testing.T) {
 		in    string
 		wantV int
 	}{
-		{strings.Replace(string(b), `"stateV":1`, `"stateV":2`, 1), 2},
+		{strings.Replace(string(b), `"stateV":1`, `"stateV":3`, 1), 3},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":0`, 1), 0},
 		{strings.Replace(string(b), `"stateV":1,`, ``, 1), 0},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":"1"`, 1), 0},
@@ -94,8 +140,8 @@ func TestCheckpointStateVersion(t *testing.T) {
 	if v, err := ReadStateVersion(b); err != nil || v != 1 {
 		t.Errorf("ReadStateVersion = %d, %v", v, err)
 	}
-	future := strings.Replace(string(b), `"stateV":1`, `"stateV":2,"newField":true`, 1)
-	if v, err := ReadStateVersion([]byte(future)); err != nil || v != 2 {
+	future := strings.Replace(string(b), `"stateV":1`, `"stateV":3,"newField":true`, 1)
+	if v, err := ReadStateVersion([]byte(future)); err != nil || v != 3 {
 		t.Errorf("ReadStateVersion(future) = %d, %v", v, err)
 	}
 }

@@ -44,10 +44,13 @@
 //
 // [Checkpoint] is what a session owner commits in one CAS of its session
 // record: settled state, the [Applied] command record and the outbox of
-// committed-but-unpublished events. [CurrentStateVersion] lets a successor
-// refuse a checkpoint it cannot read before it activates
-// ([ErrUnsupportedState]). Large history and state live in an object store,
-// referenced by [BlobRef].
+// committed-but-unpublished events. It is written at the lowest state
+// version that expresses its content ([MinStateVersion] to
+// [CurrentStateVersion]), and a successor refuses a version it cannot read
+// before it activates ([ErrUnsupportedState]). Large history, state and
+// texts live in an object store, referenced by [BlobRef] ([BlobName] names a
+// session's blobs). The size limits, and how they nest so that whatever the
+// ingress accepts can be stored, are in limits.go.
 //
 // The package is a leaf: it imports the standard library and the two JSON
 // Schema libraries only. See docs/wire.md for the version-bump procedure.

@@ -578,7 +578,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 		c := genCheckpoint(rt)
 		_, encErr := EncodeCheckpoint(c)
 		n := normalizeCheckpoint(c)
-		n.StateV = CurrentStateVersion
+		n.StateV = n.lowestVersion()
 		b, err := marshal(n)
 		if err != nil {
 			rt.Fatal(err)
@@ -587,7 +587,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		schemaErr := checkpointV1().check(doc)
+		schemaErr := checkpointContract(n.StateV).check(doc)
 		if encErr == nil && schemaErr != nil { // the Go rules may be stricter, never weaker
 			rt.Fatalf("EncodeCheckpoint: %v, schema: %v\n%s", encErr, schemaErr, b)
 		}
@@ -632,7 +632,13 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 // one-change mutation of it, DecodeCheckpoint accepts exactly what the
 // schema plus the Go rules accept.
 func TestCheckpointSchemaAgreement(t *testing.T) {
-	raw, err := os.ReadFile("testdata/checkpoint/state_v1.json")
+	for v := MinStateVersion; v <= CurrentStateVersion; v++ {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { checkpointAgreement(t, fmt.Sprintf("testdata/checkpoint/state_v%d.json", v)) })
+	}
+}
+
+func checkpointAgreement(t *testing.T, path string) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -656,10 +662,11 @@ func checkpointReference(b []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := stateVersionOf(doc); err != nil {
+	v, err := stateVersionOf(doc)
+	if err != nil {
 		return err
 	}
-	if err := checkpointV1().check(doc); err != nil {
+	if err := checkpointContract(v).check(doc); err != nil {
 		return err
 	}
 	var c Checkpoint

@@ -212,3 +212,29 @@ func (r *EventRegistry) checkFast(e *Event) (verdict, error) {
 	}
 	return accepted, nil
 }
+
+// ValidateData checks an event's data (a JSON object; empty means {}) against
+// kind's newest data version, as the append boundary would: the kind must be
+// registered and the data must match its schema and validation, within
+// MaxEventDataBytes. The runtime calls it on every event a step returns,
+// before the step is folded, so no committed event can fail at publish.
+// Errors are *EventError.
+func (r *EventRegistry) ValidateData(kind string, data []byte) error {
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	e := Event{Kind: kind, Data: data}
+	s := r.spec(kind)
+	if s == nil {
+		return e.fail(ErrUnknownKind, "kind is not registered")
+	}
+	e.V = s.v
+	if len(data) > MaxEventDataBytes {
+		return e.fail(ErrTooLarge, "data is %d bytes, limit %d", len(data), MaxEventDataBytes)
+	}
+	doc, err := parseObject(data)
+	if err != nil {
+		return e.fail(ErrInvalid, "data: %v", err)
+	}
+	return r.check(e, doc)
+}

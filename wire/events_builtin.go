@@ -53,6 +53,16 @@ const (
 	WaitTask          = "task"
 )
 
+// Codes of "error" events for a failed step (ErrorData.Code). An agent's own
+// error (a returned error or StepResult.Error) has no code.
+const (
+	CodeEventInvalid  = "event_invalid"   // an event's kind is not the agent's, or its data fails its schema
+	CodeEventTooLarge = "event_too_large" // an event, or all of one step's events, over the limits
+	CodeResultInvalid = "result_invalid"  // the step result itself: outcome, state, aliases, fields
+	CodeAgentPanic    = "agent_panic"     // the agent panicked in Step
+	CodeStepTimeout   = "step_timeout"    // the step ran past its timeout
+)
+
 // CommandRef names an inbox command by ID and inbox stream sequence.
 type CommandRef struct {
 	CommandID string `json:"commandId" jsonschema:"minLength=1"`

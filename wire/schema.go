@@ -36,20 +36,26 @@ func newContract(name string, v any) (*contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: generate schema %s: %w", name, err)
 	}
+	return compileContract(string(s.ID), append(raw, '\n'))
+}
+
+// compileContract compiles a schema document (generated, or the frozen
+// schema of a historic version) whose $id is id.
+func compileContract(id string, raw []byte) (*contract, error) {
 	doc, err := valschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("wire: reread schema %s: %w", name, err)
+		return nil, fmt.Errorf("wire: reread schema %s: %w", id, err)
 	}
 	c := valschema.NewCompiler()
 	c.AssertFormat()
-	if err := c.AddResource(string(s.ID), doc); err != nil {
-		return nil, fmt.Errorf("wire: add schema %s: %w", name, err)
+	if err := c.AddResource(id, doc); err != nil {
+		return nil, fmt.Errorf("wire: add schema %s: %w", id, err)
 	}
-	compiled, err := c.Compile(string(s.ID))
+	compiled, err := c.Compile(id)
 	if err != nil {
-		return nil, fmt.Errorf("wire: compile schema %s: %w", name, err)
+		return nil, fmt.Errorf("wire: compile schema %s: %w", id, err)
 	}
-	return &contract{id: string(s.ID), raw: append(raw, '\n'), schema: compiled}, nil
+	return &contract{id: id, raw: raw, schema: compiled}, nil
 }
 
 // mustContract is newContract for package-level shapes, whose schemas are

@@ -48,6 +48,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.ExecLog, "exec-log", "", "append the demo agent's execution log (one JSON line per step) to this file")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", driver.DefaultLeaseTTL, "owner lease TTL, whole seconds ≥ 1s; renewed every TTL/4, the process fences itself after TTL − TTL/4 without a renewal, a dead process's sessions move to a peer about TTL after its last renewal")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", driver.DefaultSweepInterval, "how often the pool's sweeper looks for active sessions whose owner process has no live lease (≥ 0)")
+	fs.DurationVar(&cfg.StepTimeout, "step-timeout", driver.DefaultStepTimeout, "an agent step running longer fails with code step_timeout (its context is cancelled; more than 0)")
 	fs.DurationVar(&cfg.TaskAckWait, "task-ack-wait", driver.DefaultTaskAckWait, "a background task whose runner stopped signalling progress for this long runs again on another owner process (≥ 1s)")
 	fs.DurationVar(&cfg.HibernateAfter, "hibernate-after", driver.DefaultHibernateAfter, "a quiet session (no step running; it may await input) hibernates after this long without activity: its consumer is deleted and it leaves memory until a command wakes it (negative: never)")
 	fs.IntVar(&cfg.MaxLoaded, "max-loaded", 2000, "most sessions (and inbox consumers) this process runs at once; at the cap, a new load makes the least recently active quiet sessions hibernate early (0: no cap)")
@@ -99,6 +100,8 @@ func checkValues(cfg Config) error {
 		return fmt.Errorf("%w: --replicas %d: want 1 to 5", app.ErrUsage, cfg.Replicas)
 	case cfg.Replicas > 1 && cfg.NATSURL == "":
 		return fmt.Errorf("%w: --replicas %d needs a cluster (--nats-url); the embedded server is one node", app.ErrUsage, cfg.Replicas)
+	case cfg.StepTimeout <= 0:
+		return fmt.Errorf("%w: --step-timeout %v: want more than 0", app.ErrUsage, cfg.StepTimeout)
 	case cfg.TaskAckWait < time.Second:
 		return fmt.Errorf("%w: --task-ack-wait %v: want at least 1s", app.ErrUsage, cfg.TaskAckWait)
 	case cfg.SweepInterval < 0:

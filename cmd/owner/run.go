@@ -46,6 +46,7 @@ type Config struct {
 	LeaseTTL      time.Duration
 	SweepInterval time.Duration
 	TaskAckWait   time.Duration
+	StepTimeout   time.Duration
 	// Hibernation (docs/driver.md, "Hibernation").
 	HibernateAfter     time.Duration
 	MaxLoaded          int
@@ -117,7 +118,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	owner, err := driver.New(driver.Config{
 		NC: nc, JS: js, Store: store, Names: cfg.Names, Deployment: cfg.DeploymentID,
 		ProcessID: cfg.ProcessID, Agent: agent, Log: base,
-		LeaseTTL: cfg.LeaseTTL, SweepInterval: cfg.SweepInterval, TaskAckWait: cfg.TaskAckWait,
+		LeaseTTL: cfg.LeaseTTL, SweepInterval: cfg.SweepInterval, TaskAckWait: cfg.TaskAckWait, StepTimeout: cfg.StepTimeout,
 		HibernateAfter: cfg.HibernateAfter, MaxLoaded: cfg.MaxLoaded, InboxSweepInterval: cfg.InboxSweepInterval,
 		DrainTimeout: cfg.DrainTimeout, Registerer: reg, Faults: faults,
 	})

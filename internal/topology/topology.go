@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,7 +17,7 @@ const (
 	DefaultMaxConsumers    = 10_000
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultMaxMsgSize      = 1 << 20
-	DefaultRecordMaxBytes  = 512 << 10
+	DefaultRecordMaxBytes  = wire.MaxRecordBytes // the checkpoint limit derives from it
 	DefaultLeaseMarkerTTL  = 5 * time.Minute
 )
 
@@ -74,6 +75,9 @@ type Topology struct {
 // Ensure creates or updates every resource.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
 	cfg = cfg.withDefaults()
+	if cfg.RecordMaxBytes < wire.MaxRecordBytes {
+		return nil, fmt.Errorf("topology: session record limit %d bytes: at least %d (wire.MaxRecordBytes: every checkpoint must fit)", cfg.RecordMaxBytes, wire.MaxRecordBytes)
+	}
 	t := &Topology{}
 	var err error
 	for _, s := range []struct {

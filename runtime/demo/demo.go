@@ -61,6 +61,8 @@ func (a *Agent) apply(ctx context.Context, d directive, r runtime.StepResult) (r
 		r.Outcome = runtime.OutcomeFinish
 	case "alias":
 		r.Aliases = []string{d.arg}
+	default:
+		return a.poison(ctx, d, r)
 	}
 	return r, nil
 }
@@ -98,7 +100,8 @@ func parse(c runtime.Command) directive {
 	}
 	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
 	switch name {
-	case "sleep", "ask", "authorize", "task", "fail", "done", "alias":
+	case "sleep", "ask", "authorize", "task", "fail", "done", "alias",
+		"panic", "hang", "big", "badevent", "bigstate", "manyevents":
 		return directive{name: name, arg: strings.TrimSpace(arg)}
 	}
 	return directive{}

@@ -68,7 +68,7 @@ func TestFailIsAStepError(t *testing.T) {
 	if !errors.Is(err, demo.ErrFail) {
 		t.Fatalf("err %v, want ErrFail", err)
 	}
-	done := runtime.Run(context.Background(), &demo.Agent{}, runtime.StepInput{TurnID: "t1", Step: 1, Inputs: []runtime.Command{deliver("/fail")}})
+	done, _ := runtime.Run(context.Background(), &demo.Agent{}, runtime.StepInput{TurnID: "t1", Step: 1, Inputs: []runtime.Command{deliver("/fail")}})
 	if done.Result.Error == "" || done.TurnID != "t1" || done.Step != 1 {
 		t.Fatalf("Run: %+v", done)
 	}

@@ -16,6 +16,15 @@
 //	/done            the session finishes (session.ended {reason: done})
 //	/alias <name>    adds an alias (the turn ends normally)
 //
+// and, to try the runtime's containment of misbehaving agents:
+//
+//	/panic           panics in Step (the step fails: agent_panic)
+//	/hang            blocks until the step's context ends (step_timeout)
+//	/big <n>         one more message.output of n bytes (stored out of line)
+//	/badevent        a message.output with an unknown field (event_invalid)
+//	/bigstate <n>    keeps n bytes of state (out of line above 128 KiB)
+//	/manyevents <n>  n more small message.output events in one step
+//
 // A step without inputs (the continuation after /sleep) ends the turn. Each
 // step is recorded in the [runtime.ExecLog] with the agent's process name, so
 // tests can prove no committed step ran twice. See docs/agent.md.

@@ -6,9 +6,15 @@ import (
 )
 
 // encodeCheckpoint maps the machine's snapshot onto the versioned wire
-// checkpoint (wire owns the durable shape). tokens[0] is the stable token;
-// the raw addresses are the session ID plus the snapshot's aliases.
+// checkpoint (wire owns the durable shape) and encodes it; everything must
+// fit inline (a new session's first checkpoint). tokens[0] is the stable
+// token; the raw addresses are the session ID plus the snapshot's aliases.
 func encodeCheckpoint(sessionID string, tokens []string, snap runtime.Snapshot, outbox []wire.Event, segs []wire.BlobRef) ([]byte, error) {
+	return wire.EncodeCheckpoint(toCheckpoint(sessionID, snap, outbox, segs))
+}
+
+// toCheckpoint is the wire checkpoint of a snapshot, all content inline.
+func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, segs []wire.BlobRef) wire.Checkpoint {
 	cp := wire.Checkpoint{
 		HistorySegments: segs,
 		StateV:          wire.CurrentStateVersion, SessionID: sessionID,
@@ -28,7 +34,7 @@ func encodeCheckpoint(sessionID string, tokens []string, snap runtime.Snapshot, 
 		cp.Timeout = t.Duration
 		cp.Timer = &wire.Timer{ID: t.ID, Deadline: t.Deadline.UTC(), Duration: t.Duration}
 	}
-	return wire.EncodeCheckpoint(cp)
+	return cp
 }
 
 // decodeCheckpoint is the inverse: the snapshot, the encoded tokens and the
@@ -61,15 +67,23 @@ func decodeCheckpoint(b []byte) (decoded, error) {
 		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
 	}
 	tokens, err := encodedTokens(cp.SessionID, snap.Aliases)
-	return decoded{snap: snap, tokens: tokens, outbox: cp.Outbox, segments: cp.HistorySegments}, err
+	d := decoded{snap: snap, tokens: tokens, outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}
+	for _, in := range cp.Turn.Inputs {
+		d.inputRefs = append(d.inputRefs, in.TextRef)
+	}
+	return d, err
 }
 
-// decoded is a checkpoint read back.
+// decoded is a checkpoint read back. Out-of-line content is not read yet:
+// segments (history), stateRef and inputRefs (per turn input, nil when
+// inline) name the blobs Owner.hydrate reads.
 type decoded struct {
-	snap     runtime.Snapshot
-	tokens   []string
-	outbox   []wire.Event
-	segments []wire.BlobRef
+	snap      runtime.Snapshot
+	tokens    []string
+	outbox    []wire.Event
+	segments  []wire.BlobRef
+	stateRef  *wire.BlobRef
+	inputRefs []*wire.BlobRef
 }
 
 func toWireTurn(snap runtime.Snapshot) wire.TurnState {

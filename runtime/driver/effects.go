@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
@@ -77,6 +76,7 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	switch {
 	case err == nil:
 		s.rec, s.rev, s.outbox = rec, rev, outbox
+		s.committedState(ctx)
 		s.o.metrics.committed(outbox)
 		s.o.faults.afterCommit(s.id)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
@@ -109,6 +109,7 @@ func (s *session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runti
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
 	}
 	s.rec, s.rev, s.outbox = s.pendingRec, cur.Revision, s.pendingOutbox
+	s.committedState(ctx)
 	return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 }
 
@@ -127,7 +128,10 @@ func (s *session) publish(ctx context.Context, p runtime.Publish) error {
 		if !ok {
 			return fmt.Errorf("driver: session %s: event %d is not in the committed outbox", s.id, e.Seq)
 		}
-		data, err := wire.EncodeEvent(s.o.cfg.Events, we)
+		// Envelope only: the data was validated once, when the step's result
+		// was checked, and a committed event of a data version newer than
+		// this build knows is re-published unchanged.
+		data, err := wire.EncodeEvent(nil, we)
 		if err != nil {
 			return fmt.Errorf("driver: session %s: %w", s.id, err)
 		}
@@ -170,23 +174,6 @@ func (s *session) stamped(e runtime.Event) (wire.Event, bool) {
 		}
 	}
 	return wire.Event{}, false
-}
-
-// runStep runs the agent's step in its own goroutine with a cancellable
-// context; its result comes back through s.steps.
-func (s *session) runStep(ctx context.Context, r runtime.RunStep) {
-	stepCtx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	go func() {
-		defer cancel()
-		began := time.Now()
-		d := runtime.Run(stepCtx, s.o.cfg.Agent, r.Input)
-		s.o.metrics.stepDone(d, time.Since(began))
-		select {
-		case s.steps <- d:
-		case <-ctx.Done():
-		}
-	}()
 }
 
 // handoff runs the handoff transaction for the machine's decision. The

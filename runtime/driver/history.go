@@ -124,8 +124,13 @@ func decodeSegment(data []byte) ([]runtime.Entry, error) {
 	return part, json.Unmarshal(data, &part)
 }
 
-// segmentCacheSize bounds an owner's segment cache (× segmentBytes, ~8 MiB).
-const segmentCacheSize = 1024
+// segmentCacheSize and segmentCacheBytes bound an owner's segment cache: a
+// segment is about segmentBytes, or one long entry (a delivery or answer of
+// up to a MiB) alone.
+const (
+	segmentCacheSize  = 1024
+	segmentCacheBytes = 64 << 20
+)
 
 // segmentCache holds the history segments an owner wrote or read, by
 // digest, so a session that comes back (a handoff back, a reload) does not
@@ -135,6 +140,7 @@ type segmentCache struct {
 	mu    sync.Mutex
 	data  map[string][]byte
 	order []string
+	bytes int
 }
 
 func newSegmentCache() *segmentCache { return &segmentCache{data: map[string][]byte{}} }
@@ -158,12 +164,14 @@ func (c *segmentCache) add(ref wire.BlobRef, data []byte) {
 	if _, ok := c.data[ref.Digest]; ok {
 		return
 	}
-	if len(c.order) >= segmentCacheSize {
+	for len(c.order) > 0 && (len(c.order) >= segmentCacheSize || c.bytes+len(data) > segmentCacheBytes) {
+		c.bytes -= len(c.data[c.order[0]])
 		delete(c.data, c.order[0])
 		c.order = c.order[1:]
 	}
 	c.data[ref.Digest] = data
 	c.order = append(c.order, ref.Digest)
+	c.bytes += len(data)
 }
 
 func fingerprint(e runtime.Entry) string { return e.Role + "\x00" + e.Text }

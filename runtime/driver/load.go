@@ -81,13 +81,10 @@ func (o *Owner) isLoaded(id string) bool {
 // The checkpoint (and its history segments) must be readable first: an
 // owner never claims a session it cannot run.
 func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
-	d, err := decodeCheckpoint(cur.Record.Checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("driver: session %s checkpoint: %w", cur.Record.SessionID, err)
-	}
 	hist := o.newHistory()
-	if d.snap.History, err = hist.load(ctx, d.segments, d.snap.History); err != nil {
-		return nil, fmt.Errorf("driver: session %s history: %w", cur.Record.SessionID, err)
+	d, err := o.readCheckpoint(ctx, cur.Record.SessionID, hist, cur.Record.Checkpoint)
+	if err != nil {
+		return nil, err
 	}
 	rec := handoff.Adopt(cur.Record) // a staged record whose source died: the handoff failed
 	run := newID()
@@ -119,7 +116,7 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.prev, s.hist = cur.Record.Consumer, hist
+	s.prev, s.hist, s.stateRef = cur.Record.Consumer, hist, d.stateRef
 	s.outbox = d.outbox // boot re-publishes it as committed, stamps and all
 	if h := handoff.Unconfirmed(cur.Record); h != nil {
 		// A handoff successor that died before its first commit: this run
@@ -128,6 +125,23 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 			Trigger: runtime.Ref{Seq: h.TriggerSeq, ID: h.TriggerCommandID}}
 	}
 	return s, nil
+}
+
+// readCheckpoint decodes a session's checkpoint and reads its out-of-line
+// content (history segments, state, input texts) back into the snapshot:
+// what an owner must be able to read before it claims the session.
+func (o *Owner) readCheckpoint(ctx context.Context, id string, hist *history, cp []byte) (decoded, error) {
+	d, err := decodeCheckpoint(cp)
+	if err != nil {
+		return decoded{}, fmt.Errorf("driver: session %s checkpoint: %w", id, err)
+	}
+	if d.snap.History, err = hist.load(ctx, d.segments, d.snap.History); err != nil {
+		return decoded{}, fmt.Errorf("driver: session %s history: %w", id, err)
+	}
+	if err := o.blobs.hydrate(ctx, id, &d); err != nil {
+		return decoded{}, err
+	}
+	return d, nil
 }
 
 // ownedTokens is the token set a booting owner filters on: the stable token

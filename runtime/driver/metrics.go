@@ -39,6 +39,7 @@ type metrics struct {
 	conflicts    *prometheus.CounterVec   // lost CASes by operation
 	renewals     *prometheus.CounterVec   // lease renewals by result
 	fences       prometheus.Counter       // self-fencing
+	stepFailures *prometheus.CounterVec   // failed steps by code
 	mu           sync.Mutex
 	stats        Stats
 }
@@ -101,13 +102,17 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_fenced_total",
 			Help: "Times this process fenced itself (lease lost or not renewed in time): every session stopped.",
 		}),
+		stepFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_step_failures_total",
+			Help: "Steps that failed with a code: event_invalid, event_too_large, result_invalid, agent_panic, step_timeout.",
+		}, []string{"code"}),
 		stats: Stats{Wakes: map[string]int{}},
 	}
 	if reg == nil {
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.stepFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -187,4 +192,12 @@ func (m *metrics) stepDone(d runtime.StepDone, took time.Duration) {
 		outcome = "error"
 	}
 	m.steps.WithLabelValues(outcome).Observe(took.Seconds())
+}
+
+// stepFailed counts a failed step by its code (none for the agent's own
+// errors and for steps that did not fail).
+func (m *metrics) stepFailed(code string) {
+	if code != "" {
+		m.stepFailures.WithLabelValues(code).Inc()
+	}
 }

@@ -37,6 +37,9 @@ const (
 	// DefaultTaskAckWait is how long a background task may go without a
 	// progress signal before another owner process runs it again.
 	DefaultTaskAckWait = 30 * time.Second
+	// DefaultStepTimeout bounds one agent step: its context is cancelled
+	// then, and a step that has not returned is recorded as step_timeout.
+	DefaultStepTimeout = 10 * time.Minute
 )
 
 // Config wires an Owner to its NATS connection, store and agent.
@@ -65,6 +68,11 @@ type Config struct {
 	// TaskAckWait is the ack wait of the deployment's task consumer
 	// (default 30 s): a task whose runner died runs again after it.
 	TaskAckWait time.Duration
+	// StepTimeout bounds one agent step (default 10 min): its context is
+	// cancelled at the timeout, and the step fails with code step_timeout
+	// whether or not the agent returns (a result that comes later is
+	// discarded).
+	StepTimeout time.Duration
 	// DisableHandoff turns the handoff transaction off: the owner keeps a
 	// session whose delivery names another deployment and processes it
 	// (default: hand off over Names.Start(target), docs/handoff.md).
@@ -255,6 +263,8 @@ type Owner struct {
 	state    jetstream.ObjectStore
 	segs     *segmentCache // history segments written or read (history.go)
 	txn      *handoff.Txn  // nil: handoff disabled
+	checker  *runtime.Checker
+	blobs    *blobs // out-of-line state, event and input content (blobs.go)
 
 	lease    leaseState
 	peers    peerSet
@@ -297,7 +307,7 @@ func New(cfg Config) (*Owner, error) {
 		}
 		cfg.Events = reg
 	}
-	o := &Owner{
+	o := &Owner{checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		cfg: cfg, faults: cfg.Faults, born: time.Now(),
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
@@ -351,6 +361,9 @@ func (c Config) withDefaults() Config {
 	if c.TaskAckWait == 0 {
 		c.TaskAckWait = DefaultTaskAckWait
 	}
+	if c.StepTimeout == 0 {
+		c.StepTimeout = DefaultStepTimeout
+	}
 	return c
 }
 
@@ -364,6 +377,8 @@ func (c Config) validateDurability() error {
 		return fmt.Errorf("driver: inbox sweep interval %v: at most 5s (the bound on a lost wake)", c.InboxSweepInterval)
 	case c.MaxLoaded < 0:
 		return fmt.Errorf("driver: max loaded sessions %d: must not be negative", c.MaxLoaded)
+	case c.StepTimeout < 0:
+		return fmt.Errorf("driver: step timeout %v: must not be negative", c.StepTimeout)
 	case c.SweepInterval < 0 || c.TaskAckWait < time.Second:
 		return fmt.Errorf("driver: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
 	}
@@ -405,6 +420,7 @@ func (o *Owner) Run(ctx context.Context) error {
 		return fmt.Errorf("driver: state object store: %w", err)
 	}
 	o.state = state
+	o.blobs = newBlobs(state)
 	// With a drain timeout, the end of ctx starts a graceful drain; the
 	// process's own context ends when the drain is done (or timed out).
 	runCtx := ctx

@@ -19,19 +19,30 @@ var errReplyLost = errors.New("driver: commit reply lost (injected)")
 
 // record builds the session record a commit writes: ownership unchanged, the
 // state derived from the snapshot, and the checkpoint with the new outbox
-// stamped with this run's envelope.
+// stamped with this run's envelope. Content too large to keep inline (a
+// long message.output text, agent state, an admitted delivery's text) is
+// written to the session's blobs first, so the record stays small and
+// always fits the bucket.
 func (s *session) record(ctx context.Context, snap runtime.Snapshot) (kv.SessionRecord, []wire.Event, error) {
 	now := s.o.now()
 	outbox := make([]wire.Event, len(snap.Outbox))
 	for i, e := range snap.Outbox {
-		outbox[i] = s.restamp(e, now)
+		w, err := s.restamp(ctx, e, now)
+		if err != nil {
+			return kv.SessionRecord{}, nil, err
+		}
+		outbox[i] = w
 	}
 	segs, tail, err := s.hist.layout(ctx, snap.History)
 	if err != nil {
 		return kv.SessionRecord{}, nil, err
 	}
 	snap.History = tail
-	cp, err := encodeCheckpoint(s.id, s.tokens, snap, outbox, segs)
+	c := toCheckpoint(s.id, snap, outbox, segs)
+	if err := s.o.blobs.externalise(ctx, &c); err != nil {
+		return kv.SessionRecord{}, nil, err
+	}
+	cp, err := wire.EncodeCheckpoint(c)
 	if err != nil {
 		return kv.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
 	}
@@ -39,16 +50,41 @@ func (s *session) record(ctx context.Context, snap runtime.Snapshot) (kv.Session
 	rec.State = stateOf(snap)
 	rec.Writer, rec.WriteCounter = snap.Writer.RunID, snap.Writer.Write
 	rec.UpdatedAt, rec.Checkpoint = now, cp
+	s.nextStateRef = c.StateRef
 	return rec, outbox, nil
 }
 
 // restamp keeps the stamp of an event already committed by this run (so a
-// re-committed outbox does not change), and stamps a new one.
-func (s *session) restamp(e runtime.Event, now time.Time) wire.Event {
+// re-committed outbox does not change), and stamps a new one, storing a
+// long message.output text out of line.
+func (s *session) restamp(ctx context.Context, e runtime.Event, now time.Time) (wire.Event, error) {
 	if w, ok := s.stamped(e); ok {
-		return w
+		return w, nil
 	}
-	return toWireEvent(s.id, s.runID, s.o.cfg.Deployment, now, e)
+	if e.Kind == wire.EventMessageOutput {
+		data, err := s.o.blobs.outputRef(ctx, s.id, e.Data)
+		if err != nil {
+			return wire.Event{}, err
+		}
+		e.Data = data
+	}
+	return toWireEvent(s.id, s.runID, s.o.cfg.Deployment, now, e), nil
+}
+
+// committedState records the state blob of the commit that just landed and
+// deletes the one it superseded (no committed record references it).
+func (s *session) committedState(ctx context.Context) {
+	old, cur := s.stateRef, s.nextStateRef
+	s.stateRef = cur
+	if old == nil || cur != nil && cur.Digest == old.Digest {
+		return
+	}
+	sctx := s.o.servingCtx()
+	s.o.goBG(sctx, func() {
+		if err := s.o.blobs.remove(sctx, s.id, *old); err != nil {
+			s.log.Debug("superseded state blob not deleted", "err", err)
+		}
+	})
 }
 
 func stateOf(snap runtime.Snapshot) kv.State {

@@ -41,6 +41,8 @@ type session struct {
 
 	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
 	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
+	stateRef      *wire.BlobRef        // the state blob of the last commit (nil: inline)
+	nextStateRef  *wire.BlobRef        // the state blob of the commit in flight
 	pendingRec    kv.SessionRecord     // the record of an uncertain commit
 	pendingOutbox []wire.Event
 	stopped       bool

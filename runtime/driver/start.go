@@ -216,11 +216,8 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 		if o.faults.refuseActivation(id) {
 			return errors.New("fault: checkpoint refused")
 		}
-		dd, err := decodeCheckpoint(cp)
+		dd, err := o.readCheckpoint(ctx, id, hist, cp)
 		if err != nil {
-			return err
-		}
-		if dd.snap.History, err = hist.load(ctx, dd.segments, dd.snap.History); err != nil {
 			return err
 		}
 		d = dd
@@ -270,7 +267,7 @@ func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d decoded, 
 	if err != nil {
 		return nil, err
 	}
-	s.prev, s.hist = act.Predecessor, hist
+	s.prev, s.hist, s.stateRef = act.Predecessor, hist, d.stateRef
 	s.outbox = d.outbox
 	return s, nil
 }

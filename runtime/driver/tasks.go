@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/baton-rt/baton/runtime"
@@ -82,7 +83,7 @@ func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	o.log.Info("task running", "task", t.ID, "session", t.SessionID)
-	result, taskErr := o.execTask(ctx, m, t)
+	result, taskErr := o.safeExecTask(ctx, m, t)
 	if ctx.Err() != nil {
 		return // shutting down: another process re-runs it after AckWait
 	}
@@ -92,6 +93,20 @@ func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	_ = m.Ack()
+}
+
+// safeExecTask is execTask with a panic in the task body recovered: the task
+// fails (its result carries the error), the process and its other tasks and
+// sessions go on.
+func (o *Owner) safeExecTask(ctx context.Context, m jetstream.Msg, t task) (result json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			o.log.Error("task body panicked; the task fails", "task", t.ID, "session", t.SessionID,
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			result, err = nil, fmt.Errorf("task panic: %v", p)
+		}
+	}()
+	return o.execTask(ctx, m, t)
 }
 
 // execTask runs the task, telling the server it is in progress meanwhile.
