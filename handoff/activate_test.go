@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -15,19 +15,19 @@ import (
 func newID(prefix string) string { return fmt.Sprintf("%s%d", prefix, sessionSeq.Add(1)) }
 
 // activeSession creates a session owned by srcRun on blue.
-func activeSession(t *testing.T, st testStore, cp []byte) kv.Session {
+func activeSession(t *testing.T, st testStore, cp []byte) record.Session {
 	t.Helper()
 	id := newID("a")
 	if cp == nil {
 		cp = checkpoint(t, id, false)
 	}
-	rec := kv.SessionRecord{SessionID: id, OwnerRunID: srcRun, DeploymentID: srcDeployment, Epoch: 1, OwnerProcess: "p-blue",
-		State: kv.StateActive, Consumer: subjects.Consumer(id, 1), WireV: 1, Writer: srcRun, Checkpoint: cp}
+	rec := record.SessionRecord{SessionID: id, OwnerRunID: srcRun, DeploymentID: srcDeployment, Epoch: 1, OwnerProcess: "p-blue",
+		State: record.StateActive, Consumer: subjects.Consumer(id, 1), WireV: 1, Writer: srcRun, Checkpoint: cp}
 	rev, err := st.CreateSession(testCtx(t), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kv.Session{Record: rec, Revision: rev}
+	return record.Session{Record: rec, Revision: rev}
 }
 
 // stageDirect stages a handoff to green the way Txn's stage and mark do,
@@ -37,13 +37,13 @@ func stageDirect(t *testing.T, st testStore, cp []byte) handoff.ActivateRequest 
 	s := activeSession(t, st, cp)
 	id, hid := s.Record.SessionID, "ho-"+s.Record.SessionID
 	rec := s.Record
-	rec.State = kv.StateHandoff
-	rec.Handoff = &kv.HandoffOutcome{ID: hid, Target: candDeployment, Outcome: handoff.OutcomeStaged, Step: "stage"}
+	rec.State = record.StateHandoff
+	rec.Handoff = &record.HandoffOutcome{ID: hid, Target: candDeployment, Outcome: handoff.OutcomeStaged, Step: "stage"}
 	rev, err := st.UpdateSession(testCtx(t), rec, s.Revision)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateMarker(testCtx(t), kv.Marker{HandoffID: hid, SessionID: id, SourceRun: srcRun,
+	if _, err := st.CreateMarker(testCtx(t), record.Marker{HandoffID: hid, SessionID: id, SourceRun: srcRun,
 		Target: candDeployment, TriggerSeq: 1, StagedRevision: rev}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestActivateRefusals(t *testing.T) {
 				}
 			}
 			after, _ := c.st.LeaderSession(testCtx(t), req.SessionID)
-			if after.Revision != before.Revision || after.Record.State != kv.StateHandoff {
+			if after.Revision != before.Revision || after.Record.State != record.StateHandoff {
 				t.Fatalf("refusal wrote: revision %d → %d, state %s", before.Revision, after.Revision, after.Record.State)
 			}
 			if c.cp == nil {
@@ -154,14 +154,14 @@ func TestActivateReplay(t *testing.T) {
 	}
 	rec := first.Session.Record
 	if rec.Epoch != 2 || rec.OwnerRunID != "c1" || rec.DeploymentID != candDeployment || rec.OwnerProcess != "p-green" ||
-		rec.State != kv.StateActive || rec.Consumer != subjects.Consumer(req.SessionID, 2) || rec.Writer != "c1" ||
+		rec.State != record.StateActive || rec.Consumer != subjects.Consumer(req.SessionID, 2) || rec.Writer != "c1" ||
 		rec.Handoff == nil || rec.Handoff.ID != req.HandoffID || rec.Handoff.Outcome != handoff.OutcomeCompleted {
 		t.Fatalf("activated record %+v", rec)
 	}
 	if first.Predecessor != subjects.Consumer(req.SessionID, 1) {
 		t.Fatalf("predecessor consumer %q", first.Predecessor)
 	}
-	if _, _, err := st.GetMarker(testCtx(t), req.SessionID); !errors.Is(err, kv.ErrNotFound) {
+	if _, _, err := st.GetMarker(testCtx(t), req.SessionID); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("marker after activation: %v", err)
 	}
 	again := replay(t, st, req, first.Session.Revision)
@@ -204,7 +204,7 @@ func TestActivateAfterReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := cur.Record
-	rec.State, rec.Handoff.Outcome = kv.StateActive, handoff.OutcomeFailed
+	rec.State, rec.Handoff.Outcome = record.StateActive, handoff.OutcomeFailed
 	if _, err := st.UpdateSession(testCtx(t), rec, cur.Revision); err != nil {
 		t.Fatal(err)
 	}
@@ -236,14 +236,14 @@ func TestResolve(t *testing.T) {
 		t.Fatalf("staged: %+v", s)
 	}
 	orphan := newID("o")
-	if _, err := st.CreateMarker(ctx, kv.Marker{HandoffID: "h", SessionID: orphan, Target: candDeployment}); err != nil {
+	if _, err := st.CreateMarker(ctx, record.Marker{HandoffID: "h", SessionID: orphan, Target: candDeployment}); err != nil {
 		t.Fatal(err)
 	}
 	if s := get(orphan); !s.Found || !s.Alive || !s.MidHandoff {
 		t.Fatalf("marker without a record: %+v", s)
 	}
 	rec := active.Record
-	rec.State = kv.StateEnded
+	rec.State = record.StateEnded
 	if _, err := st.UpdateSession(ctx, rec, active.Revision); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestClean(t *testing.T) {
 	rec := handoff.Adopt(cur.Record)
 	rec.Epoch++
 	rec.OwnerRunID = adoptRun
-	if rec.State != kv.StateActive || rec.Handoff.Outcome != handoff.OutcomeFailed || rec.Handoff.Step != "recover" {
+	if rec.State != record.StateActive || rec.Handoff.Outcome != handoff.OutcomeFailed || rec.Handoff.Step != "recover" {
 		t.Fatalf("adopted record %+v", rec)
 	}
 	if _, err := st.UpdateSession(ctx, rec, cur.Revision); err != nil {
@@ -326,7 +326,7 @@ func TestRunRefusesInvalid(t *testing.T) {
 		"no tokens":      func(r *handoff.Request) { r.Tokens = nil },
 		"bad token":      func(r *handoff.Request) { r.Tokens = []string{"a.b"} },
 		"not the holder": func(r *handoff.Request) { r.SourceRun = "other" },
-		"not active":     func(r *handoff.Request) { r.Record.Record.State = kv.StatePaused },
+		"not active":     func(r *handoff.Request) { r.Record.Record.State = record.StatePaused },
 	} {
 		req := base
 		edit(&req)

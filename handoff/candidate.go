@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
 
@@ -43,7 +43,7 @@ type Activation struct {
 	// is the record as read now (its epoch and run are the current
 	// holder's, which differ from the activation's if the session was
 	// adopted since).
-	Session kv.Session
+	Session record.Session
 	// Replayed: this handoff had already activated (an earlier request);
 	// nothing was written and the caller must not run the session again.
 	Replayed bool
@@ -117,15 +117,15 @@ type activator struct {
 	st        Store
 	req       ActivateRequest
 	c         Candidate
-	marker    kv.Marker // the marker verify read
-	markerRev uint64    // its revision
+	marker    record.Marker // the marker verify read
+	markerRev uint64        // its revision
 	// markerRead is the leader read of the marker, started together with
 	// the record's load: it depends on the request alone.
 	markerRead chan markerResult
 }
 
 type markerResult struct {
-	m   kv.Marker
+	m   record.Marker
 	rev uint64
 	err error
 }
@@ -188,8 +188,8 @@ func (a *activator) step(s Step, body func() error) error {
 
 // load reads the record at the expected revision. A newer revision is a
 // replay of a completed activation, or a refusal (the record moved on).
-func (a *activator) load(ctx context.Context) (kv.Session, *Activation, error) {
-	var cur kv.Session
+func (a *activator) load(ctx context.Context) (record.Session, *Activation, error) {
+	var cur record.Session
 	err := a.step(StepLoad, func() (err error) {
 		cur, err = a.st.SessionAt(ctx, a.req.SessionID, a.req.ExpectedRevision)
 		return err
@@ -197,13 +197,13 @@ func (a *activator) load(ctx context.Context) (kv.Session, *Activation, error) {
 	switch {
 	case err == nil:
 		return cur, nil, nil
-	case errors.Is(err, kv.ErrConflict):
+	case errors.Is(err, record.ErrConflict):
 		act, err := a.replay(ctx, err)
-		return kv.Session{}, &act, err
-	case errors.Is(err, kv.ErrNotFound):
-		return kv.Session{}, nil, refuse(ErrNotStaged, "%w", err)
+		return record.Session{}, &act, err
+	case errors.Is(err, record.ErrNotFound):
+		return record.Session{}, nil, refuse(ErrNotStaged, "%w", err)
 	}
-	return kv.Session{}, nil, err
+	return record.Session{}, nil, err
 }
 
 // replay answers a request whose revision is gone: the same handoff
@@ -221,7 +221,7 @@ func (a *activator) replay(ctx context.Context, cause error) (Activation, error)
 
 // verify checks that the record and the marker show this handoff, staged
 // for this deployment at the expected revision.
-func (a *activator) verify(ctx context.Context, cur kv.Session) error {
+func (a *activator) verify(ctx context.Context, cur record.Session) error {
 	return a.step(StepVerify, func() error {
 		if err := a.verifyRecord(cur.Record); err != nil {
 			return err
@@ -230,10 +230,10 @@ func (a *activator) verify(ctx context.Context, cur kv.Session) error {
 	})
 }
 
-func (a *activator) verifyRecord(rec kv.SessionRecord) error {
+func (a *activator) verifyRecord(rec record.SessionRecord) error {
 	h := rec.Handoff
 	switch {
-	case rec.State != kv.StateHandoff:
+	case rec.State != record.StateHandoff:
 		return refuse(ErrNotStaged, "session %s is %s at revision %d", rec.SessionID, rec.State, a.req.ExpectedRevision)
 	case h == nil || h.ID != a.req.HandoffID || h.Outcome != OutcomeStaged:
 		return refuse(ErrNotStaged, "session %s is staged for another handoff", rec.SessionID)
@@ -252,7 +252,7 @@ func (a *activator) verifyMarker(ctx context.Context) error {
 	}
 	m, err := r.m, r.err
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return refuse(ErrNotStaged, "session %s has no handoff marker", a.req.SessionID)
 	case err != nil:
 		return err
@@ -265,7 +265,7 @@ func (a *activator) verifyMarker(ctx context.Context) error {
 	return nil
 }
 
-func (a *activator) validate(cur kv.Session) error {
+func (a *activator) validate(cur record.Session) error {
 	return a.step(StepValidate, func() error {
 		if err := a.c.Validate(cur.Record.Checkpoint); err != nil {
 			return refuse(ErrUnreadable, "%w", err)
@@ -275,7 +275,7 @@ func (a *activator) validate(cur kv.Session) error {
 }
 
 // claim is the handoff: one CAS against the expected revision.
-func (a *activator) claim(ctx context.Context, cur kv.Session) (Activation, error) {
+func (a *activator) claim(ctx context.Context, cur record.Session) (Activation, error) {
 	rec := a.activated(cur.Record)
 	var rev uint64
 	err := a.step(StepActivate, func() (err error) {
@@ -285,24 +285,24 @@ func (a *activator) claim(ctx context.Context, cur kv.Session) (Activation, erro
 	var crash *crashError
 	switch {
 	case err == nil:
-		return Activation{Session: kv.Session{Record: rec, Revision: rev}, Predecessor: cur.Record.Consumer}, nil
+		return Activation{Session: record.Session{Record: rec, Revision: rev}, Predecessor: cur.Record.Consumer}, nil
 	case errors.As(err, &crash):
 		return Activation{}, err
 	}
 	return a.settle(ctx, cur, rec, err)
 }
 
-func (a *activator) activated(rec kv.SessionRecord) kv.SessionRecord {
+func (a *activator) activated(rec record.SessionRecord) record.SessionRecord {
 	from := rec.DeploymentID
 	rec.Epoch++
 	rec.OwnerRunID, rec.DeploymentID, rec.OwnerProcess = a.c.RunID, a.c.Deployment, a.c.ProcessID
-	rec.State = kv.StateActive
+	rec.State = record.StateActive
 	rec.Consumer = subjects.Consumer(rec.SessionID, rec.Epoch)
 	rec.Writer, rec.WriteCounter = a.c.RunID, 0
 	if a.c.WireV > 0 {
 		rec.WireV = a.c.WireV
 	}
-	rec.Handoff = &kv.HandoffOutcome{ID: a.req.HandoffID, Target: a.c.Deployment, Outcome: OutcomeCompleted, Step: string(StepActivate),
+	rec.Handoff = &record.HandoffOutcome{ID: a.req.HandoffID, Target: a.c.Deployment, Outcome: OutcomeCompleted, Step: string(StepActivate),
 		From: from, TriggerSeq: a.marker.TriggerSeq, TriggerCommandID: a.marker.TriggerCommandID}
 	rec.UpdatedAt = time.Time{}
 	return rec
@@ -320,7 +320,7 @@ const settleAttempts = 4
 // shows it; if the source reclaims meanwhile, the retry conflicts and the
 // read shows the source. Never a blind retry: every conflict is followed
 // by a read. A record that moved on is a replay or a refusal.
-func (a *activator) settle(ctx context.Context, cur kv.Session, rec kv.SessionRecord, cause error) (Activation, error) {
+func (a *activator) settle(ctx context.Context, cur record.Session, rec record.SessionRecord, cause error) (Activation, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultResolveTimeout)
 	defer cancel()
 	for range settleAttempts {
@@ -335,7 +335,7 @@ func (a *activator) settle(ctx context.Context, cur kv.Session, rec kv.SessionRe
 		}
 		rev, err := a.st.UpdateSession(ctx, rec, cur.Revision)
 		if err == nil {
-			return Activation{Session: kv.Session{Record: rec, Revision: rev}, Predecessor: cur.Record.Consumer}, nil
+			return Activation{Session: record.Session{Record: rec, Revision: rev}, Predecessor: cur.Record.Consumer}, nil
 		}
 		cause = err
 	}

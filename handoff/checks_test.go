@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // The checks every scenario ends with, and the per-party store view they
@@ -20,7 +20,7 @@ type party struct {
 	run  string
 	live bool
 	rev  uint64 // the revision it believes it holds (live) or last knew
-	rec  kv.SessionRecord
+	rec  record.SessionRecord
 }
 
 func (sc *scenario) parties() []party {
@@ -44,7 +44,7 @@ func (sc *scenario) check() {
 	sc.t.Helper()
 	cur := sc.leader()
 	sc.final = cur
-	if cur.Record.State != kv.StateActive {
+	if cur.Record.State != record.StateActive {
 		sc.t.Fatalf("%s: record left in state %s", sc, cur.Record.State)
 	}
 	owner := sc.checkOneOwner(cur)
@@ -55,7 +55,7 @@ func (sc *scenario) check() {
 
 // checkOneOwner: exactly one party runs the session — the one the record
 // names, knowing the record's revision.
-func (sc *scenario) checkOneOwner(cur kv.Session) party {
+func (sc *scenario) checkOneOwner(cur record.Session) party {
 	sc.t.Helper()
 	var owner *party
 	ps := sc.parties()
@@ -87,7 +87,7 @@ func (sc *scenario) checkOneOwner(cur kv.Session) party {
 
 // checkFence: every other party reconnects late and commits at the
 // revision it last knew — each CAS fails; then the owner's commit lands.
-func (sc *scenario) checkFence(cur kv.Session, owner party) {
+func (sc *scenario) checkFence(cur record.Session, owner party) {
 	sc.t.Helper()
 	for _, p := range sc.parties() {
 		if p.run == owner.run || p.rev == 0 {
@@ -95,7 +95,7 @@ func (sc *scenario) checkFence(cur kv.Session, owner party) {
 		}
 		rec := p.rec
 		rec.WriteCounter++
-		if _, err := sc.b.store.UpdateSession(sc.ctx(), rec, p.rev); !errors.Is(err, kv.ErrConflict) {
+		if _, err := sc.b.store.UpdateSession(sc.ctx(), rec, p.rev); !errors.Is(err, record.ErrConflict) {
 			sc.t.Fatalf("%s: late commit of %s at %d: %v (want a conflict)", sc, p.name, p.rev, err)
 		}
 	}
@@ -108,7 +108,7 @@ func (sc *scenario) checkFence(cur kv.Session, owner party) {
 
 // checkNothingLost: the handoff never touches the checkpoint (applied
 // commands) and never removes a command from the inbox.
-func (sc *scenario) checkNothingLost(cur kv.Session) {
+func (sc *scenario) checkNothingLost(cur record.Session) {
 	sc.t.Helper()
 	if string(cur.Record.Checkpoint) != string(sc.original) {
 		sc.t.Fatalf("%s: checkpoint changed", sc)
@@ -125,14 +125,14 @@ func (sc *scenario) checkNothingLost(cur kv.Session) {
 func (sc *scenario) checkMarker(owner party) {
 	sc.t.Helper()
 	if !sc.disrupted() {
-		if _, _, err := sc.b.store.GetMarker(sc.ctx(), sc.id); !errors.Is(err, kv.ErrNotFound) {
+		if _, _, err := sc.b.store.GetMarker(sc.ctx(), sc.id); !errors.Is(err, record.ErrNotFound) {
 			sc.t.Fatalf("%s: marker left after a clean run: %v", sc, err)
 		}
 	}
 	if _, err := handoff.Clean(sc.ctx(), sc.b.store, sc.id); err != nil {
 		sc.t.Fatalf("%s: clean: %v", sc, err)
 	}
-	if _, _, err := sc.b.store.GetMarker(sc.ctx(), sc.id); !errors.Is(err, kv.ErrNotFound) {
+	if _, _, err := sc.b.store.GetMarker(sc.ctx(), sc.id); !errors.Is(err, record.ErrNotFound) {
 		sc.t.Fatalf("%s: marker left after Clean by %s: %v", sc, owner.name, err)
 	}
 }
@@ -157,10 +157,10 @@ type view struct {
 	run string
 	mu  sync.Mutex
 	r   uint64
-	rc  kv.SessionRecord
+	rc  record.SessionRecord
 }
 
-func (v *view) note(rec kv.SessionRecord, rev uint64) {
+func (v *view) note(rec record.SessionRecord, rev uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if rec.OwnerRunID == v.run && rev > v.r {
@@ -174,13 +174,13 @@ func (v *view) rev() uint64 {
 	return v.r
 }
 
-func (v *view) record() kv.SessionRecord {
+func (v *view) record() record.SessionRecord {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.rc
 }
 
-func (v *view) UpdateSession(ctx context.Context, rec kv.SessionRecord, rev uint64) (uint64, error) {
+func (v *view) UpdateSession(ctx context.Context, rec record.SessionRecord, rev uint64) (uint64, error) {
 	n, err := v.testStore.UpdateSession(ctx, rec, rev)
 	if err == nil {
 		v.note(rec, n)
@@ -188,7 +188,7 @@ func (v *view) UpdateSession(ctx context.Context, rec kv.SessionRecord, rev uint
 	return n, err
 }
 
-func (v *view) LeaderSession(ctx context.Context, id string) (kv.Session, error) {
+func (v *view) LeaderSession(ctx context.Context, id string) (record.Session, error) {
 	s, err := v.testStore.LeaderSession(ctx, id)
 	if err == nil {
 		v.note(s.Record, s.Revision)
@@ -197,7 +197,7 @@ func (v *view) LeaderSession(ctx context.Context, id string) (kv.Session, error)
 }
 
 // summary is a record without its checkpoint, for failure messages.
-func summary(r kv.SessionRecord) string {
+func summary(r record.SessionRecord) string {
 	h := "-"
 	if r.Handoff != nil {
 		h = r.Handoff.ID + "/" + r.Handoff.Outcome + "/" + r.Handoff.Step

@@ -40,7 +40,7 @@
 //
 // The marker exists only while a handoff is in flight; Clean removes a
 // leftover one. The last handoff's outcome stays in the session record
-// (kv.HandoffOutcome). Resolve reports a staged or marked session as alive
+// (record.HandoffOutcome). Resolve reports a staged or marked session as alive
 // and mid-handoff, never as "no session". The crash-point table, with the
 // recovery rule at each point, is in docs/handoff.md.
 //

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/nats-io/nats.go"
 )
 
@@ -83,7 +83,7 @@ func TestOverNATS(t *testing.T) {
 		if err != nil || res.Outcome != handoff.Moved {
 			t.Fatalf("%+v %v", res, err)
 		}
-		if !mid.Alive || !mid.MidHandoff || mid.Marker == nil || mid.Session.Record.State != kv.StateHandoff {
+		if !mid.Alive || !mid.MidHandoff || mid.Marker == nil || mid.Session.Record.State != record.StateHandoff {
 			t.Fatalf("mid-handoff status %+v", mid)
 		}
 		cur, _ := n.st.LeaderSession(testCtx(t), req.SessionID)
@@ -101,14 +101,14 @@ func TestOverNATS(t *testing.T) {
 
 	t.Run("a leftover marker is replaced", func(t *testing.T) {
 		req := natsRequest(t, n, b)
-		if _, err := n.st.CreateMarker(testCtx(t), kv.Marker{HandoffID: "old", SessionID: req.SessionID, Target: "red"}); err != nil {
+		if _, err := n.st.CreateMarker(testCtx(t), record.Marker{HandoffID: "old", SessionID: req.SessionID, Target: "red"}); err != nil {
 			t.Fatal(err)
 		}
 		res, err := natsTxn(n).Run(testCtx(t), req)
 		if err != nil || res.Outcome != handoff.Moved {
 			t.Fatalf("%+v %v", res, err)
 		}
-		if _, _, err := n.st.GetMarker(testCtx(t), req.SessionID); !errors.Is(err, kv.ErrNotFound) {
+		if _, _, err := n.st.GetMarker(testCtx(t), req.SessionID); !errors.Is(err, record.ErrNotFound) {
 			t.Fatalf("marker: %v", err)
 		}
 	})
@@ -118,7 +118,7 @@ func TestOverNATS(t *testing.T) {
 		later := b.publish(t, "al-"+req.SessionID)
 		res, err := natsTxn(n).Run(testCtx(t), req)
 		if err != nil || res.Outcome != handoff.Kept || res.SkipReason != handoff.SkipQueued || res.Failure != nil ||
-			res.Session.Record.Handoff.Outcome != handoff.OutcomeAbandoned || res.Session.Record.State != kv.StateActive {
+			res.Session.Record.Handoff.Outcome != handoff.OutcomeAbandoned || res.Session.Record.State != record.StateActive {
 			t.Fatalf("%+v %v", res, err)
 		}
 		if !b.holds(t, later) || !b.holds(t, req.Trigger.Seq) {

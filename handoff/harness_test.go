@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -45,7 +45,7 @@ type tb interface {
 type testStore interface {
 	handoff.Store
 	handoff.Reader
-	CreateSession(ctx context.Context, rec kv.SessionRecord) (uint64, error)
+	CreateSession(ctx context.Context, rec record.SessionRecord) (uint64, error)
 }
 
 type backend struct {
@@ -164,7 +164,7 @@ type scenario struct {
 	adopter    *holder
 	res        handoff.Result
 	err        error
-	final      kv.Session // the record after the attempt and recovery, before check's own commit
+	final      record.Session // the record after the attempt and recovery, before check's own commit
 }
 
 type candResult struct {
@@ -176,7 +176,7 @@ type candResult struct {
 type holder struct {
 	run string
 	rev uint64
-	rec kv.SessionRecord
+	rec record.SessionRecord
 }
 
 func newScenario(t tb, b *backend, m mode, faults map[point]fault) *scenario {
@@ -198,9 +198,9 @@ func (sc *scenario) ctx() context.Context {
 func (sc *scenario) setup() {
 	sc.trigger = sc.b.publish(sc.t, sc.id)
 	sc.original = checkpoint(sc.t, sc.id, sc.mode == modeUnreadable)
-	rec := kv.SessionRecord{
+	rec := record.SessionRecord{
 		SessionID: sc.id, OwnerRunID: srcRun, DeploymentID: srcDeployment, Epoch: 3, OwnerProcess: "p-blue",
-		State: kv.StateActive, Consumer: subjects.Consumer(sc.id, 3), WireV: 1, Writer: srcRun, WriteCounter: 7,
+		State: record.StateActive, Consumer: subjects.Consumer(sc.id, 3), WireV: 1, Writer: srcRun, WriteCounter: 7,
 		Checkpoint: sc.original,
 	}
 	rev, err := sc.b.store.CreateSession(sc.ctx(), rec)
@@ -212,7 +212,7 @@ func (sc *scenario) setup() {
 		HandoffID: "ho-" + sc.id, SessionID: sc.id, SourceRun: srcRun, Source: srcDeployment, Target: candDeployment,
 		Trigger: handoff.Trigger{CommandID: "cmd-1", Seq: sc.trigger},
 		Tokens:  []string{sc.id, sc.alias},
-		Record:  kv.Session{Record: rec, Revision: rev},
+		Record:  record.Session{Record: rec, Revision: rev},
 	}
 }
 
@@ -374,7 +374,7 @@ func (sc *scenario) run() *scenario {
 	return sc
 }
 
-func (sc *scenario) leader() kv.Session {
+func (sc *scenario) leader() record.Session {
 	s, err := sc.b.store.LeaderSession(sc.ctx(), sc.id)
 	if err != nil {
 		sc.t.Fatalf("%s: leader read: %v", sc, err)
@@ -413,7 +413,7 @@ func (sc *scenario) adoptIfOwnedBy(run string) {
 // adopt claims the record as the driver's crash recovery does: leader
 // read, CAS at that revision with epoch+1 (a staged record becomes active
 // through handoff.Adopt), then handoff.Clean.
-func (sc *scenario) adopt(cur kv.Session) {
+func (sc *scenario) adopt(cur record.Session) {
 	rec := handoff.Adopt(cur.Record)
 	rec.Epoch++
 	rec.OwnerRunID, rec.OwnerProcess = adoptRun, "p-adopter"

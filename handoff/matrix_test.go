@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // TestCrashMatrix runs every crash point × {crash of the side there, stall
@@ -117,7 +117,7 @@ func expectQueued(t *testing.T, sc *scenario) {
 	cur := sc.final
 	h := cur.Record.Handoff
 	if sc.err != nil || sc.res.Outcome != handoff.Kept || sc.res.SkipReason != handoff.SkipQueued || sc.res.Failure != nil ||
-		h == nil || h.Outcome != handoff.OutcomeAbandoned || cur.Record.State != kv.StateActive || cur.Record.OwnerRunID != srcRun {
+		h == nil || h.Outcome != handoff.OutcomeAbandoned || cur.Record.State != record.StateActive || cur.Record.OwnerRunID != srcRun {
 		t.Fatalf("%s: want kept (queued), record %s", sc, summary(cur.Record))
 	}
 	for _, s := range sc.res.Steps {

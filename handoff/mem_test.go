@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
 
@@ -21,12 +21,12 @@ type memStore struct {
 }
 
 type memRecord struct {
-	rec kv.SessionRecord
+	rec record.SessionRecord
 	rev uint64
 }
 
 type memMarker struct {
-	m   kv.Marker
+	m   record.Marker
 	rev uint64
 }
 
@@ -34,87 +34,87 @@ func newMemStore() *memStore {
 	return &memStore{records: map[string]memRecord{}, markers: map[string]memMarker{}}
 }
 
-func (s *memStore) CreateSession(_ context.Context, rec kv.SessionRecord) (uint64, error) {
+func (s *memStore) CreateSession(_ context.Context, rec record.SessionRecord) (uint64, error) {
 	if err := rec.Validate(); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.records[rec.SessionID]; ok {
-		return 0, &kv.OwnedError{Key: rec.SessionID, SessionID: rec.SessionID, Owner: cur.rec.OwnerRunID, Revision: cur.rev}
+		return 0, &record.OwnedError{Key: rec.SessionID, SessionID: rec.SessionID, Owner: cur.rec.OwnerRunID, Revision: cur.rev}
 	}
 	s.seq++
 	s.records[rec.SessionID] = memRecord{rec, s.seq}
 	return s.seq, nil
 }
 
-func (s *memStore) UpdateSession(_ context.Context, rec kv.SessionRecord, rev uint64) (uint64, error) {
+func (s *memStore) UpdateSession(_ context.Context, rec record.SessionRecord, rev uint64) (uint64, error) {
 	if err := rec.Validate(); err != nil {
 		return 0, err
 	}
 	if rev == 0 {
-		return 0, fmt.Errorf("%w: revision 0", kv.ErrInvalid)
+		return 0, fmt.Errorf("%w: revision 0", record.ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.records[rec.SessionID]
 	if !ok || cur.rev != rev {
-		return 0, fmt.Errorf("%w: update %s at %d (is at %d)", kv.ErrConflict, rec.SessionID, rev, cur.rev)
+		return 0, fmt.Errorf("%w: update %s at %d (is at %d)", record.ErrConflict, rec.SessionID, rev, cur.rev)
 	}
 	s.seq++
 	s.records[rec.SessionID] = memRecord{rec, s.seq}
 	return s.seq, nil
 }
 
-func (s *memStore) get(id string) (kv.Session, bool) {
+func (s *memStore) get(id string) (record.Session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.records[id]
-	return kv.Session{Record: cur.rec, Revision: cur.rev}, ok
+	return record.Session{Record: cur.rec, Revision: cur.rev}, ok
 }
 
-func (s *memStore) GetSession(_ context.Context, id string) (kv.Session, error) {
+func (s *memStore) GetSession(_ context.Context, id string) (record.Session, error) {
 	if cur, ok := s.get(id); ok {
 		return cur, nil
 	}
-	return kv.Session{}, fmt.Errorf("%w: %s", kv.ErrNotFound, id)
+	return record.Session{}, fmt.Errorf("%w: %s", record.ErrNotFound, id)
 }
 
-func (s *memStore) LeaderSession(ctx context.Context, id string) (kv.Session, error) {
+func (s *memStore) LeaderSession(ctx context.Context, id string) (record.Session, error) {
 	return s.GetSession(ctx, id)
 }
 
-func (s *memStore) SessionAt(_ context.Context, id string, rev uint64) (kv.Session, error) {
+func (s *memStore) SessionAt(_ context.Context, id string, rev uint64) (record.Session, error) {
 	cur, ok := s.get(id)
 	switch {
 	case !ok || cur.Revision < rev:
-		return kv.Session{}, fmt.Errorf("%w: %s revision %d", kv.ErrNotFound, id, rev)
+		return record.Session{}, fmt.Errorf("%w: %s revision %d", record.ErrNotFound, id, rev)
 	case cur.Revision > rev:
-		return kv.Session{}, fmt.Errorf("%w: %s is at revision %d, not %d", kv.ErrConflict, id, cur.Revision, rev)
+		return record.Session{}, fmt.Errorf("%w: %s is at revision %d, not %d", record.ErrConflict, id, cur.Revision, rev)
 	}
 	return cur, nil
 }
 
-func (s *memStore) CreateMarker(_ context.Context, m kv.Marker) (uint64, error) {
+func (s *memStore) CreateMarker(_ context.Context, m record.Marker) (uint64, error) {
 	if err := subjects.ValidateDeployment(m.Target); err != nil || m.HandoffID == "" {
-		return 0, fmt.Errorf("%w: marker", kv.ErrInvalid)
+		return 0, fmt.Errorf("%w: marker", record.ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.markers[m.SessionID]; ok {
-		return 0, &kv.OwnedError{Key: subjects.MarkerKey(m.SessionID), SessionID: m.SessionID, Owner: cur.m.HandoffID, Revision: cur.rev}
+		return 0, &record.OwnedError{Key: subjects.MarkerKey(m.SessionID), SessionID: m.SessionID, Owner: cur.m.HandoffID, Revision: cur.rev}
 	}
 	s.seq++
 	s.markers[m.SessionID] = memMarker{m, s.seq}
 	return s.seq, nil
 }
 
-func (s *memStore) GetMarker(_ context.Context, id string) (kv.Marker, uint64, error) {
+func (s *memStore) GetMarker(_ context.Context, id string) (record.Marker, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.markers[id]
 	if !ok {
-		return kv.Marker{}, 0, fmt.Errorf("%w: marker %s", kv.ErrNotFound, id)
+		return record.Marker{}, 0, fmt.Errorf("%w: marker %s", record.ErrNotFound, id)
 	}
 	return cur.m, cur.rev, nil
 }
@@ -124,7 +124,7 @@ func (s *memStore) DeleteMarker(_ context.Context, id string, rev uint64) error 
 	defer s.mu.Unlock()
 	cur, ok := s.markers[id]
 	if !ok || cur.rev != rev {
-		return fmt.Errorf("%w: delete marker %s at %d", kv.ErrConflict, id, rev)
+		return fmt.Errorf("%w: delete marker %s at %d", record.ErrConflict, id, rev)
 	}
 	delete(s.markers, id)
 	return nil

@@ -49,7 +49,7 @@ const (
 	Unknown Outcome = "unknown"
 )
 
-// Outcomes recorded in the session record (kv.HandoffOutcome.Outcome).
+// Outcomes recorded in the session record (record.HandoffOutcome.Outcome).
 const (
 	OutcomeStaged    = "staged"    // written by Stage; the transfer is in progress
 	OutcomeCompleted = "completed" // written by the candidate's activation

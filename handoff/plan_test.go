@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"pgregory.net/rapid"
 )
 
@@ -301,26 +301,28 @@ func count(actions []handoff.Action, s handoff.Step) int {
 // TestClassify: who holds a record, relative to one handoff.
 func TestClassify(t *testing.T) {
 	req := handoff.Request{HandoffID: "h1", SessionID: "s", SourceRun: "r1", Source: "blue", Target: "green",
-		Record: kv.Session{Record: kv.SessionRecord{SessionID: "s", OwnerRunID: "r1", Epoch: 3}}}
-	rec := func(run string, epoch uint64, st kv.State, h *kv.HandoffOutcome, dep string) kv.Session {
-		return kv.Session{Record: kv.SessionRecord{SessionID: "s", OwnerRunID: run, Epoch: epoch, State: st, Handoff: h, DeploymentID: dep}, Revision: 9}
+		Record: record.Session{Record: record.SessionRecord{SessionID: "s", OwnerRunID: "r1", Epoch: 3}}}
+	rec := func(run string, epoch uint64, st record.State, h *record.HandoffOutcome, dep string) record.Session {
+		return record.Session{Record: record.SessionRecord{SessionID: "s", OwnerRunID: run, Epoch: epoch, State: st, Handoff: h, DeploymentID: dep}, Revision: 9}
 	}
-	out := func(id, o string) *kv.HandoffOutcome { return &kv.HandoffOutcome{ID: id, Target: "green", Outcome: o} }
+	out := func(id, o string) *record.HandoffOutcome {
+		return &record.HandoffOutcome{ID: id, Target: "green", Outcome: o}
+	}
 	for i, c := range []struct {
-		s    kv.Session
+		s    record.Session
 		want handoff.Holder
 	}{
-		{rec("r1", 3, kv.StateActive, nil, "blue"), handoff.HolderSource},
-		{rec("r1", 3, kv.StateActive, out("h0", handoff.OutcomeFailed), "blue"), handoff.HolderSource},
-		{rec("r1", 3, kv.StateHandoff, out("h1", handoff.OutcomeStaged), "blue"), handoff.HolderStaged},
-		{rec("r1", 3, kv.StateActive, out("h1", handoff.OutcomeFailed), "blue"), handoff.HolderReclaimed},
-		{rec("r1", 3, kv.StateActive, out("h1", handoff.OutcomeAbandoned), "blue"), handoff.HolderReclaimed},
-		{rec("c1", 4, kv.StateActive, out("h1", handoff.OutcomeCompleted), "green"), handoff.HolderTarget},
-		{rec("a1", 5, kv.StateActive, out("h1", handoff.OutcomeCompleted), "green"), handoff.HolderTarget}, // adopted after
-		{rec("a1", 4, kv.StateActive, out("h1", "failed"), "blue"), handoff.HolderOther},                   // adopted instead
-		{rec("r1", 4, kv.StateActive, nil, "blue"), handoff.HolderOther},                                   // same run, other epoch
-		{rec("r1", 3, kv.StateHandoff, out("h2", handoff.OutcomeStaged), "blue"), handoff.HolderOther},
-		{rec("r1", 3, kv.StateEnded, nil, "blue"), handoff.HolderOther},
+		{rec("r1", 3, record.StateActive, nil, "blue"), handoff.HolderSource},
+		{rec("r1", 3, record.StateActive, out("h0", handoff.OutcomeFailed), "blue"), handoff.HolderSource},
+		{rec("r1", 3, record.StateHandoff, out("h1", handoff.OutcomeStaged), "blue"), handoff.HolderStaged},
+		{rec("r1", 3, record.StateActive, out("h1", handoff.OutcomeFailed), "blue"), handoff.HolderReclaimed},
+		{rec("r1", 3, record.StateActive, out("h1", handoff.OutcomeAbandoned), "blue"), handoff.HolderReclaimed},
+		{rec("c1", 4, record.StateActive, out("h1", handoff.OutcomeCompleted), "green"), handoff.HolderTarget},
+		{rec("a1", 5, record.StateActive, out("h1", handoff.OutcomeCompleted), "green"), handoff.HolderTarget}, // adopted after
+		{rec("a1", 4, record.StateActive, out("h1", "failed"), "blue"), handoff.HolderOther},                   // adopted instead
+		{rec("r1", 4, record.StateActive, nil, "blue"), handoff.HolderOther},                                   // same run, other epoch
+		{rec("r1", 3, record.StateHandoff, out("h2", handoff.OutcomeStaged), "blue"), handoff.HolderOther},
+		{rec("r1", 3, record.StateEnded, nil, "blue"), handoff.HolderOther},
 	} {
 		if got := handoff.Classify(req, c.s); got != c.want {
 			t.Errorf("%d: %s, want %s", i, got, c.want)

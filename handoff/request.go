@@ -3,7 +3,7 @@ package handoff
 import (
 	"fmt"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
 
@@ -22,8 +22,8 @@ type Request struct {
 	Source    string // the source's deployment
 	Target    string // the exact target deployment
 	Trigger   Trigger
-	Tokens    []string   // the session's encoded inbox tokens (stable first)
-	Record    kv.Session // the record the source holds: active, its run, at Revision
+	Tokens    []string       // the session's encoded inbox tokens (stable first)
+	Record    record.Session // the record the source holds: active, its run, at Revision
 }
 
 func (r Request) validate() error {
@@ -69,7 +69,7 @@ func (r Request) validateRecord() error {
 	case rec.SessionID != r.SessionID, rec.OwnerRunID != r.SourceRun, rec.DeploymentID != r.Source:
 		return fmt.Errorf("%w: the record (session %s, run %s, deployment %s) is not held by the source",
 			ErrInvalid, rec.SessionID, rec.OwnerRunID, rec.DeploymentID)
-	case rec.State != kv.StateActive:
+	case rec.State != record.StateActive:
 		return fmt.Errorf("%w: record state %q (only an active session hands off)", ErrInvalid, rec.State)
 	}
 	return nil
@@ -79,7 +79,7 @@ func (r Request) validateRecord() error {
 // the only way the transaction interprets a read: ownership is the
 // record's owner run and epoch, the handoff's progress its recorded
 // outcome.
-func Classify(req Request, s kv.Session) Holder {
+func Classify(req Request, s record.Session) Holder {
 	rec := s.Record
 	h := rec.Handoff
 	ours := h != nil && h.ID == req.HandoffID
@@ -90,11 +90,11 @@ func Classify(req Request, s kv.Session) Holder {
 		return HolderOther
 	}
 	switch {
-	case rec.State == kv.StateHandoff && ours:
+	case rec.State == record.StateHandoff && ours:
 		return HolderStaged
-	case rec.State == kv.StateActive && ours && (h.Outcome == OutcomeFailed || h.Outcome == OutcomeAbandoned):
+	case rec.State == record.StateActive && ours && (h.Outcome == OutcomeFailed || h.Outcome == OutcomeAbandoned):
 		return HolderReclaimed
-	case rec.State == kv.StateActive:
+	case rec.State == record.StateActive:
 		return HolderSource
 	}
 	return HolderOther

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // Status is what Resolve learned about a session.
@@ -19,8 +19,8 @@ type Status struct {
 	MidHandoff bool
 	// Ended: the record is ended (the ingress answers 410).
 	Ended   bool
-	Session kv.Session // zero when there is no record
-	Marker  *kv.Marker // nil when there is no marker
+	Session record.Session // zero when there is no record
+	Marker  *record.Marker // nil when there is no marker
 }
 
 // Resolve reports a session as an ingress must see it: a session in state
@@ -31,25 +31,25 @@ type Status struct {
 func Resolve(ctx context.Context, r Reader, sessionID string) (Status, error) {
 	var st Status
 	s, err := r.GetSession(ctx, sessionID)
-	if errors.Is(err, kv.ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		s, err = r.LeaderSession(ctx, sessionID)
 	}
 	switch {
 	case err == nil:
 		st.Found, st.Session = true, s
-	case !errors.Is(err, kv.ErrNotFound):
+	case !errors.Is(err, record.ErrNotFound):
 		return Status{}, fmt.Errorf("handoff: resolve %s: %w", sessionID, err)
 	}
 	m, _, err := r.GetMarker(ctx, sessionID)
 	switch {
 	case err == nil:
 		st.Found, st.Marker = true, &m
-	case !errors.Is(err, kv.ErrNotFound):
+	case !errors.Is(err, record.ErrNotFound):
 		return Status{}, fmt.Errorf("handoff: resolve %s marker: %w", sessionID, err)
 	}
-	st.Ended = st.Session.Revision != 0 && st.Session.Record.State == kv.StateEnded
+	st.Ended = st.Session.Revision != 0 && st.Session.Record.State == record.StateEnded
 	st.Alive = st.Found && !st.Ended
-	st.MidHandoff = st.Alive && (st.Session.Record.State == kv.StateHandoff || st.Marker != nil)
+	st.MidHandoff = st.Alive && (st.Session.Record.State == record.StateHandoff || st.Marker != nil)
 	return st, nil
 }
 
@@ -63,17 +63,17 @@ func Resolve(ctx context.Context, r Reader, sessionID string) (Status, error) {
 // removed.
 func Clean(ctx context.Context, st Store, sessionID string) (bool, error) {
 	m, rev, err := st.GetMarker(ctx, sessionID)
-	if errors.Is(err, kv.ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
 	s, err := st.LeaderSession(ctx, sessionID)
-	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+	if err != nil && !errors.Is(err, record.ErrNotFound) {
 		return false, err
 	}
-	if h := s.Record.Handoff; err == nil && s.Record.State == kv.StateHandoff && h != nil && h.ID == m.HandoffID {
+	if h := s.Record.Handoff; err == nil && s.Record.State == record.StateHandoff && h != nil && h.ID == m.HandoffID {
 		return false, nil
 	}
 	if err := st.DeleteMarker(ctx, sessionID, rev); err != nil {
@@ -88,11 +88,11 @@ func Clean(ctx context.Context, st Store, sessionID string) (bool, error) {
 // ownership (epoch+1, run, process, consumer) and CASes at the revision it
 // read; a candidate still activating at the staged revision then fails its
 // CAS. Records that are not staged are returned unchanged.
-func Adopt(rec kv.SessionRecord) kv.SessionRecord {
-	if rec.State != kv.StateHandoff {
+func Adopt(rec record.SessionRecord) record.SessionRecord {
+	if rec.State != record.StateHandoff {
 		return rec
 	}
-	rec.State = kv.StateActive
+	rec.State = record.StateActive
 	if rec.Handoff != nil {
 		h := *rec.Handoff
 		h.Outcome, h.Step = OutcomeFailed, "recover"
@@ -109,7 +109,7 @@ const StepConfirmed = "confirmed"
 // ownership change and whose events no commit recorded yet (the successor
 // died before its first commit), or nil. An owner claiming such a record
 // boots with it, so handoff.started/completed are recorded once.
-func Unconfirmed(rec kv.SessionRecord) *kv.HandoffOutcome {
+func Unconfirmed(rec record.SessionRecord) *record.HandoffOutcome {
 	h := rec.Handoff
 	if h == nil || h.Outcome != OutcomeCompleted || h.Step != string(StepActivate) || h.From == "" || h.Target != rec.DeploymentID {
 		return nil
@@ -119,7 +119,7 @@ func Unconfirmed(rec kv.SessionRecord) *kv.HandoffOutcome {
 
 // Confirm marks a completed handoff's events as committed (see
 // Unconfirmed); the record is returned unchanged otherwise.
-func Confirm(rec kv.SessionRecord) kv.SessionRecord {
+func Confirm(rec record.SessionRecord) record.SessionRecord {
 	if h := Unconfirmed(rec); h != nil {
 		c := *h
 		c.Step = StepConfirmed

@@ -3,28 +3,28 @@ package handoff
 import (
 	"context"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // Store is the part of kv.Store the transaction needs (kv implements it; the
 // compile-time check lives in this package's tests). Its semantics are
 // kv's: UpdateSession and DeleteMarker are revision CASes (a lost one is
-// kv.ErrConflict), CreateMarker is create-only (a taken key is a
-// *kv.OwnedError), LeaderSession, SessionAt and GetMarker are leader reads,
+// record.ErrConflict), CreateMarker is create-only (a taken key is a
+// *record.OwnedError), LeaderSession, SessionAt and GetMarker are leader reads,
 // and SessionAt retries until the leader holds the revision asked for.
 type Store interface {
-	LeaderSession(ctx context.Context, id string) (kv.Session, error)
-	SessionAt(ctx context.Context, id string, rev uint64) (kv.Session, error)
-	UpdateSession(ctx context.Context, rec kv.SessionRecord, rev uint64) (uint64, error)
-	CreateMarker(ctx context.Context, m kv.Marker) (uint64, error)
-	GetMarker(ctx context.Context, sessionID string) (kv.Marker, uint64, error)
+	LeaderSession(ctx context.Context, id string) (record.Session, error)
+	SessionAt(ctx context.Context, id string, rev uint64) (record.Session, error)
+	UpdateSession(ctx context.Context, rec record.SessionRecord, rev uint64) (uint64, error)
+	CreateMarker(ctx context.Context, m record.Marker) (uint64, error)
+	GetMarker(ctx context.Context, sessionID string) (record.Marker, uint64, error)
 	DeleteMarker(ctx context.Context, sessionID string, rev uint64) error
 }
 
 // Reader is what Resolve needs: Store's leader reads plus kv's direct get
 // (a hint, tried first).
 type Reader interface {
-	GetSession(ctx context.Context, id string) (kv.Session, error)
-	LeaderSession(ctx context.Context, id string) (kv.Session, error)
-	GetMarker(ctx context.Context, sessionID string) (kv.Marker, uint64, error)
+	GetSession(ctx context.Context, id string) (record.Session, error)
+	LeaderSession(ctx context.Context, id string) (record.Session, error)
+	GetMarker(ctx context.Context, sessionID string) (record.Marker, uint64, error)
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/cenkalti/backoff/v4"
 )
 
@@ -42,7 +42,7 @@ type Result struct {
 	// (its next commit CASes at Session.Revision); for Moved and Lost the
 	// last record read (the successor's, for handoff.completed); for
 	// Unknown the last record the source knew it held.
-	Session    kv.Session
+	Session    record.Session
 	SkipReason string   // Kept after a backlog: "queued" (record handoff.skipped)
 	Failure    *Failure // Kept after a failure before activation (record handoff.failed)
 	Steps      []Step   // the steps performed, in order
@@ -99,8 +99,8 @@ type run struct {
 	t          Txn
 	req        Request
 	plan       *Plan
-	cur        kv.Session // newest record the source is known to hold
-	last       kv.Session // newest record read
+	cur        record.Session // newest record the source is known to hold
+	last       record.Session // newest record read
 	cleanupErr error
 }
 
@@ -139,7 +139,7 @@ func (x *run) do(ctx context.Context, a Action) (Observation, error) {
 
 // stage CASes the held record to state handoff, recording the attempt.
 func (x *run) stage(ctx context.Context, a Action) (Observation, error) {
-	rec := x.withOutcome(x.cur.Record, kv.StateHandoff, OutcomeStaged, StepStage)
+	rec := x.withOutcome(x.cur.Record, record.StateHandoff, OutcomeStaged, StepStage)
 	rev, err := x.t.Store.UpdateSession(ctx, rec, a.Revision)
 	if herr := x.t.Hooks.after(StepStage, &err); herr != nil {
 		return Observation{}, herr
@@ -147,16 +147,16 @@ func (x *run) stage(ctx context.Context, a Action) (Observation, error) {
 	if err != nil {
 		return x.read(ctx, err)
 	}
-	x.cur = kv.Session{Record: rec, Revision: rev}
+	x.cur = record.Session{Record: rec, Revision: rev}
 	return Observation{Signal: SigOK, Revision: rev}, nil
 }
 
 // withOutcome is rec in state st with this handoff's outcome. Writer and
 // WriteCounter stay: they identify the source's last commit, and a handoff
 // write must never look like a later commit to kv.Settle.
-func (x *run) withOutcome(rec kv.SessionRecord, st kv.State, outcome string, step Step) kv.SessionRecord {
+func (x *run) withOutcome(rec record.SessionRecord, st record.State, outcome string, step Step) record.SessionRecord {
 	rec.State = st
-	rec.Handoff = &kv.HandoffOutcome{ID: x.req.HandoffID, Target: x.req.Target, Outcome: outcome, Step: string(step)}
+	rec.Handoff = &record.HandoffOutcome{ID: x.req.HandoffID, Target: x.req.Target, Outcome: outcome, Step: string(step)}
 	rec.UpdatedAt = time.Time{}
 	return rec
 }
@@ -165,14 +165,14 @@ func (x *run) withOutcome(rec kv.SessionRecord, st kv.State, outcome string, ste
 // removed (Clean) and the create retried once; an uncertain create is
 // settled by reading the marker back.
 func (x *run) mark(ctx context.Context, a Action) (Observation, error) {
-	m := kv.Marker{HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, SourceRun: x.req.SourceRun,
+	m := record.Marker{HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, SourceRun: x.req.SourceRun,
 		Target: x.req.Target, TriggerSeq: x.req.Trigger.Seq, TriggerCommandID: x.req.Trigger.CommandID,
 		StagedRevision: a.Revision}
 	_, err := x.t.Store.CreateMarker(ctx, m)
 	if herr := x.t.Hooks.after(StepMark, &err); herr != nil {
 		return Observation{}, herr
 	}
-	var owned *kv.OwnedError
+	var owned *record.OwnedError
 	if errors.As(err, &owned) && owned.Owner != "" && owned.Owner != x.req.HandoffID {
 		if _, cerr := Clean(ctx, x.t.Store, x.req.SessionID); cerr == nil {
 			_, err = x.t.Store.CreateMarker(ctx, m)
@@ -256,7 +256,7 @@ func (x *run) reclaim(ctx context.Context, a Action) (Observation, error) {
 	}
 	rctx, cancel := x.resolveCtx(ctx)
 	defer cancel()
-	rec := x.withOutcome(x.cur.Record, kv.StateActive, a.Record, a.FailedAt)
+	rec := x.withOutcome(x.cur.Record, record.StateActive, a.Record, a.FailedAt)
 	rev, err := x.t.Store.UpdateSession(rctx, rec, a.Revision)
 	if herr := x.t.Hooks.after(StepReclaim, &err); herr != nil {
 		return Observation{}, herr
@@ -264,7 +264,7 @@ func (x *run) reclaim(ctx context.Context, a Action) (Observation, error) {
 	if err != nil {
 		return x.read(ctx, err)
 	}
-	x.cur = kv.Session{Record: rec, Revision: rev}
+	x.cur = record.Session{Record: rec, Revision: rev}
 	return Observation{Signal: SigOK, Revision: rev}, nil
 }
 
@@ -285,7 +285,7 @@ func (x *run) cleanup(ctx context.Context) (Observation, error) {
 func unmark(ctx context.Context, st Store, sessionID, handoffID string) error {
 	m, rev, err := st.GetMarker(ctx, sessionID)
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return nil
 	case err != nil:
 		return err
@@ -307,7 +307,7 @@ func (x *run) read(ctx context.Context, cause error) (Observation, error) {
 		reason = cause.Error()
 	}
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return Observation{Signal: SigRead, Holder: HolderOther, Reason: reason}, nil
 	case err != nil:
 		return Observation{}, fmt.Errorf("%w: session %s: leader read (after %v): %w", ErrUnresolved, x.req.SessionID, cause, err)
@@ -326,12 +326,12 @@ func (x *run) resolveCtx(ctx context.Context) (context.Context, context.CancelFu
 
 // leaderRetry is LeaderSession retried with backoff while the store does
 // not answer; not-found and invalid are answers.
-func leaderRetry(ctx context.Context, st Store, id string) (kv.Session, error) {
+func leaderRetry(ctx context.Context, st Store, id string) (record.Session, error) {
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond),
 		backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0))
-	return backoff.RetryWithData(func() (kv.Session, error) {
+	return backoff.RetryWithData(func() (record.Session, error) {
 		s, err := st.LeaderSession(ctx, id)
-		if errors.Is(err, kv.ErrNotFound) || errors.Is(err, kv.ErrInvalid) {
+		if errors.Is(err, record.ErrNotFound) || errors.Is(err, record.ErrInvalid) {
 			return s, backoff.Permanent(err)
 		}
 		return s, err

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -251,7 +251,7 @@ func (s *Server) httpRetire(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d, changed, err := a.store.RetireDeployment(r.Context(), dep)
-	if errors.Is(err, kv.ErrInvalid) {
+	if errors.Is(err, record.ErrInvalid) {
 		return invalidDeployment(dep, err)
 	}
 	if err != nil {
@@ -308,16 +308,16 @@ func (s *Server) Release(ctx context.Context, id string) (Released, error) {
 	}
 	cur, err := a.store.LeaderSession(ctx, id)
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return Released{}, &Error{Err: ErrNotFound, Detail: CodeSessionNotFound, Message: "no session " + id}
 	case err != nil:
 		return Released{}, fail(ErrUnavailable, "read session %s: %v", id, err)
 	}
 	rec := cur.Record
 	switch rec.State {
-	case kv.StateEnded:
+	case record.StateEnded:
 		return Released{}, &Error{Err: ErrGone, Detail: CodeSessionEnded, Message: "session " + id + " has ended"}
-	case kv.StateHandoff:
+	case record.StateHandoff:
 		return Released{}, &Error{Err: ErrConflict, Detail: CodeHandoffInProgress,
 			Message: "session " + id + " is mid-handoff; the handoff transaction settles it (retry later)"}
 	}
@@ -328,7 +328,7 @@ func (s *Server) Release(ctx context.Context, id string) (Released, error) {
 	rec.UpdatedAt = time.Time{}
 	rev, err := a.store.UpdateSession(ctx, rec, cur.Revision)
 	switch {
-	case errors.Is(err, kv.ErrConflict):
+	case errors.Is(err, record.ErrConflict):
 		return Released{}, fail(ErrConflict, "session %s changed while it was released (revision %d moved on); nothing was written, retry", id, cur.Revision)
 	case err != nil:
 		return Released{}, fail(ErrUnavailable, "release session %s: %v", id, err)
@@ -477,7 +477,7 @@ func (s *Server) DrainReport(ctx context.Context, after string, limit int) (Drai
 		if d == nil {
 			d = &DeploymentReport{DeploymentID: dep, NotIdle: []SessionReport{},
 				Sessions: map[string]int{}}
-			for _, st := range []kv.State{kv.StateActive, kv.StateHandoff, kv.StateHibernated, kv.StatePaused, kv.StateEnded} {
+			for _, st := range []record.State{record.StateActive, record.StateHandoff, record.StateHibernated, record.StatePaused, record.StateEnded} {
 				d.Sessions[string(st)] = 0
 			}
 			byDep[dep] = d
@@ -494,7 +494,7 @@ func (s *Server) DrainReport(ctx context.Context, after string, limit int) (Drai
 	}
 	for _, id := range page {
 		cur, err := a.store.GetSession(ctx, id)
-		if errors.Is(err, kv.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			continue // deleted since the listing
 		}
 		if err != nil {
@@ -504,7 +504,7 @@ func (s *Server) DrainReport(ctx context.Context, after string, limit int) (Drai
 		rec := cur.Record
 		d := get(rec.DeploymentID)
 		d.Sessions[string(rec.State)]++
-		if rec.State == kv.StateEnded {
+		if rec.State == record.StateEnded {
 			continue
 		}
 		cp, err := wire.DecodeCheckpoint(rec.Checkpoint)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -155,7 +155,7 @@ func TestAdminPauseResume(t *testing.T) {
 		t.Fatalf("pause = %+v", rc)
 	}
 	e.waitEvents(id, "session.paused", func(evs []wire.Event) bool { return count(evs, wire.EventSessionPaused) == 1 })
-	e.eventually(10*time.Second, "state paused", func() bool { return e.status(id).State == string(kv.StatePaused) })
+	e.eventually(10*time.Second, "state paused", func() bool { return e.status(id).State == string(record.StatePaused) })
 
 	e.deliver(`{"alias":"pz-1","text":"while paused"}`)
 	time.Sleep(time.Second) // the owner has had every chance to run it
@@ -251,7 +251,7 @@ func TestAdminBadInput(t *testing.T) {
 	e.owner("v1", "p1")
 	live := e.create(`{"text":"hi"}`).SessionID
 	gone := e.create(`{"text":"/done"}`).SessionID
-	e.eventually(10*time.Second, "the ended session", func() bool { return e.status(gone).State == string(kv.StateEnded) })
+	e.eventually(10*time.Second, "the ended session", func() bool { return e.status(gone).State == string(record.StateEnded) })
 	e.eventually(10*time.Second, "an idle live session", func() bool { return e.status(live).Idle })
 	e.quiet()
 	unknown := "01JZZZZZZZZZZZZZZZZZZZZZZZ"

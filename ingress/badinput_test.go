@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -191,7 +191,7 @@ func TestBadInput(t *testing.T) {
 	// Nothing was created for any of the refused new aliases.
 	for _, alias := range []string{"new-alias"} {
 		tok, _ := subjects.EncodeToken(alias)
-		if _, _, err := e.store.GetHook(t.Context(), tok); !errors.Is(err, kv.ErrNotFound) {
+		if _, _, err := e.store.GetHook(t.Context(), tok); !errors.Is(err, record.ErrNotFound) {
 			t.Fatalf("alias %s was claimed: %v", alias, err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -32,7 +32,7 @@ func (s *Server) expect(ctx context.Context, a *attached, t target, r *Request, 
 	}
 	cur, err := a.store.LeaderSession(ctx, t.sessionID)
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return fail(ErrUnavailable, "session %s is being created or undone; retry", t.sessionID)
 	case err != nil:
 		return fail(ErrUnavailable, "read session %s: %v", t.sessionID, err)

@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-rt/baton/ingress"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -142,9 +142,9 @@ type writer struct {
 
 func (e *env) session(t *testing.T, id string) *writer {
 	t.Helper()
-	rec := kv.SessionRecord{
+	rec := record.SessionRecord{
 		SessionID: id, OwnerRunID: "run-1", DeploymentID: "v1", Epoch: 1, OwnerProcess: "p1",
-		State: kv.StateActive, Consumer: subjects.Consumer(id, 1), WireV: wire.CurrentVersion,
+		State: record.StateActive, Consumer: subjects.Consumer(id, 1), WireV: wire.CurrentVersion,
 		Writer: "run-1", WriteCounter: 1,
 	}
 	if _, err := e.store.CreateSession(t.Context(), rec); err != nil {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -39,9 +39,9 @@ func (s *Server) resolve(ctx context.Context, a *attached, r *Request, create bo
 	}
 	h, _, err := a.store.GetHook(ctx, tok)
 	switch {
-	case errors.Is(err, kv.ErrNotFound) && r.Alias != "" && create:
+	case errors.Is(err, record.ErrNotFound) && r.Alias != "" && create:
 		return s.startFor(ctx, a, r, tok)
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return target{}, notFound(r)
 	case err != nil:
 		return target{}, fail(ErrUnavailable, "look up %s: %v", what(r), err)
@@ -53,7 +53,7 @@ func (s *Server) resolve(ctx context.Context, a *attached, r *Request, create bo
 // concurrently (both keys are known).
 func (s *Server) resolveID(ctx context.Context, a *attached, r *Request) (target, error) {
 	type read struct {
-		cur kv.Session
+		cur record.Session
 		err error
 	}
 	rec := make(chan read, 1)
@@ -65,7 +65,7 @@ func (s *Server) resolveID(ctx context.Context, a *attached, r *Request) (target
 	h, _, err := a.store.GetHook(ctx, tok)
 	got := <-rec
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return target{}, notFound(r)
 	case err != nil:
 		return target{}, fail(ErrUnavailable, "look up %s: %v", what(r), err)
@@ -74,7 +74,7 @@ func (s *Server) resolveID(ctx context.Context, a *attached, r *Request) (target
 }
 
 // session completes a target from the hook of the address and the record.
-func (s *Server) session(ctx context.Context, a *attached, h kv.Hook, tok string) (target, error) {
+func (s *Server) session(ctx context.Context, a *attached, h record.Hook, tok string) (target, error) {
 	if h.Tombstone {
 		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
 	}
@@ -85,15 +85,15 @@ func (s *Server) session(ctx context.Context, a *attached, h kv.Hook, tok string
 // complete checks the hook and the record read for it. A session
 // mid-handoff (state handoff, or a marker) is an ordinary target: the
 // stream holds the command for whichever owner comes next.
-func complete(h kv.Hook, tok string, cur kv.Session, err error) (target, error) {
+func complete(h record.Hook, tok string, cur record.Session, err error) (target, error) {
 	switch {
 	case h.Tombstone:
 		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return target{}, fail(ErrUnavailable, "session %s is being created or undone; retry", h.SessionID)
 	case err != nil:
 		return target{}, fail(ErrUnavailable, "read session %s: %v", h.SessionID, err)
-	case cur.Record.State == kv.StateEnded:
+	case cur.Record.State == record.StateEnded:
 		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
 	}
 	v := h.WireV
@@ -126,7 +126,7 @@ func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok stri
 	}
 	// A lagging replica may not show the winner's hook yet: the reply
 	// names the holder, and its stamp is this build's current version.
-	return s.session(ctx, a, kv.Hook{Token: tok, SessionID: rep.SessionID, WireV: rep.WireV}, tok)
+	return s.session(ctx, a, record.Hook{Token: tok, SessionID: rep.SessionID, WireV: rep.WireV}, tok)
 }
 
 // start asks an owner of this deployment to create a session, claiming

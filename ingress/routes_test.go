@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -118,7 +118,7 @@ func TestEveryRoute(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the SSE response did not end after session.ended")
 	}
-	e.eventually(10*time.Second, "state ended", func() bool { return e.status(id).State == string(kv.StateEnded) })
+	e.eventually(10*time.Second, "state ended", func() bool { return e.status(id).State == string(record.StateEnded) })
 	last := e.events(id, 0)
 	if code, b := e.call(http.MethodGet, "/v1/sessions/"+id+"/events", "", testToken, "Last-Event-ID", strconv.FormatUint(last[len(last)-1].Seq, 10)); code != http.StatusNoContent {
 		t.Fatalf("SSE resume after the end = %d %s, want 204", code, b)
@@ -202,11 +202,11 @@ func TestMidHandoffAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur.Record.State = kv.StateHandoff
+	cur.Record.State = record.StateHandoff
 	if _, err := e.store.UpdateSession(t.Context(), cur.Record, cur.Revision); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CreateMarker(t.Context(), kv.Marker{HandoffID: "h1", SessionID: c.SessionID, SourceRun: cur.Record.OwnerRunID, Target: "v2"}); err != nil {
+	if _, err := e.store.CreateMarker(t.Context(), record.Marker{HandoffID: "h1", SessionID: c.SessionID, SourceRun: cur.Record.OwnerRunID, Target: "v2"}); err != nil {
 		t.Fatal(err)
 	}
 	sessions := liveKeys(t, e, e.names.SessionsBucket())

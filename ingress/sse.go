@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -39,7 +39,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	}
 	cur, err := a.store.GetSession(r.Context(), id)
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return fail(ErrNotFound, "no session %s", id)
 	case err != nil:
 		return fail(ErrUnavailable, "read session %s: %v", id, err)
@@ -59,8 +59,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 
 // endedBefore reports an ended session whose last event the cursor has
 // seen.
-func endedBefore(rec kv.SessionRecord, after uint64) bool {
-	if rec.State != kv.StateEnded {
+func endedBefore(rec record.SessionRecord, after uint64) bool {
+	if rec.State != record.StateEnded {
 		return false
 	}
 	cp, err := wire.DecodeCheckpoint(rec.Checkpoint)

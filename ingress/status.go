@@ -5,7 +5,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,7 +49,7 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	}
 	cur, err := a.store.GetSession(ctx, sessionID)
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return Status{}, fail(ErrNotFound, "no session %s", sessionID)
 	case err != nil:
 		return Status{}, fail(ErrUnavailable, "read session %s: %v", sessionID, err)
@@ -76,13 +76,13 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 // session mid-handoff or with a live turn; else the first of "paused",
 // "input", "authorization", "task", "queued" (unapplied commands on its
 // inbox subjects) that holds. Status and the drain report share it.
-func notIdle(rec kv.SessionRecord, cp wire.Checkpoint, queued bool) string {
+func notIdle(rec record.SessionRecord, cp wire.Checkpoint, queued bool) string {
 	switch {
-	case rec.State == kv.StateEnded:
-		return string(kv.StateEnded)
-	case rec.State == kv.StateHandoff:
+	case rec.State == record.StateEnded:
+		return string(record.StateEnded)
+	case rec.State == record.StateHandoff:
 		return wire.SkipBusy
-	case cp.Paused || rec.State == kv.StatePaused:
+	case cp.Paused || rec.State == record.StatePaused:
 		return wire.SkipPaused
 	case cp.Waits.Input != nil:
 		return wire.SkipInput

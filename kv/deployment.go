@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,14 +54,14 @@ func (s *Store) GetDeployment(ctx context.Context, id string) (Deployment, uint6
 }
 
 // PutDeployment writes a deployment record: rev 0 is create-only (an
-// existing record is an *OwnedError), otherwise a CAS at rev.
+// existing record is an *record.OwnedError), otherwise a CAS at rev.
 func (s *Store) PutDeployment(ctx context.Context, d Deployment, rev uint64) (uint64, error) {
 	key, data, err := s.encodeDeployment(d)
 	if err != nil {
 		return 0, err
 	}
 	if rev == 0 {
-		return s.claim(ctx, s.owners, key, s.owners.kvWrite(key, data), func(entry) *OwnedError { return nil })
+		return s.claim(ctx, s.owners, key, s.owners.kvWrite(key, data), func(entry) *record.OwnedError { return nil })
 	}
 	return s.owners.update(ctx, key, data, rev)
 }
@@ -92,14 +93,14 @@ func (s *Store) RetireDeployment(ctx context.Context, id string) (Deployment, bo
 func (s *Store) retireOnce(ctx context.Context, id, key string) (Deployment, bool, error) {
 	now := s.now()
 	e, err := s.leaderLastRetry(ctx, s.owners, key)
-	if errors.Is(err, ErrNotFound) || err == nil && !e.live() { // no record, or a deleted one
+	if errors.Is(err, record.ErrNotFound) || err == nil && !e.live() { // no record, or a deleted one
 		d := Deployment{ID: id, Retired: true, RetiredAt: now, UpdatedAt: now}
 		_, data, err := s.encodeDeployment(d)
 		if err != nil {
 			return Deployment{}, false, backoff.Permanent(err)
 		}
-		_, err = s.claim(ctx, s.owners, key, s.owners.kvWrite(key, data), func(entry) *OwnedError { return nil })
-		if errors.Is(err, ErrConflict) {
+		_, err = s.claim(ctx, s.owners, key, s.owners.kvWrite(key, data), func(entry) *record.OwnedError { return nil })
+		if errors.Is(err, record.ErrConflict) {
 			return Deployment{}, false, err // created meanwhile: read it and decide again
 		}
 		if err != nil {
@@ -123,7 +124,7 @@ func (s *Store) retireOnce(ctx context.Context, id, key string) (Deployment, boo
 		return Deployment{}, false, backoff.Permanent(err)
 	}
 	_, err = s.owners.update(ctx, key, data, e.rev)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, record.ErrConflict) {
 		return Deployment{}, false, err
 	}
 	if err != nil {
@@ -140,7 +141,7 @@ func (s *Store) DeploymentRetired(ctx context.Context, id string) (bool, error) 
 		return false, invalid("%w", err)
 	}
 	e, err := s.leaderLastRetry(ctx, s.owners, subjects.DeploymentKey(id))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -148,7 +149,7 @@ func (s *Store) DeploymentRetired(ctx context.Context, id string) (bool, error) 
 	}
 	var d Deployment
 	if err := decode(e, &d); err != nil {
-		if errors.Is(err, ErrNotFound) { // a deleted record
+		if errors.Is(err, record.ErrNotFound) { // a deleted record
 			return false, nil
 		}
 		return false, err

@@ -15,7 +15,7 @@
 //   - Create-only writes (CreateSession, CreateHook, CreateMarker,
 //     AcquireLease, TakeoverLease, PutDeployment at revision 0) succeed on a
 //     missing key and over a delete, purge or TTL-expiry marker, and fail on a
-//     live value with an *OwnedError describing the holder. A hook tombstone
+//     live value with an *record.OwnedError describing the holder. A hook tombstone
 //     is a live value: an ended session's address is never claimed again.
 //   - Reads come in two kinds. GetSession, GetHook and GetDeployment are
 //     direct gets: any replica may answer, so on a cluster they can be stale
@@ -33,15 +33,15 @@
 //     and a message TTL, because kv.Update drops the TTL. Expiry leaves a
 //     server marker that WatchLeases reports as Expired. TakeoverLease writes
 //     at that marker's revision, so the dead holder's RenewLease (at its old
-//     revision) fails with ErrConflict for good. The owners bucket must keep
+//     revision) fails with record.ErrConflict for good. The owners bucket must keep
 //     History 1: with more, nats-server 2.15 stretches every message TTL to
 //     the bucket's marker TTL, and kv refuses a lease TTL it would stretch.
 //
 // # Errors
 //
-// Upstream errors are translated at this boundary only: ErrConflict (lost
-// CAS), ErrNotFound, *OwnedError (matches ErrExists and ErrConflict),
-// ErrInvalid (refused before writing) and ErrTooLarge. KV-method errors are
+// Upstream errors are translated at this boundary only: record.ErrConflict (lost
+// CAS), record.ErrNotFound, *record.OwnedError (matches record.ErrExists and record.ErrConflict),
+// record.ErrInvalid (refused before writing) and record.ErrTooLarge. KV-method errors are
 // mapped with errors.Is against jetstream.ErrKeyRevisionMismatch and
 // ErrKeyExists, which nats.go matches for both wrong-last-sequence codes
 // (10071 single server, 10164 replicated stream). Create-only writes go

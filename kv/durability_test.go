@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // GetLease reads the lease with its instance nonce and revision from the
-// leader; an expired or released lease is ErrNotFound.
+// leader; an expired or released lease is record.ErrNotFound.
 func testGetLease(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
 	pid := uid("proc")
 	_, _, err := st.GetLease(c, pid)
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 	l := kv.Lease{ProcessID: pid, DeploymentID: "dep-a", Instance: "run-1"}
 	rev, err := st.AcquireLease(c, l, 30*time.Second)
 	if err != nil {
@@ -33,20 +34,20 @@ func testGetLease(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	_, _, err = st.GetLease(c, pid)
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 	_, _, err = st.GetLease(c, "a.b")
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 }
 
 // ListSessions lists live session records only.
 func testListSessions(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
 	a, b := uid("s"), uid("s")
-	ra, err := st.CreateSession(c, record(a, "run-a"))
+	ra, err := st.CreateSession(c, sessionRec(a, "run-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSession(c, record(b, "run-b")); err != nil {
+	if _, err := st.CreateSession(c, sessionRec(b, "run-b")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.DeleteSession(c, a, ra); err != nil {

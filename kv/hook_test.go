@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
 
@@ -21,7 +22,7 @@ func testHookLifecycle(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
 	alias := "<" + uid("msg") + "@example.com>"
 	tok := token(t, alias)
-	rev, err := st.CreateHook(c, kv.Hook{Token: tok, SessionID: "s1", WireV: 1})
+	rev, err := st.CreateHook(c, record.Hook{Token: tok, SessionID: "s1", WireV: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,10 +36,10 @@ func testHookLifecycle(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	_, err = st.UpdateHook(c, h, rev)
-	mustErr(t, err, kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
 	_, err = st.Tombstone(c, tok, rev)
-	mustErr(t, err, kv.ErrConflict)
-	mustErr(t, st.DeleteHook(c, tok, rev), kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
+	mustErr(t, st.DeleteHook(c, tok, rev), record.ErrConflict)
 	rev3, err := st.Tombstone(c, tok, rev2)
 	if err != nil {
 		t.Fatal(err)
@@ -46,20 +47,20 @@ func testHookLifecycle(t *testing.T, open opener) {
 	if again, err := st.Tombstone(c, tok, rev3); err != nil || again != rev3 {
 		t.Fatalf("tombstone twice: %d %v", again, err)
 	}
-	_, err = st.CreateHook(c, kv.Hook{Token: tok, SessionID: "s2"})
+	_, err = st.CreateHook(c, record.Hook{Token: tok, SessionID: "s2"})
 	if oe := mustOwned(t, err); oe.SessionID != "s1" || !oe.Ended || oe.Revision != rev3 {
 		t.Fatalf("claim over a tombstone: %+v", oe)
 	}
 	if err := st.DeleteHook(c, tok, rev3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateHook(c, kv.Hook{Token: tok, SessionID: "s2"}); err != nil {
+	if _, err := st.CreateHook(c, record.Hook{Token: tok, SessionID: "s2"}); err != nil {
 		t.Fatalf("claim of a deleted hook: %v", err)
 	}
 }
 
 // waitHook polls the direct (possibly stale) read until it shows rev.
-func waitHook(t *testing.T, st *kv.Store, tok string, rev uint64) kv.Hook {
+func waitHook(t *testing.T, st *kv.Store, tok string, rev uint64) record.Hook {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -76,7 +77,7 @@ func waitHook(t *testing.T, st *kv.Store, tok string, rev uint64) kv.Hook {
 
 func testHookValidation(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
-	for name, h := range map[string]kv.Hook{
+	for name, h := range map[string]record.Hook{
 		"raw token":        {Token: "C123.456", SessionID: "s1"},
 		"empty token":      {Token: "", SessionID: "s1"},
 		"address mismatch": {Token: "abc", Address: "abd", SessionID: "s1"},
@@ -85,19 +86,19 @@ func testHookValidation(t *testing.T, open opener) {
 		if _, err := st.CreateHook(c, h); err == nil {
 			t.Errorf("%s: created", name)
 		} else {
-			mustErr(t, err, kv.ErrInvalid)
+			mustErr(t, err, record.ErrInvalid)
 		}
 	}
 	_, _, err := st.GetHook(c, "no.such")
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 	_, _, err = st.GetHook(c, token(t, uid("none")))
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 }
 
 func testMarkers(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
 	id := uid("s")
-	m := kv.Marker{HandoffID: "h1", SessionID: id, SourceRun: "run1", Target: "dep-b", TriggerSeq: 42, StagedRevision: 7}
+	m := record.Marker{HandoffID: "h1", SessionID: id, SourceRun: "run1", Target: "dep-b", TriggerSeq: 42, StagedRevision: 7}
 	rev, err := st.CreateMarker(c, m)
 	if err != nil {
 		t.Fatal(err)
@@ -118,17 +119,17 @@ func testMarkers(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	_, err = st.UpdateMarker(c, got, rev)
-	mustErr(t, err, kv.ErrConflict)
-	mustErr(t, st.DeleteMarker(c, id, rev), kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
+	mustErr(t, st.DeleteMarker(c, id, rev), record.ErrConflict)
 	if err := st.DeleteMarker(c, id, rev2); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = st.GetMarker(c, id)
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 	bad := m
 	bad.Target = "latest"
 	_, err = st.CreateMarker(c, bad)
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 	if _, err := st.CreateMarker(c, dup); err != nil {
 		t.Fatalf("marker after delete: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
@@ -71,7 +72,7 @@ type msgGetResponse struct {
 }
 
 // leaderLast reads key's newest message (value or marker) from the leader.
-// A key with no message at all is ErrNotFound.
+// A key with no message at all is record.ErrNotFound.
 func (s *Store) leaderLast(ctx context.Context, b bucket, key string) (entry, error) {
 	return s.leaderGet(ctx, b, key, msgGetRequest{LastBySubj: subjects.KVSubject(b.name, key)})
 }
@@ -105,13 +106,13 @@ func parseMsgGet(b bucket, key string, data []byte) (entry, error) {
 	if resp.Error != nil {
 		// A raw API answer: the error code is all there is to match on.
 		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return entry{}, fmt.Errorf("%w: %s/%s", ErrNotFound, b.name, key)
+			return entry{}, fmt.Errorf("%w: %s/%s", record.ErrNotFound, b.name, key)
 		}
 		return entry{}, fmt.Errorf("kv: leader read %s/%s: %w", b.name, key, resp.Error)
 	}
 	m := resp.Message
 	if m == nil || m.Subject != subjects.KVSubject(b.name, key) {
-		return entry{}, fmt.Errorf("%w: %s/%s", ErrNotFound, b.name, key)
+		return entry{}, fmt.Errorf("%w: %s/%s", record.ErrNotFound, b.name, key)
 	}
 	e := entry{key: key, rev: m.Seq, data: m.Data}
 	if len(m.Header) > 0 {
@@ -147,8 +148,8 @@ var errNotYet = errors.New("kv: revision not yet visible")
 
 // leaderAt returns key's value at exactly rev from the leader, retrying
 // briefly while the leader does not have it yet (just after a leader
-// change) or cannot be reached. A newer revision is ErrConflict; rev being a
-// marker, or never appearing, is ErrNotFound.
+// change) or cannot be reached. A newer revision is record.ErrConflict; rev being a
+// marker, or never appearing, is record.ErrNotFound.
 func (s *Store) leaderAt(ctx context.Context, b bucket, key string, rev uint64) (entry, error) {
 	if rev == 0 {
 		return entry{}, invalid("read %s at revision 0", key)
@@ -156,31 +157,31 @@ func (s *Store) leaderAt(ctx context.Context, b bucket, key string, rev uint64) 
 	e, err := retry(ctx, func() (entry, error) {
 		cur, err := s.leaderLast(ctx, b, key)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, record.ErrNotFound):
 			return entry{}, errNotYet
 		case err != nil:
 			return entry{}, err
 		case cur.rev < rev:
 			return entry{}, errNotYet
 		case cur.rev > rev:
-			return entry{}, backoff.Permanent(fmt.Errorf("%w: %s/%s is at revision %d, not %d", ErrConflict, b.name, key, cur.rev, rev))
+			return entry{}, backoff.Permanent(fmt.Errorf("%w: %s/%s is at revision %d, not %d", record.ErrConflict, b.name, key, cur.rev, rev))
 		case !cur.live():
-			return entry{}, backoff.Permanent(fmt.Errorf("%w: %s/%s revision %d is a delete marker", ErrNotFound, b.name, key, rev))
+			return entry{}, backoff.Permanent(fmt.Errorf("%w: %s/%s revision %d is a delete marker", record.ErrNotFound, b.name, key, rev))
 		}
 		return cur, nil
 	})
 	if errors.Is(err, errNotYet) {
-		return entry{}, fmt.Errorf("%w: %s/%s revision %d (the stream leader does not hold it)", ErrNotFound, b.name, key, rev)
+		return entry{}, fmt.Errorf("%w: %s/%s revision %d (the stream leader does not hold it)", record.ErrNotFound, b.name, key, rev)
 	}
 	return e, err
 }
 
 // leaderLastRetry is leaderLast that retries an unreachable leader briefly.
-// ErrNotFound is an answer, not retried.
+// record.ErrNotFound is an answer, not retried.
 func (s *Store) leaderLastRetry(ctx context.Context, b bucket, key string) (entry, error) {
 	return retry(ctx, func() (entry, error) {
 		e, err := s.leaderLast(ctx, b, key)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return e, backoff.Permanent(err)
 		}
 		return e, err

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -94,7 +95,7 @@ func (s *Store) encodeLease(l Lease, ttl time.Duration) (string, []byte, error) 
 
 // AcquireLease creates a process's own lease (Holder empty) with a per-key
 // TTL, create-only; it succeeds over an expired or released lease. A live
-// lease is an *OwnedError naming its holder.
+// lease is an *record.OwnedError naming its holder.
 func (s *Store) AcquireLease(ctx context.Context, l Lease, ttl time.Duration) (uint64, error) {
 	if l.Holder != "" {
 		return 0, invalid("acquire lease %s: holder must be empty (a takeover is TakeoverLease)", l.ProcessID)
@@ -106,21 +107,21 @@ func (s *Store) AcquireLease(ctx context.Context, l Lease, ttl time.Duration) (u
 	return s.claim(ctx, s.owners, key, s.ttlWrite(s.owners, key, data, ttl), leaseHolder)
 }
 
-func leaseHolder(e entry) *OwnedError {
+func leaseHolder(e entry) *record.OwnedError {
 	var l Lease
 	if json.Unmarshal(e.data, &l) != nil {
 		return nil
 	}
 	if l.Holder != "" {
-		return &OwnedError{Owner: l.Holder}
+		return &record.OwnedError{Owner: l.Holder}
 	}
-	return &OwnedError{Owner: l.ProcessID}
+	return &record.OwnedError{Owner: l.ProcessID}
 }
 
 // RenewLease rewrites the lease at rev with a fresh TTL. It publishes to the
 // key's subject with an expected last sequence and a message TTL: a
 // kv.Update would drop the TTL and the lease would never expire (NATS.md).
-// An expired, released or taken-over lease is ErrConflict.
+// An expired, released or taken-over lease is record.ErrConflict.
 func (s *Store) RenewLease(ctx context.Context, l Lease, rev uint64, ttl time.Duration) (uint64, error) {
 	key, data, err := s.encodeLease(l, ttl)
 	if err != nil {
@@ -135,7 +136,7 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, rev uint64, ttl time.Du
 // TakeoverLease takes the lease key of processID for taker, only if it is
 // expired, released or missing: a conditional write at the marker's
 // revision (or on an empty key), with a TTL, so the dead holder's RenewLease
-// fails from then on. A live lease is an *OwnedError naming its holder.
+// fails from then on. A live lease is an *record.OwnedError naming its holder.
 func (s *Store) TakeoverLease(ctx context.Context, processID, taker string, ttl time.Duration) (uint64, error) {
 	if processID == taker {
 		return 0, invalid("take over lease %s: taker is the process itself", processID)
@@ -149,7 +150,7 @@ func (s *Store) TakeoverLease(ctx context.Context, processID, taker string, ttl 
 }
 
 // GetLease reads processID's lease from the stream leader: the value and its
-// revision. An expired, released or missing lease is ErrNotFound. A read is
+// revision. An expired, released or missing lease is record.ErrNotFound. A read is
 // a hint (the lease may expire right after it); only a renewal or takeover
 // CAS decides.
 func (s *Store) GetLease(ctx context.Context, processID string) (Lease, uint64, error) {
@@ -169,7 +170,7 @@ func (s *Store) GetLease(ctx context.Context, processID string) (Lease, uint64, 
 
 // ReleaseLease removes the lease at rev (graceful shutdown) with a purge
 // marker that itself expires after the bucket's marker TTL, so released
-// leases do not accumulate. A stale rev is ErrConflict.
+// leases do not accumulate. A stale rev is record.ErrConflict.
 func (s *Store) ReleaseLease(ctx context.Context, processID string, rev uint64) error {
 	if err := validProcess(processID); err != nil {
 		return err

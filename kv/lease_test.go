@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // leaseSuite runs the lease tests in parallel with each other: they wait on
@@ -118,7 +119,7 @@ func testLeaseRenewed(t *testing.T, open opener) {
 		t.Fatalf("expired %v after the last renewal, TTL %v", at.Sub(last), ttl)
 	}
 	_, err = st.RenewLease(c, l, rev, ttl)
-	mustErr(t, err, kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
 }
 
 func testLeaseTakeover(t *testing.T, open opener) {
@@ -154,7 +155,7 @@ func testLeaseTakeover(t *testing.T, open opener) {
 	}
 	// The dead holder can never renew, nor acquire its key again.
 	_, err = st.RenewLease(c, l, rev, ttl)
-	mustErr(t, err, kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
 	_, err = st.AcquireLease(c, l, ttl)
 	if oe := mustOwned(t, err); oe.Owner != taker || oe.Revision != trev {
 		t.Fatalf("acquire of a taken lease: %+v", oe)
@@ -178,14 +179,14 @@ func testLeaseRelease(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustErr(t, st.ReleaseLease(c, pid, rev), kv.ErrConflict)
+	mustErr(t, st.ReleaseLease(c, pid, rev), record.ErrConflict)
 	start := time.Now()
 	if err := st.ReleaseLease(c, pid, rev2); err != nil {
 		t.Fatal(err)
 	}
 	waitExpired(t, ch, pid, start.Add(time.Second))
 	_, err = st.RenewLease(c, l, rev2, ttl)
-	mustErr(t, err, kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
 	if _, err := st.TakeoverLease(c, pid, uid("taker"), ttl); err != nil {
 		t.Fatalf("takeover of a released lease: %v", err)
 	}
@@ -210,7 +211,7 @@ func testLeaseValidation(t *testing.T, open opener) {
 		if err := try(); err == nil {
 			t.Errorf("%s: accepted", name)
 		} else {
-			mustErr(t, err, kv.ErrInvalid)
+			mustErr(t, err, record.ErrInvalid)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 func testDeployments(t *testing.T, open opener) {
@@ -22,7 +23,7 @@ func testDeployments(t *testing.T, open opener) {
 	}
 	for _, id := range []string{"latest", "Latest", "", "a.b"} {
 		_, err := st.PutDeployment(c, kv.Deployment{ID: id}, 0)
-		mustErr(t, err, kv.ErrInvalid)
+		mustErr(t, err, record.ErrInvalid)
 	}
 	first, changed, err := st.RetireDeployment(c, a)
 	if err != nil || !changed || !first.Retired || first.RetiredAt.IsZero() || first.ID != a {
@@ -33,16 +34,16 @@ func testDeployments(t *testing.T, open opener) {
 		t.Fatalf("retire twice (idempotent, first retiredAt kept): %+v changed=%v %v", again, changed, err)
 	}
 	_, _, err = st.RetireDeployment(c, "latest")
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 	_, err = st.DeploymentRetired(c, "a.b")
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 	for id, want := range map[string]bool{a: true, b: false, uid("dep"): false} {
 		if got, err := st.DeploymentRetired(c, id); err != nil || got != want {
 			t.Fatalf("DeploymentRetired(%s) = %v %v, want %v", id, got, err, want)
 		}
 	}
 	_, err = st.PutDeployment(c, kv.Deployment{ID: a}, rev)
-	mustErr(t, err, kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
 
 	list, err := st.ListDeployments(c)
 	if err != nil {
@@ -106,7 +107,7 @@ func testDeployments(t *testing.T, open opener) {
 		return err
 	})
 	_, _, err = st.GetDeployment(c, uid("dep"))
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 }
 
 func testIndex(t *testing.T, open opener) {
@@ -155,5 +156,5 @@ func testIndex(t *testing.T, open opener) {
 	if got := list(uid("proc")); len(got) != 0 {
 		t.Fatalf("empty index: %v", got)
 	}
-	mustErr(t, st.AddIndex(c, "p.1", "s"), kv.ErrInvalid)
+	mustErr(t, st.AddIndex(c, "p.1", "s"), record.ErrInvalid)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
 
@@ -32,11 +33,11 @@ func race(try func(i int) (uint64, error)) ([]uint64, []error) {
 }
 
 // oneWinner checks exactly one racer won and every loser got an
-// *OwnedError; it returns the winner and the losers' errors.
-func oneWinner(t *testing.T, round int, revs []uint64, errs []error) (int, []*kv.OwnedError) {
+// *record.OwnedError; it returns the winner and the losers' errors.
+func oneWinner(t *testing.T, round int, revs []uint64, errs []error) (int, []*record.OwnedError) {
 	t.Helper()
 	winner := -1
-	var losers []*kv.OwnedError
+	var losers []*record.OwnedError
 	for i, err := range errs {
 		if err == nil {
 			if winner >= 0 {
@@ -80,7 +81,7 @@ func testSessionClaimRace(t *testing.T, open opener) {
 		id := uid("race")
 		for pass := range 1 + round%2 {
 			revs, errs := race(func(i int) (uint64, error) {
-				return sts[i%len(sts)].CreateSession(c, record(id, fmt.Sprintf("run%d", i)))
+				return sts[i%len(sts)].CreateSession(c, sessionRec(id, fmt.Sprintf("run%d", i)))
 			})
 			w, losers := oneWinner(t, round, revs, errs)
 			for _, oe := range losers {
@@ -116,9 +117,9 @@ func testAliasClaimRace(t *testing.T, open opener) {
 		for pass := range 1 + round%2 {
 			var errs []error
 			revs, errs = race(func(i int) (uint64, error) {
-				return sts[i%len(sts)].CreateHook(c, kv.Hook{Token: tok, Address: alias, SessionID: owner(i), WireV: 1})
+				return sts[i%len(sts)].CreateHook(c, record.Hook{Token: tok, Address: alias, SessionID: owner(i), WireV: 1})
 			})
-			var losers []*kv.OwnedError
+			var losers []*record.OwnedError
 			w, losers = oneWinner(t, round, revs, errs)
 			for _, oe := range losers {
 				if oe.SessionID != "" && oe.SessionID != owner(w) {
@@ -142,7 +143,7 @@ func assertTombstoneTaken(t *testing.T, c context.Context, st *kv.Store, tok str
 	if _, err := st.Tombstone(c, tok, rev); err != nil {
 		t.Fatalf("tombstone: %v", err)
 	}
-	_, err := st.CreateHook(c, kv.Hook{Token: tok, SessionID: "late"})
+	_, err := st.CreateHook(c, record.Hook{Token: tok, SessionID: "late"})
 	if oe := mustOwned(t, err); oe.SessionID != owner || !oe.Ended {
 		t.Fatalf("claim of a tombstoned alias: %+v", oe)
 	}

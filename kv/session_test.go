@@ -7,17 +7,18 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
 
 func testSessionLifecycle(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
 	id := uid("s")
-	rev, err := st.CreateSession(c, record(id, "run1"))
+	rev, err := st.CreateSession(c, sessionRec(id, "run1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	oe := mustOwned(t, func() error { _, err := st.CreateSession(c, record(id, "run2")); return err }())
+	oe := mustOwned(t, func() error { _, err := st.CreateSession(c, sessionRec(id, "run2")); return err }())
 	if oe.SessionID != id || oe.Owner != "run1" || oe.Revision != rev {
 		t.Fatalf("owned error %+v, want owner run1 at %d", oe, rev)
 	}
@@ -35,21 +36,21 @@ func testSessionLifecycle(t *testing.T, open opener) {
 	stale := next
 	stale.OwnerRunID = "stale"
 	_, err = st.UpdateSession(c, stale, rev)
-	mustErr(t, err, kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
 	// A delete at the stale revision deletes nothing.
-	mustErr(t, st.DeleteSession(c, id, rev), kv.ErrConflict)
+	mustErr(t, st.DeleteSession(c, id, rev), record.ErrConflict)
 	got, err = st.LeaderSession(c, id)
 	if err != nil || got.Revision != rev2 || got.Record.OwnerRunID != "run2" {
 		t.Fatalf("after stale write and delete: %+v %v", got, err)
 	}
-	mustErr(t, st.DeleteSession(c, id, 0), kv.ErrInvalid)
+	mustErr(t, st.DeleteSession(c, id, 0), record.ErrInvalid)
 	if err := st.DeleteSession(c, id, rev2); err != nil {
 		t.Fatal(err)
 	}
 	_, err = st.LeaderSession(c, id)
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 	// A deleted record can be created again.
-	if _, err := st.CreateSession(c, record(id, "run3")); err != nil {
+	if _, err := st.CreateSession(c, sessionRec(id, "run3")); err != nil {
 		t.Fatalf("create over a deleted record: %v", err)
 	}
 	waitDirect(t, st, id, "run3")
@@ -74,42 +75,42 @@ func waitDirect(t *testing.T, st *kv.Store, id, run string) {
 func testSessionValidation(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
 	id := uid("s")
-	for name, mut := range map[string]func(*kv.SessionRecord){
-		"bad id":         func(r *kv.SessionRecord) { r.SessionID = "a.b" },
-		"latest":         func(r *kv.SessionRecord) { r.DeploymentID = "latest" },
-		"LATEST":         func(r *kv.SessionRecord) { r.DeploymentID = "LATEST" },
-		"no deployment":  func(r *kv.SessionRecord) { r.DeploymentID = "" },
-		"bad state":      func(r *kv.SessionRecord) { r.State = "running" },
-		"bad checkpoint": func(r *kv.SessionRecord) { r.Checkpoint = []byte("{") },
+	for name, mut := range map[string]func(*record.SessionRecord){
+		"bad id":         func(r *record.SessionRecord) { r.SessionID = "a.b" },
+		"latest":         func(r *record.SessionRecord) { r.DeploymentID = "latest" },
+		"LATEST":         func(r *record.SessionRecord) { r.DeploymentID = "LATEST" },
+		"no deployment":  func(r *record.SessionRecord) { r.DeploymentID = "" },
+		"bad state":      func(r *record.SessionRecord) { r.State = "running" },
+		"bad checkpoint": func(r *record.SessionRecord) { r.Checkpoint = []byte("{") },
 	} {
-		r := record(id, "run1")
+		r := sessionRec(id, "run1")
 		mut(&r)
-		if _, err := st.CreateSession(c, r); !errors.Is(err, kv.ErrInvalid) {
-			t.Errorf("%s: want ErrInvalid, got %v", name, err)
+		if _, err := st.CreateSession(c, r); !errors.Is(err, record.ErrInvalid) {
+			t.Errorf("%s: want record.ErrInvalid, got %v", name, err)
 		}
 	}
-	r := record(id, "run1")
+	r := sessionRec(id, "run1")
 	r.DeploymentID = "latest"
 	_, err := st.CreateSession(c, r)
 	mustErr(t, err, subjects.ErrBadDeployment)
-	_, err = st.UpdateSession(c, record(id, "run1"), 0)
-	mustErr(t, err, kv.ErrInvalid)
+	_, err = st.UpdateSession(c, sessionRec(id, "run1"), 0)
+	mustErr(t, err, record.ErrInvalid)
 	_, err = st.LeaderSession(c, id)
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 	_, err = st.GetSession(c, id)
-	mustErr(t, err, kv.ErrNotFound)
+	mustErr(t, err, record.ErrNotFound)
 	_, err = st.GetSession(c, "no/such")
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 }
 
 func testSettle(t *testing.T, open opener) {
 	st, c := open(t, 0), ctx(t)
 	id := uid("s")
-	rev, err := st.CreateSession(c, record(id, "run1"))
+	rev, err := st.CreateSession(c, sessionRec(id, "run1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := record(id, "run1")
+	r := sessionRec(id, "run1")
 	r.WriteCounter = 2
 	if rev, err = st.UpdateSession(c, r, rev); err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func testSettle(t *testing.T, open opener) {
 	if !settle("run1", 2) || settle("run1", 1) || settle("run2", 2) {
 		t.Fatal("settle: the newest write is run1/2 only")
 	}
-	r2 := record(id, "run2")
+	r2 := sessionRec(id, "run2")
 	r2.Epoch = 2
 	if rev, err = st.UpdateSession(c, r2, rev); err != nil {
 		t.Fatal(err)
@@ -146,12 +147,12 @@ func testSettle(t *testing.T, open opener) {
 func testSessionAt(t *testing.T, open opener) {
 	a, b, c := open(t, 0), open(t, 1), ctx(t)
 	id := uid("s")
-	rev, err := a.CreateSession(c, record(id, "run0"))
+	rev, err := a.CreateSession(c, sessionRec(id, "run0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {
-		r := record(id, "run0")
+		r := sessionRec(id, "run0")
 		r.WriteCounter = uint64(i + 2)
 		prev := rev
 		if rev, err = a.UpdateSession(c, r, rev); err != nil {
@@ -162,7 +163,7 @@ func testSessionAt(t *testing.T, open opener) {
 			t.Fatalf("round %d: SessionAt(%d) = %+v, %v", i, rev, got, err)
 		}
 		_, err = b.SessionAt(c, id, prev)
-		mustErr(t, err, kv.ErrConflict)
+		mustErr(t, err, record.ErrConflict)
 	}
 	short, cancel := context.WithTimeout(c, 300*time.Millisecond)
 	defer cancel()
@@ -173,7 +174,7 @@ func testSessionAt(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	_, err = b.SessionAt(c, id, rev)
-	mustErr(t, err, kv.ErrConflict)
+	mustErr(t, err, record.ErrConflict)
 	_, err = b.SessionAt(c, id, 0)
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -118,10 +119,10 @@ func openBucket(ctx context.Context, js jetstream.JetStream, prefix, name string
 func (b bucket) encode(key string, v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: encode %s: %w", ErrInvalid, key, err)
+		return nil, fmt.Errorf("%w: encode %s: %w", record.ErrInvalid, key, err)
 	}
 	if b.maxValue > 0 && len(data) > b.maxValue {
-		return nil, fmt.Errorf("%w: %s/%s is %d bytes, the bucket accepts %d", ErrTooLarge, b.name, key, len(data), b.maxValue)
+		return nil, fmt.Errorf("%w: %s/%s is %d bytes, the bucket accepts %d", record.ErrTooLarge, b.name, key, len(data), b.maxValue)
 	}
 	return data, nil
 }
@@ -155,7 +156,7 @@ func (b bucket) remove(ctx context.Context, key string, rev uint64) error {
 
 // writeFunc writes one value at an expected last revision (0 = the key's
 // subject must be empty) and returns the new revision; a lost CAS matches
-// ErrConflict.
+// record.ErrConflict.
 type writeFunc func(ctx context.Context, expect uint64) (uint64, error)
 
 // kvWrite writes through kv.Update, which maps both CAS codes.
@@ -188,18 +189,18 @@ const claimAttempts = 4
 // purge or TTL-expiry marker. Unlike kv.Create it reads the marker from the
 // stream leader, not by a direct get that a lagging replica may answer, and
 // every write goes through write, so a lost race on a replicated stream
-// (code 10164) maps to ErrConflict like 10071. A live holder is reported as
-// an *OwnedError described by holder (which may return nil).
-func (s *Store) claim(ctx context.Context, b bucket, key string, write writeFunc, holder func(entry) *OwnedError) (uint64, error) {
+// (code 10164) maps to record.ErrConflict like 10071. A live holder is reported as
+// an *record.OwnedError described by holder (which may return nil).
+func (s *Store) claim(ctx context.Context, b bucket, key string, write writeFunc, holder func(entry) *record.OwnedError) (uint64, error) {
 	var expect uint64
 	for range claimAttempts {
 		rev, err := write(ctx, expect)
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, record.ErrConflict) {
 			return rev, err
 		}
 		cur, err := s.leaderLast(ctx, b, key)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, record.ErrNotFound):
 			expect = 0
 		case err != nil:
 			return 0, err
@@ -209,13 +210,13 @@ func (s *Store) claim(ctx context.Context, b bucket, key string, write writeFunc
 			expect = cur.rev
 		}
 	}
-	return 0, &OwnedError{Key: key}
+	return 0, &record.OwnedError{Key: key}
 }
 
-func owned(key string, cur entry, holder func(entry) *OwnedError) *OwnedError {
+func owned(key string, cur entry, holder func(entry) *record.OwnedError) *record.OwnedError {
 	e := holder(cur)
 	if e == nil {
-		e = &OwnedError{}
+		e = &record.OwnedError{}
 	}
 	e.Key, e.Revision = key, cur.rev
 	return e
@@ -224,7 +225,7 @@ func owned(key string, cur entry, holder func(entry) *OwnedError) *OwnedError {
 // decode unmarshals a live entry.
 func decode(e entry, v any) error {
 	if !e.live() {
-		return fmt.Errorf("%w: %s (deleted at revision %d)", ErrNotFound, e.key, e.rev)
+		return fmt.Errorf("%w: %s (deleted at revision %d)", record.ErrNotFound, e.key, e.rev)
 	}
 	if err := json.Unmarshal(e.data, v); err != nil {
 		return fmt.Errorf("kv: decode %s at revision %d: %w", e.key, e.rev, err)

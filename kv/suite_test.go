@@ -11,6 +11,7 @@ import (
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -128,10 +129,10 @@ func uid(kind string) string {
 	return fmt.Sprintf("%s-%d-%d", kind, time.Now().UnixNano()%1e9, seq.Add(1))
 }
 
-func record(id, run string) kv.SessionRecord {
-	return kv.SessionRecord{
+func sessionRec(id, run string) record.SessionRecord {
+	return record.SessionRecord{
 		SessionID: id, OwnerRunID: run, DeploymentID: "dep-a", Epoch: 1, OwnerProcess: "p1",
-		State: kv.StateActive, Consumer: subjects.Consumer(id, 1), WireV: 1,
+		State: record.StateActive, Consumer: subjects.Consumer(id, 1), WireV: 1,
 		Writer: run, WriteCounter: 1, Checkpoint: []byte(`{"applied":0}`),
 	}
 }
@@ -143,11 +144,11 @@ func mustErr(t *testing.T, err, want error) {
 	}
 }
 
-func mustOwned(t *testing.T, err error) *kv.OwnedError {
+func mustOwned(t *testing.T, err error) *record.OwnedError {
 	t.Helper()
-	var oe *kv.OwnedError
-	if !errors.As(err, &oe) || !errors.Is(err, kv.ErrExists) || !errors.Is(err, kv.ErrConflict) {
-		t.Fatalf("want *OwnedError matching ErrExists and ErrConflict, got %T %v", err, err)
+	var oe *record.OwnedError
+	if !errors.As(err, &oe) || !errors.Is(err, record.ErrExists) || !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("want *record.OwnedError matching record.ErrExists and record.ErrConflict, got %T %v", err, err)
 	}
 	return oe
 }
@@ -176,7 +177,7 @@ func TestLeaseTTLStretched(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = st.AcquireLease(ctx(t), kv.Lease{ProcessID: "p1", DeploymentID: "d1"}, 2*time.Second)
-	mustErr(t, err, kv.ErrInvalid)
+	mustErr(t, err, record.ErrInvalid)
 	if _, err := st.AcquireLease(ctx(t), kv.Lease{ProcessID: "p1", DeploymentID: "d1"}, 5*time.Minute); err != nil {
 		t.Fatalf("a TTL at the marker TTL: %v", err)
 	}

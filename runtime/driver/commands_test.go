@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -421,7 +421,7 @@ func (e *env) waitEnded(id string, aliases ...string) {
 			}
 		}
 		ids, err := e.store.ListIndex(e.t.Context(), "p1")
-		return (err == nil || errors.Is(err, kv.ErrNotFound)) && !slices.Contains(ids, id) && !e.consumerExists(cur.Record.Consumer)
+		return (err == nil || errors.Is(err, record.ErrNotFound)) && !slices.Contains(ids, id) && !e.consumerExists(cur.Record.Consumer)
 	})
 	if cur.Record.State != "ended" {
 		e.t.Fatalf("record state %q", cur.Record.State)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -57,13 +57,13 @@ func TestGracefulDrain(t *testing.T) {
 	}
 	for _, id := range []string{idle, busy, asking} {
 		cur, _ := e.session(id)
-		if cur.Record.OwnerProcess == "p1" && cur.Record.State != kv.StateHibernated {
+		if cur.Record.OwnerProcess == "p1" && cur.Record.State != record.StateHibernated {
 			t.Fatalf("session %s left on the drained process: %+v", id, cur.Record)
 		}
 	}
 	// Released: gone, or already taken over by the peer adopting p1's
 	// (empty) index.
-	if l, _, err := e.store.GetLease(t.Context(), "p1"); !errors.Is(err, kv.ErrNotFound) && (err != nil || l.Holder != "p2") {
+	if l, _, err := e.store.GetLease(t.Context(), "p1"); !errors.Is(err, record.ErrNotFound) && (err != nil || l.Holder != "p2") {
 		t.Fatalf("lease of the drained process: %+v %v", l, err)
 	}
 	// The sleep step finished and committed on p1: it never runs again.

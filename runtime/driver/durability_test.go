@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -97,7 +98,7 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 	e.eventually(wait, "the first owner to let go", func() bool { return !slices.Contains(first.Loaded(), id) })
 	// The successor's boot commit (which re-arms) may land after the first
 	// owner let go: wait for a commit of the new run.
-	var cur kv.Session
+	var cur record.Session
 	e.eventually(wait, "the successor's boot commit", func() bool {
 		cur, snap = e.session(id)
 		return cur.Record.Writer == cur.Record.OwnerRunID && cur.Record.WriteCounter > 0

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"github.com/cenkalti/backoff/v4"
@@ -80,7 +80,7 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 		s.o.metrics.committed(outbox)
 		s.o.faults.afterCommit(s.id)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
-	case errors.Is(err, kv.ErrConflict):
+	case errors.Is(err, record.ErrConflict):
 		s.o.metrics.conflicts.WithLabelValues("commit").Inc()
 		s.log.Warn("commit lost the CAS: ownership moved on, stopping", "rev", s.rev)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
@@ -95,7 +95,7 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 // → it landed; anything else → this owner is fenced.
 func (s *session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runtime.Input, error) {
 	var landed bool
-	var cur kv.Session
+	var cur record.Session
 	op := func() error {
 		var err error
 		cur, landed, err = s.o.cfg.Store.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
@@ -192,7 +192,7 @@ func (s *session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 	req := handoff.Request{
 		HandoffID: newID(), SessionID: s.id, SourceRun: s.runID, Source: s.o.cfg.Deployment, Target: h.Target,
 		Trigger: handoff.Trigger{CommandID: h.Trigger.ID, Seq: h.Trigger.Seq},
-		Tokens:  append([]string(nil), s.tokens...), Record: kv.Session{Record: s.rec, Revision: s.rev},
+		Tokens:  append([]string(nil), s.tokens...), Record: record.Session{Record: s.rec, Revision: s.rev},
 	}
 	res, err := s.o.txn.Run(ctx, req)
 	switch {

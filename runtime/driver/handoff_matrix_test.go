@@ -12,7 +12,7 @@ import (
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/testsize"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -463,7 +463,7 @@ func (sc *mxScenario) run() {
 			src := sc.inst("p1")
 			e.eventually(wait, "the late source's lease to expire and the session to be adopted", func() bool {
 				cur, err := e.store.LeaderSession(t.Context(), id)
-				return err == nil && cur.Record.OwnerProcess != "p1" && cur.Record.State == kv.StateActive &&
+				return err == nil && cur.Record.OwnerProcess != "p1" && cur.Record.State == record.StateActive &&
 					!src.w.leaseValid()
 			})
 			close(sc.free)
@@ -516,7 +516,7 @@ func (sc *mxScenario) waitOneOwner(id string) *mxInst {
 		switch {
 		case err != nil:
 			why = err.Error()
-		case cur.Record.State != kv.StateActive:
+		case cur.Record.State != record.StateActive:
 			why = "record " + string(cur.Record.State)
 		case len(running) != 1:
 			why = fmt.Sprintf("%d live owners run it", len(running))
@@ -535,13 +535,13 @@ func (sc *mxScenario) waitOneOwner(id string) *mxInst {
 	}
 }
 
-func (e *env) mustSession(id string) kv.Session {
+func (e *env) mustSession(id string) record.Session {
 	cur, _ := e.session(id)
 	return cur
 }
 
 // check asserts the invariants every scenario shares.
-func (sc *mxScenario) check(evs []wire.Event, sent []string, before kv.Session, writes []sessionWrite) {
+func (sc *mxScenario) check(evs []wire.Event, sent []string, before record.Session, writes []sessionWrite) {
 	t, e, id := sc.t, sc.e, sc.id
 	// Event stream: contiguous seqs from 1 (so none duplicated), every
 	// command applied at most once...
@@ -602,14 +602,14 @@ func (sc *mxScenario) check(evs []wire.Event, sent []string, before kv.Session, 
 		}
 		rec := before.Record
 		rec.WriteCounter++
-		if _, err := e.store.UpdateSession(t.Context(), rec, before.Revision); !errors.Is(err, kv.ErrConflict) {
+		if _, err := e.store.UpdateSession(t.Context(), rec, before.Revision); !errors.Is(err, record.ErrConflict) {
 			t.Fatalf("%s: a late commit at revision %d: %v, want a conflict", sc.c, before.Revision, err)
 		}
 	}
 	// No marker left once the session settled.
 	e.eventually(wait, "no handoff marker", func() bool {
 		_, _, err := e.store.GetMarker(t.Context(), id)
-		return errors.Is(err, kv.ErrNotFound)
+		return errors.Is(err, record.ErrNotFound)
 	})
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/testsize"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -436,7 +436,7 @@ func TestHandoffEventsSurviveSuccessorDeath(t *testing.T) {
 func toSessionWrite(u jetstream.KeyValueEntry) (sessionWrite, bool) {
 	sw := sessionWrite{revision: u.Revision(), deleted: u.Operation() != jetstream.KeyValuePut}
 	if !sw.deleted {
-		var rec kv.SessionRecord
+		var rec record.SessionRecord
 		if err := json.Unmarshal(u.Value(), &rec); err != nil {
 			return sw, false
 		}

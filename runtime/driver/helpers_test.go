@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -36,7 +36,7 @@ func (e *env) startWith(req StartRequest) StartReply {
 }
 
 // session reads the session record from the leader and decodes its checkpoint.
-func (e *env) session(id string) (kv.Session, runtime.Snapshot) {
+func (e *env) session(id string) (record.Session, runtime.Snapshot) {
 	e.t.Helper()
 	cur, err := e.store.LeaderSession(e.t.Context(), id)
 	if err != nil {
@@ -51,15 +51,15 @@ func (e *env) session(id string) (kv.Session, runtime.Snapshot) {
 }
 
 // hook reads an address's hook; ok is false when there is none.
-func (e *env) hook(addr string) (kv.Hook, bool) {
+func (e *env) hook(addr string) (record.Hook, bool) {
 	e.t.Helper()
 	tok, err := subjects.EncodeToken(addr)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	h, _, err := e.store.GetHook(e.t.Context(), tok)
-	if errors.Is(err, kv.ErrNotFound) {
-		return kv.Hook{}, false
+	if errors.Is(err, record.ErrNotFound) {
+		return record.Hook{}, false
 	}
 	if err != nil {
 		e.t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,15 +83,15 @@ func (s *session) hibernate(ctx context.Context) error {
 	}
 	s.flushPurge(ctx) // best effort: processed commands off the inbox
 	rec := s.rec
-	rec.State = kv.StateHibernated
+	rec.State = record.StateHibernated
 	rec.Writer, rec.WriteCounter = s.runID, rec.WriteCounter+1
 	rec.UpdatedAt = s.o.now()
 	rev, err := s.o.cfg.Store.UpdateSession(ctx, rec, s.rev)
-	if err != nil && !errors.Is(err, kv.ErrConflict) && ctx.Err() == nil {
+	if err != nil && !errors.Is(err, record.ErrConflict) && ctx.Err() == nil {
 		rev, err = s.settleHibernate(ctx, rec, err)
 	}
 	switch {
-	case errors.Is(err, kv.ErrConflict):
+	case errors.Is(err, record.ErrConflict):
 		s.o.metrics.conflicts.WithLabelValues("hibernate").Inc()
 		s.log.Warn("hibernation lost the CAS: ownership moved on, stopping", "rev", s.rev)
 		s.stopped = true
@@ -109,7 +109,7 @@ func (s *session) hibernate(ctx context.Context) error {
 		// The consumer expires by its inactivity threshold.
 		s.log.Debug("delete consumer of hibernated session", "err", err)
 	}
-	if err := s.o.cfg.Store.RemoveIndex(ctx, s.o.cfg.ProcessID, s.id); err != nil && !errors.Is(err, kv.ErrNotFound) {
+	if err := s.o.cfg.Store.RemoveIndex(ctx, s.o.cfg.ProcessID, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		s.log.Debug("remove index entry of hibernated session", "err", err)
 	}
 	s.o.faults.hibernating(s.id, "consumer")
@@ -122,17 +122,17 @@ func (s *session) hibernate(ctx context.Context) error {
 // settleHibernate resolves a hibernation CAS whose reply was lost by a
 // leader read: the record carrying this write means it landed; an unchanged
 // revision means it did not; anything else lost ownership.
-func (s *session) settleHibernate(ctx context.Context, rec kv.SessionRecord, cause error) (uint64, error) {
+func (s *session) settleHibernate(ctx context.Context, rec record.SessionRecord, cause error) (uint64, error) {
 	cur, err := s.o.cfg.Store.LeaderSession(ctx, s.id)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("%w (settling: %v)", cause, err)
-	case cur.Record.Writer == rec.Writer && cur.Record.WriteCounter == rec.WriteCounter && cur.Record.State == kv.StateHibernated:
+	case cur.Record.Writer == rec.Writer && cur.Record.WriteCounter == rec.WriteCounter && cur.Record.State == record.StateHibernated:
 		return cur.Revision, nil
 	case cur.Revision == s.rev:
 		return 0, cause
 	}
-	return 0, kv.ErrConflict
+	return 0, record.ErrConflict
 }
 
 // recheckHibernated closes the hibernate/publish race: a command published
@@ -317,7 +317,7 @@ func (o *Owner) hibernatedWithWork(ctx context.Context, id, tok string) bool {
 	if err != nil {
 		return false
 	}
-	ours := cur.Record.State == kv.StateHibernated && cur.Record.DeploymentID == o.cfg.Deployment
+	ours := cur.Record.State == record.StateHibernated && cur.Record.DeploymentID == o.cfg.Deployment
 	if !ours && !o.adoptable(ctx, cur.Record) {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/testsize"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -36,12 +36,12 @@ func (e *env) wake(deployment, id string) {
 
 // waitHibernated waits until the record says hibernated and the session's
 // consumer is gone.
-func (e *env) waitHibernated(id string) kv.Session {
+func (e *env) waitHibernated(id string) record.Session {
 	e.t.Helper()
-	var cur kv.Session
+	var cur record.Session
 	e.eventually(wait, "hibernation of "+id, func() bool {
 		cur, _ = e.session(id)
-		return cur.Record.State == kv.StateHibernated && !e.consumerExists(cur.Record.Consumer)
+		return cur.Record.State == record.StateHibernated && !e.consumerExists(cur.Record.Consumer)
 	})
 	return cur
 }
@@ -166,7 +166,7 @@ func TestHibernateWhileAwaitingInput(t *testing.T) {
 	e.waitHibernated(id)
 	// Not woken by the sweeper while nothing is pending.
 	time.Sleep(time.Second) // several sweeps pass; nothing may load it
-	if cur, _ := e.session(id); cur.Record.State != kv.StateHibernated {
+	if cur, _ := e.session(id); cur.Record.State != record.StateHibernated {
 		t.Fatalf("a waiting session without commands was loaded: %+v", cur.Record)
 	}
 	e.send(id, inputResponse(req.RequestID, `"blue"`))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // leaseState is this process's own lease: baton_owners/lease.<processID>.
@@ -90,7 +91,7 @@ func (o *Owner) acquire(ctx context.Context) error {
 	for {
 		sent := time.Now()
 		rev, err := o.cfg.Store.AcquireLease(ctx, l, ttl)
-		var owned *kv.OwnedError
+		var owned *record.OwnedError
 		switch {
 		case err == nil:
 			o.setLease(rev, sent)
@@ -187,7 +188,7 @@ func (o *Owner) renewOnce(ctx context.Context, uncertain bool) (uint64, error) {
 	if uncertain {
 		cur, crev, err := o.cfg.Store.GetLease(ctx, o.cfg.ProcessID)
 		switch {
-		case errors.Is(err, kv.ErrNotFound):
+		case errors.Is(err, record.ErrNotFound):
 			return 0, fmt.Errorf("%w: expired", errLeaseLost)
 		case err != nil:
 			return 0, err
@@ -200,7 +201,7 @@ func (o *Owner) renewOnce(ctx context.Context, uncertain bool) (uint64, error) {
 	if err == nil && o.faults.loseLeaseReply() {
 		return 0, errors.New("driver: lease renewal reply lost (injected)")
 	}
-	if errors.Is(err, kv.ErrConflict) {
+	if errors.Is(err, record.ErrConflict) {
 		if uncertain {
 			return 0, fmt.Errorf("%w: %w", errLeaseLost, err)
 		}
@@ -223,7 +224,7 @@ func (o *Owner) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := o.cfg.Store.ReleaseLease(ctx, o.cfg.ProcessID, rev)
-	if errors.Is(err, kv.ErrConflict) {
+	if errors.Is(err, record.ErrConflict) {
 		// A renewal landed while its reply was lost: this run's view of the
 		// revision is stale. Release at the current one if it is still ours.
 		if cur, crev, gerr := o.cfg.Store.GetLease(ctx, o.cfg.ProcessID); gerr == nil && cur.Instance == o.instance && cur.Holder == "" {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -26,11 +26,11 @@ func TestCheckpointLimitFitsTheBucket(t *testing.T) {
 		t.Fatalf("checkpoint of %d bytes: %v", len(b), err)
 	}
 	long := strings.Repeat("r", 128)
-	rec := kv.SessionRecord{
+	rec := record.SessionRecord{
 		SessionID: id, OwnerRunID: long, DeploymentID: strings.Repeat("d", 64), Epoch: 1 << 40,
-		OwnerProcess: long, State: kv.StateActive, Consumer: id + "-1099511627776", WireV: 1,
+		OwnerProcess: long, State: record.StateActive, Consumer: id + "-1099511627776", WireV: 1,
 		Writer: long, WriteCounter: 1 << 40, UpdatedAt: time.Now(), Checkpoint: b,
-		Handoff: &kv.HandoffOutcome{ID: long, Target: strings.Repeat("t", 64), Outcome: "completed", Step: "activate",
+		Handoff: &record.HandoffOutcome{ID: long, Target: strings.Repeat("t", 64), Outcome: "completed", Step: "activate",
 			From: strings.Repeat("f", 64), TriggerSeq: 1 << 40, TriggerCommandID: long},
 	}
 	rev, err := e.store.CreateSession(e.t.Context(), rec)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -29,7 +29,7 @@ func (o *Owner) Load(ctx context.Context, id string, reason runtime.BootReason) 
 // a record that moved on meanwhile makes the claim conflict, never succeed.
 // adopt, for BootAdopt only, takes a session of a retired deployment
 // (retired.go); its ID, source and epoch are filled in from the claim.
-func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, seen *kv.Session, adopt *runtime.AdoptInfo) (bool, error) {
+func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, seen *record.Session, adopt *runtime.AdoptInfo) (bool, error) {
 	if !o.leaseValid() {
 		return false, ErrFenced
 	}
@@ -80,7 +80,7 @@ func (o *Owner) isLoaded(id string) bool {
 // claim CASes the record to this run: epoch+1, this process, a new consumer.
 // The checkpoint (and its history segments) must be readable first: an
 // owner never claims a session it cannot run.
-func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
+func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error) {
 	hist := o.newHistory()
 	d, err := o.readCheckpoint(ctx, cur.Record.SessionID, hist, cur.Record.Checkpoint)
 	if err != nil {
@@ -92,14 +92,14 @@ func (o *Owner) claim(ctx context.Context, cur kv.Session) (*session, error) {
 	rec.OwnerRunID, rec.DeploymentID, rec.OwnerProcess = run, o.cfg.Deployment, o.cfg.ProcessID
 	rec.Consumer = subjects.Consumer(rec.SessionID, rec.Epoch)
 	rec.Writer, rec.WriteCounter = run, 0
-	if rec.State == kv.StateHibernated || rec.State == kv.StateHandoff {
+	if rec.State == record.StateHibernated || rec.State == record.StateHandoff {
 		rec.State = stateOf(d.snap) // active or paused
 	}
 	rev, err := o.cfg.Store.UpdateSession(ctx, rec, cur.Revision)
-	if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrInvalid) && !errors.Is(err, kv.ErrTooLarge) {
+	if err != nil && !errors.Is(err, record.ErrConflict) && !errors.Is(err, record.ErrInvalid) && !errors.Is(err, record.ErrTooLarge) {
 		rev, err = o.settleClaim(ctx, rec, err)
 	}
-	if errors.Is(err, kv.ErrConflict) {
+	if errors.Is(err, record.ErrConflict) {
 		o.metrics.conflicts.WithLabelValues("claim").Inc()
 	}
 	if err != nil {
@@ -156,8 +156,8 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 		if err != nil {
 			continue
 		}
-		_, err = o.cfg.Store.CreateHook(ctx, kv.Hook{Token: tok, Address: a, SessionID: id, WireV: wire.CurrentVersion})
-		var owned *kv.OwnedError
+		_, err = o.cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: a, SessionID: id, WireV: wire.CurrentVersion})
+		var owned *record.OwnedError
 		switch {
 		case err == nil || errors.As(err, &owned) && owned.SessionID == id:
 			tokens = appendUnique(tokens, tok)
@@ -172,8 +172,8 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 
 // settleClaim resolves a claim whose reply was lost by a leader read of the
 // record's writer: this run with write counter 0 means the claim landed.
-func (o *Owner) settleClaim(ctx context.Context, rec kv.SessionRecord, cause error) (uint64, error) {
-	var cur kv.Session
+func (o *Owner) settleClaim(ctx context.Context, rec record.SessionRecord, cause error) (uint64, error) {
+	var cur record.Session
 	var landed bool
 	op := func() error {
 		var err error
@@ -185,7 +185,7 @@ func (o *Owner) settleClaim(ctx context.Context, rec kv.SessionRecord, cause err
 		return 0, fmt.Errorf("settle claim (%w): %w", cause, err)
 	}
 	if !landed {
-		return 0, fmt.Errorf("%w: uncertain claim did not land (%w)", kv.ErrConflict, cause)
+		return 0, fmt.Errorf("%w: uncertain claim did not land (%w)", record.ErrConflict, cause)
 	}
 	o.log.Info("uncertain claim settled: it landed", "session", rec.SessionID)
 	return cur.Revision, nil
@@ -195,7 +195,7 @@ func (o *Owner) settleClaim(ctx context.Context, rec kv.SessionRecord, cause err
 func (o *Owner) IsLoaded(id string) bool { return o.isLoaded(id) }
 
 // leaderRecord returns seen, or reads the record from the leader.
-func (o *Owner) leaderRecord(ctx context.Context, id string, seen *kv.Session) (kv.Session, error) {
+func (o *Owner) leaderRecord(ctx context.Context, id string, seen *record.Session) (record.Session, error) {
 	if seen != nil {
 		return *seen, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -82,7 +82,7 @@ func TestAliasPublishedAtHookCreation(t *testing.T) {
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, kv.ErrNotFound) {
+			if !errors.Is(err, record.ErrNotFound) {
 				cancel()
 				t.Fatalf("hook %s never appeared: %v", alias, err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -536,7 +537,7 @@ func (o *Owner) servingCtx() context.Context {
 // stale (a crash between index and claim, or a takeover) and is dropped.
 func (o *Owner) resumeIndex(ctx context.Context) error {
 	ids, err := o.cfg.Store.ListIndex(ctx, o.cfg.ProcessID)
-	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+	if err != nil && !errors.Is(err, record.ErrNotFound) {
 		return fmt.Errorf("driver: list index: %w", err)
 	}
 	// A few at a time: a process resuming hundreds of sessions after a
@@ -757,3 +758,6 @@ func (o *Owner) reconnected() <-chan struct{} {
 	defer o.reconnMu.Unlock()
 	return o.reconnCh
 }
+
+// The handoff transaction's store and backlog check are kv's.
+var _ handoff.Store = (*kv.Store)(nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/cenkalti/backoff/v4"
 )
 
@@ -157,7 +158,7 @@ func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
 	defer o.peers.doneAdopting(dead)
 	began := time.Now()
 	rev, err := o.cfg.Store.TakeoverLease(ctx, dead, o.cfg.ProcessID, o.cfg.LeaseTTL)
-	var owned *kv.OwnedError
+	var owned *record.OwnedError
 	switch {
 	case errors.As(err, &owned):
 		o.log.Debug("lease of owner process not taken over: held", "dead", dead, "holder", owned.Owner)
@@ -172,7 +173,7 @@ func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
 	var hwg sync.WaitGroup
 	hwg.Go(func() { h.renew(hctx, stop) })
 	ids, err := o.cfg.Store.ListIndex(hctx, dead)
-	listed := err == nil || errors.Is(err, kv.ErrNotFound)
+	listed := err == nil || errors.Is(err, record.ErrNotFound)
 	if !listed {
 		// Keep the key until the hold expires: the sweeper adopts again.
 		o.log.Warn("list index of dead owner process failed", "dead", dead, "err", err)
@@ -213,7 +214,7 @@ func (h *hold) renew(ctx context.Context, stop context.CancelFunc) {
 		switch {
 		case err == nil:
 			h.rev = rev
-		case errors.Is(err, kv.ErrConflict):
+		case errors.Is(err, record.ErrConflict):
 			h.o.log.Warn("lost the taken-over lease; stopping adoption", "dead", h.dead)
 			h.lost = true
 			stop()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -23,28 +23,28 @@ var errReplyLost = errors.New("driver: commit reply lost (injected)")
 // long message.output text, agent state, an admitted delivery's text) is
 // written to the session's blobs first, so the record stays small and
 // always fits the bucket.
-func (s *session) record(ctx context.Context, snap runtime.Snapshot) (kv.SessionRecord, []wire.Event, error) {
+func (s *session) record(ctx context.Context, snap runtime.Snapshot) (record.SessionRecord, []wire.Event, error) {
 	now := s.o.now()
 	outbox := make([]wire.Event, len(snap.Outbox))
 	for i, e := range snap.Outbox {
 		w, err := s.restamp(ctx, e, now)
 		if err != nil {
-			return kv.SessionRecord{}, nil, err
+			return record.SessionRecord{}, nil, err
 		}
 		outbox[i] = w
 	}
 	segs, tail, err := s.hist.layout(ctx, snap.History)
 	if err != nil {
-		return kv.SessionRecord{}, nil, err
+		return record.SessionRecord{}, nil, err
 	}
 	snap.History = tail
 	c := toCheckpoint(s.id, snap, outbox, segs)
 	if err := s.o.blobs.externalise(ctx, &c); err != nil {
-		return kv.SessionRecord{}, nil, err
+		return record.SessionRecord{}, nil, err
 	}
 	cp, err := wire.EncodeCheckpoint(c)
 	if err != nil {
-		return kv.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
+		return record.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
 	}
 	rec := handoff.Confirm(s.rec) // this commit holds (or follows) the handoff's events
 	rec.State = stateOf(snap)
@@ -87,14 +87,14 @@ func (s *session) committedState(ctx context.Context) {
 	})
 }
 
-func stateOf(snap runtime.Snapshot) kv.State {
+func stateOf(snap runtime.Snapshot) record.State {
 	switch {
 	case snap.Ended != "":
-		return kv.StateEnded
+		return record.StateEnded
 	case snap.Paused:
-		return kv.StatePaused
+		return record.StatePaused
 	}
-	return kv.StateActive
+	return record.StateActive
 }
 
 // claimAlias claims a committed alias: its hook (create-only), then the
@@ -107,8 +107,8 @@ func (s *session) claimAlias(ctx context.Context, alias string) error {
 		s.log.Warn("alias refused", "alias", alias, "err", err)
 		return nil
 	}
-	_, err = s.o.cfg.Store.CreateHook(ctx, kv.Hook{Token: tok, Address: alias, SessionID: s.id, WireV: wire.CurrentVersion})
-	var owned *kv.OwnedError
+	_, err = s.o.cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: alias, SessionID: s.id, WireV: wire.CurrentVersion})
+	var owned *record.OwnedError
 	if errors.As(err, &owned) && owned.SessionID != s.id {
 		s.log.Warn("alias taken by another session; dropped", "alias", alias, "owner", owned.SessionID)
 		return nil
@@ -180,7 +180,7 @@ func (s *session) cleanup(ctx context.Context, c runtime.Cleanup) error {
 	}
 	s.o.cancelTimer(ctx, s.id)
 	s.flushPurge(ctx)
-	if err := s.o.cfg.Store.RemoveIndex(ctx, s.o.cfg.ProcessID, s.id); err != nil && !errors.Is(err, kv.ErrNotFound) {
+	if err := s.o.cfg.Store.RemoveIndex(ctx, s.o.cfg.ProcessID, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		return err
 	}
 	s.log.Info("session ended", "reason", c.Reason)
@@ -190,13 +190,13 @@ func (s *session) cleanup(ctx context.Context, c runtime.Cleanup) error {
 
 func (s *session) tombstone(ctx context.Context, tok string) error {
 	h, rev, err := s.o.cfg.Store.GetHook(ctx, tok)
-	if errors.Is(err, kv.ErrNotFound) || err == nil && (h.Tombstone || h.SessionID != s.id) {
+	if errors.Is(err, record.ErrNotFound) || err == nil && (h.Tombstone || h.SessionID != s.id) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := s.o.cfg.Store.Tombstone(ctx, tok, rev); err != nil && !errors.Is(err, kv.ErrConflict) {
+	if _, err := s.o.cfg.Store.Tombstone(ctx, tok, rev); err != nil && !errors.Is(err, record.ErrConflict) {
 		return fmt.Errorf("driver: tombstone %s: %w", tok, err)
 	}
 	return nil

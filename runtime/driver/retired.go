@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/jsx"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
@@ -50,14 +50,14 @@ func (o *Owner) isRetired(ctx context.Context, dep string) bool {
 
 // ownerGone reports whether a record has no live owner process: hibernated,
 // released, or its process's lease is not live.
-func (o *Owner) ownerGone(rec kv.SessionRecord) bool {
-	return rec.State == kv.StateHibernated || rec.OwnerProcess == "" || !o.peerLive(rec.OwnerProcess)
+func (o *Owner) ownerGone(rec record.SessionRecord) bool {
+	return rec.State == record.StateHibernated || rec.OwnerProcess == "" || !o.peerLive(rec.OwnerProcess)
 }
 
 // adoptable reports whether this process may adopt the session of another
 // deployment: that deployment is retired and the session has no live owner.
-func (o *Owner) adoptable(ctx context.Context, rec kv.SessionRecord) bool {
-	return rec.DeploymentID != o.cfg.Deployment && rec.State != kv.StateEnded && rec.State != kv.StateHandoff &&
+func (o *Owner) adoptable(ctx context.Context, rec record.SessionRecord) bool {
+	return rec.DeploymentID != o.cfg.Deployment && rec.State != record.StateEnded && rec.State != record.StateHandoff &&
 		o.isRetired(ctx, rec.DeploymentID) && o.ownerGone(rec)
 }
 
@@ -71,7 +71,7 @@ var ErrWaitsPending = errors.New("driver: session of a retired deployment has pe
 // live wait is adopted only when a forced move to this deployment is among
 // its unprocessed commands; its waits are then cancelled. It reports
 // whether it claimed the session.
-func (o *Owner) adoptRetired(ctx context.Context, cur kv.Session) (bool, error) {
+func (o *Owner) adoptRetired(ctx context.Context, cur record.Session) (bool, error) {
 	id := cur.Record.SessionID
 	d, err := decodeCheckpoint(cur.Record.Checkpoint)
 	if err != nil {

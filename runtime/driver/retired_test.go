@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -94,7 +94,7 @@ func TestAdoptRetired(t *testing.T) {
 func checkAdopted(t *testing.T, e *env, id string, evs []wire.Event, forced bool) {
 	t.Helper()
 	cur, _ := e.session(id)
-	if cur.Record.DeploymentID != "v2" || cur.Record.State == kv.StateHandoff {
+	if cur.Record.DeploymentID != "v2" || cur.Record.State == record.StateHandoff {
 		t.Fatalf("session %s after adoption: %+v", id, cur.Record)
 	}
 	done := dataAll[wire.HandoffCompleted](t, evs, wire.EventHandoffCompleted)

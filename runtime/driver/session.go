@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -24,7 +24,7 @@ type session struct {
 	runID   string
 	log     *slog.Logger
 	m       *runtime.Machine
-	rec     kv.SessionRecord
+	rec     record.SessionRecord
 	rev     uint64
 	tokens  []string // encoded tokens: stable first, then aliases
 	inbox   *inbox
@@ -43,7 +43,7 @@ type session struct {
 	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
 	stateRef      *wire.BlobRef        // the state blob of the last commit (nil: inline)
 	nextStateRef  *wire.BlobRef        // the state blob of the commit in flight
-	pendingRec    kv.SessionRecord     // the record of an uncertain commit
+	pendingRec    record.SessionRecord // the record of an uncertain commit
 	pendingOutbox []wire.Event
 	stopped       bool
 	hibernated    bool          // stopped by hibernating
@@ -52,7 +52,7 @@ type session struct {
 }
 
 // newSession prepares a claimed session; rec/rev are the record as claimed.
-func (o *Owner) newSession(rec kv.SessionRecord, rev uint64, snap runtime.Snapshot, tokens []string, timeout time.Duration) (*session, error) {
+func (o *Owner) newSession(rec record.SessionRecord, rev uint64, snap runtime.Snapshot, tokens []string, timeout time.Duration) (*session, error) {
 	m, err := runtime.NewMachine(runtime.Config{
 		SessionID: rec.SessionID, RunID: rec.OwnerRunID, Deployment: o.cfg.Deployment,
 		Timeout: timeout, EventKinds: o.cfg.Agent.EventKinds(), RecentIDs: wire.MaxAppliedIDs,

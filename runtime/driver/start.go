@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -114,7 +114,7 @@ func (o *Owner) checkStart(req StartRequest) (time.Duration, []string, error) {
 
 // create writes the new session's durable state; on a taken alias it undoes
 // what it wrote and returns the holder.
-func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session, *kv.OwnedError, error) {
+func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session, *record.OwnedError, error) {
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
 		return nil, nil, err
 	}
@@ -124,9 +124,9 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 	if err != nil {
 		return nil, nil, err
 	}
-	rec := kv.SessionRecord{
+	rec := record.SessionRecord{
 		SessionID: id, OwnerRunID: run, DeploymentID: o.cfg.Deployment, Epoch: 1,
-		OwnerProcess: o.cfg.ProcessID, State: kv.StateActive, Consumer: subjects.Consumer(id, 1),
+		OwnerProcess: o.cfg.ProcessID, State: record.StateActive, Consumer: subjects.Consumer(id, 1),
 		WireV: wire.CurrentVersion, Writer: run, Checkpoint: cp,
 	}
 	rev, err := o.cfg.Store.CreateSession(ctx, rec)
@@ -141,14 +141,14 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 	return s, nil, err
 }
 
-func (o *Owner) claimHooks(ctx context.Context, id string, aliases, tokens []string) (*kv.OwnedError, error) {
+func (o *Owner) claimHooks(ctx context.Context, id string, aliases, tokens []string) (*record.OwnedError, error) {
 	for i, tok := range tokens {
 		addr := id
 		if i > 0 {
 			addr = aliases[i-1]
 		}
-		_, err := o.cfg.Store.CreateHook(ctx, kv.Hook{Token: tok, Address: addr, SessionID: id, WireV: wire.CurrentVersion})
-		var owned *kv.OwnedError
+		_, err := o.cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: addr, SessionID: id, WireV: wire.CurrentVersion})
+		var owned *record.OwnedError
 		if errors.As(err, &owned) {
 			return owned, nil
 		}

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 )
 
 // sweepLoop runs the orphan sweeper every SweepInterval (±10 %, so the
@@ -31,8 +31,8 @@ func jittered(ctx context.Context, interval time.Duration, f func()) {
 }
 
 // needsOwner: the states in which a session has a running owner.
-func needsOwner(st kv.State) bool {
-	return st == kv.StateActive || st == kv.StateHandoff || st == kv.StatePaused
+func needsOwner(st record.State) bool {
+	return st == record.StateActive || st == record.StateHandoff || st == record.StatePaused
 }
 
 // sweep adopts the sessions of this deployment whose record names an owner
@@ -57,7 +57,7 @@ func (o *Owner) sweep(ctx context.Context) {
 			continue
 		}
 		r := cur.Record
-		if r.DeploymentID == o.cfg.Deployment && r.State == kv.StateHibernated {
+		if r.DeploymentID == o.cfg.Deployment && r.State == record.StateHibernated {
 			hibernated++
 		}
 		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {

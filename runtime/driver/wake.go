@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go"
@@ -125,7 +125,7 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 	}
 	cur, err := o.cfg.Store.LeaderSession(ctx, id)
 	switch {
-	case errors.Is(err, kv.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		rep.Outcome = WakeMissing
 		return rep, false
 	case err != nil:
@@ -138,15 +138,15 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 		return o.loadReply(rep, loaded, err)
 	}
 	if rec.DeploymentID != o.cfg.Deployment {
-		if rec.State == kv.StateHibernated && !req.Forwarded {
+		if rec.State == record.StateHibernated && !req.Forwarded {
 			o.forwardWake(rec.DeploymentID, req) // a sender with a stale deployment
 		}
 		rep.Outcome, rep.ProcessID = WakeElsewhere, owner
 		return rep, false
 	}
-	ours := owner == o.cfg.ProcessID || owner == "" || req.From != "" && owner == req.From || rec.State == kv.StateHibernated
+	ours := owner == o.cfg.ProcessID || owner == "" || req.From != "" && owner == req.From || rec.State == record.StateHibernated
 	if !ours {
-		if rec.State == kv.StateEnded {
+		if rec.State == record.StateEnded {
 			rep.Outcome = WakeEnded
 			return rep, false
 		}
@@ -168,7 +168,7 @@ func (o *Owner) wake(ctx context.Context, req WakeRequest) (WakeReply, bool) {
 func (o *Owner) loadReply(rep WakeReply, loaded bool, err error) (WakeReply, bool) {
 	code := "unavailable"
 	switch {
-	case errors.Is(err, kv.ErrConflict):
+	case errors.Is(err, record.ErrConflict):
 		return rep, true
 	case errors.Is(err, ErrAtCapacity):
 		code = "at_capacity"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/wire"
 )
@@ -36,7 +36,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Fatalf("no complete drain logged\n%s", tail(a.Output(), 30))
 	}
 	for _, id := range []string{idle, busy} {
-		if rec := c.record(id); rec.OwnerProcess == "a" && rec.State != kv.StateHibernated {
+		if rec := c.record(id); rec.OwnerProcess == "a" && rec.State != record.StateHibernated {
 			t.Fatalf("session %s left active on the drained process: %+v", id, rec)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/runtime/driver"
@@ -273,7 +274,7 @@ func (c *cluster) waitKind(id, kind string, n int) []wire.Event {
 }
 
 // record reads the session record from the stream leader.
-func (c *cluster) record(id string) kv.SessionRecord {
+func (c *cluster) record(id string) record.SessionRecord {
 	c.t.Helper()
 	cur, err := c.store.LeaderSession(c.t.Context(), id)
 	if err != nil {
@@ -283,9 +284,9 @@ func (c *cluster) record(id string) kv.SessionRecord {
 }
 
 // waitOwner waits until the record names process pid.
-func (c *cluster) waitOwner(id, pid string) kv.SessionRecord {
+func (c *cluster) waitOwner(id, pid string) record.SessionRecord {
 	c.t.Helper()
-	var rec kv.SessionRecord
+	var rec record.SessionRecord
 	c.eventually("session "+id+" owned by "+pid, func() bool {
 		cur, err := c.store.LeaderSession(c.t.Context(), id)
 		rec = cur.Record

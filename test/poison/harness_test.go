@@ -18,6 +18,7 @@ import (
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
@@ -220,7 +221,7 @@ func (e *env) sse(id, kind string, n int) []sseEvent {
 type sseEvent struct{ id, kind, data string }
 
 // record returns the session record as stored.
-func (e *env) record(id string) kv.Session {
+func (e *env) record(id string) record.Session {
 	e.t.Helper()
 	cur, err := e.store.GetSession(e.t.Context(), id)
 	if err != nil {

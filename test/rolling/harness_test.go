@@ -24,6 +24,7 @@ import (
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/subjects"
@@ -370,7 +371,7 @@ func live(d *ingress.DeploymentReport) int {
 	}
 	n := 0
 	for state, c := range d.Sessions {
-		if state != string(kv.StateEnded) {
+		if state != string(record.StateEnded) {
 			n += c
 		}
 	}
@@ -475,7 +476,7 @@ type recordRev struct {
 	Rev     uint64
 	At      time.Time
 	Deleted bool
-	Rec     kv.SessionRecord
+	Rec     record.SessionRecord
 }
 
 func watchRecords(t *testing.T, js jetstream.JetStream, names subjects.Names) *recordLog {
@@ -513,12 +514,12 @@ func watchRecords(t *testing.T, js jetstream.JetStream, names subjects.Names) *r
 }
 
 // latest is the last record revision seen for sid.
-func (rl *recordLog) latest(sid string) (kv.SessionRecord, bool) {
+func (rl *recordLog) latest(sid string) (record.SessionRecord, bool) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	revs := rl.by[sid]
 	if len(revs) == 0 || revs[len(revs)-1].Deleted {
-		return kv.SessionRecord{}, false
+		return record.SessionRecord{}, false
 	}
 	return revs[len(revs)-1].Rec, true
 }
@@ -532,7 +533,7 @@ func (rl *recordLog) history(sid string) []recordRev {
 // on reports whether sid's latest record is an active session of dep.
 func (rl *recordLog) on(sid, dep string) bool {
 	r, ok := rl.latest(sid)
-	return ok && r.DeploymentID == dep && r.State == kv.StateActive
+	return ok && r.DeploymentID == dep && r.State == record.StateActive
 }
 
 // ---- SSE ----

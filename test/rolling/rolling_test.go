@@ -19,7 +19,7 @@ import (
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/internal/testsize"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -410,7 +410,7 @@ func TestRollingUpgrade(t *testing.T) {
 		idx = nil
 		for _, pid := range []string{"blue-1", "blue-2"} {
 			ids, err := w.store.ListIndex(t.Context(), pid)
-			if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			if err != nil && !errors.Is(err, record.ErrNotFound) {
 				return false
 			}
 			idx = append(idx, ids...)
@@ -452,7 +452,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	w.eventually("no blue lease left", func() bool {
 		for _, pid := range []string{"blue-1", "blue-2"} {
-			if _, _, err := w.store.GetLease(t.Context(), pid); !errors.Is(err, kv.ErrNotFound) {
+			if _, _, err := w.store.GetLease(t.Context(), pid); !errors.Is(err, record.ErrNotFound) {
 				return false
 			}
 		}
@@ -709,15 +709,15 @@ func (w *world) check(sessions []*session, followers []*follower) {
 			t.Logf("e.g. %s: records:%s", lostHandoffEvents[0], w.explain(lostHandoffEvents[0]))
 		}
 	}()
-	runEpoch := map[string]uint64{}          // owner run → epoch
-	epochOf := map[string]kv.SessionRecord{} // session/epoch → record
+	runEpoch := map[string]uint64{}              // owner run → epoch
+	epochOf := map[string]record.SessionRecord{} // session/epoch → record
 	for _, s := range sessions {
 		// One owner per session at every moment: the record's history.
 		hist := w.records.history(s.id)
 		if len(hist) == 0 {
 			t.Errorf("session %s: no record revision seen", s.id)
 		}
-		var last kv.SessionRecord
+		var last record.SessionRecord
 		runs := map[uint64]string{}
 		for i, h := range hist {
 			if h.Deleted {
@@ -748,7 +748,7 @@ func (w *world) check(sessions []*session, followers []*follower) {
 		if err != nil || cur.Revision != hist[len(hist)-1].Rev {
 			t.Errorf("session %s: leader revision %d (%v), watcher's last %d", s.id, cur.Revision, err, hist[len(hist)-1].Rev)
 		}
-		if last.DeploymentID != "green" || last.State != kv.StateActive {
+		if last.DeploymentID != "green" || last.State != record.StateActive {
 			t.Errorf("session %s ends %s/%s", s.id, last.DeploymentID, last.State)
 		}
 
