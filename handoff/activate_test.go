@@ -261,7 +261,7 @@ func TestClean(t *testing.T) {
 		t.Fatalf("live marker: removed=%v %v", removed, err)
 	}
 	cur, _ := st.LeaderSession(ctx, req.SessionID)
-	rec := handoff.Adopt(cur.Record)
+	rec := record.Adopt(cur.Record)
 	rec.Epoch++
 	rec.OwnerRunID = adoptRun
 	if rec.State != record.StateActive || rec.Handoff.Outcome != handoff.OutcomeFailed || rec.Handoff.Step != "recover" {

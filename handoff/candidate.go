@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
@@ -276,9 +275,12 @@ func (a *activator) validate(cur record.Session) error {
 
 // claim is the handoff: one CAS against the expected revision.
 func (a *activator) claim(ctx context.Context, cur record.Session) (Activation, error) {
-	rec := a.activated(cur.Record)
+	rec, err := a.activated(cur.Record)
+	if err != nil {
+		return Activation{}, refuse(ErrNotStaged, "%w", err)
+	}
 	var rev uint64
-	err := a.step(StepActivate, func() (err error) {
+	err = a.step(StepActivate, func() (err error) {
 		rev, err = a.st.UpdateSession(ctx, rec, cur.Revision)
 		return err
 	})
@@ -292,20 +294,9 @@ func (a *activator) claim(ctx context.Context, cur record.Session) (Activation, 
 	return a.settle(ctx, cur, rec, err)
 }
 
-func (a *activator) activated(rec record.SessionRecord) record.SessionRecord {
-	from := rec.DeploymentID
-	rec.Epoch++
-	rec.OwnerRunID, rec.DeploymentID, rec.OwnerProcess = a.c.RunID, a.c.Deployment, a.c.ProcessID
-	rec.State = record.StateActive
-	rec.Consumer = subjects.Consumer(rec.SessionID, rec.Epoch)
-	rec.Writer, rec.WriteCounter = a.c.RunID, 0
-	if a.c.WireV > 0 {
-		rec.WireV = a.c.WireV
-	}
-	rec.Handoff = &record.HandoffOutcome{ID: a.req.HandoffID, Target: a.c.Deployment, Outcome: OutcomeCompleted, Step: string(StepActivate),
-		From: from, TriggerSeq: a.marker.TriggerSeq, TriggerCommandID: a.marker.TriggerCommandID}
-	rec.UpdatedAt = time.Time{}
-	return rec
+func (a *activator) activated(rec record.SessionRecord) (record.SessionRecord, error) {
+	o := record.Owner{RunID: a.c.RunID, Deployment: a.c.Deployment, Process: a.c.ProcessID, WireV: a.c.WireV}
+	return record.Activate(rec, o, a.marker)
 }
 
 // settleAttempts bounds settle's read-and-retry rounds.

@@ -414,7 +414,7 @@ func (sc *scenario) adoptIfOwnedBy(run string) {
 // read, CAS at that revision with epoch+1 (a staged record becomes active
 // through handoff.Adopt), then handoff.Clean.
 func (sc *scenario) adopt(cur record.Session) {
-	rec := handoff.Adopt(cur.Record)
+	rec := record.Adopt(cur.Record)
 	rec.Epoch++
 	rec.OwnerRunID, rec.OwnerProcess = adoptRun, "p-adopter"
 	rec.Consumer = subjects.Consumer(sc.id, rec.Epoch)

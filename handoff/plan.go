@@ -1,6 +1,10 @@
 package handoff
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/baton-rt/baton/record"
+)
 
 // Step names one step of the transaction. The boundary before and after
 // every step is a crash point; docs/handoff.md lists, for each one, what
@@ -49,12 +53,13 @@ const (
 	Unknown Outcome = "unknown"
 )
 
-// Outcomes recorded in the session record (record.HandoffOutcome.Outcome).
+// Outcomes recorded in the session record (record.HandoffOutcome.Outcome),
+// written by record's transitions.
 const (
-	OutcomeStaged    = "staged"    // written by Stage; the transfer is in progress
-	OutcomeCompleted = "completed" // written by the candidate's activation
-	OutcomeAbandoned = "abandoned" // reclaimed because a backlog was found
-	OutcomeFailed    = "failed"    // reclaimed after a failure before activation
+	OutcomeStaged    = record.OutcomeStaged
+	OutcomeCompleted = record.OutcomeCompleted
+	OutcomeAbandoned = record.OutcomeAbandoned
+	OutcomeFailed    = record.OutcomeFailed
 )
 
 // SkipQueued is the handoff.skipped reason of an abandoned handoff (the

@@ -139,7 +139,10 @@ func (x *run) do(ctx context.Context, a Action) (Observation, error) {
 
 // stage CASes the held record to state handoff, recording the attempt.
 func (x *run) stage(ctx context.Context, a Action) (Observation, error) {
-	rec := x.withOutcome(x.cur.Record, record.StateHandoff, OutcomeStaged, StepStage)
+	rec, err := record.Stage(x.cur.Record, x.source(), x.req.HandoffID, x.req.Target)
+	if err != nil {
+		return Observation{Signal: SigFailed, Reason: "stage: " + err.Error()}, nil
+	}
 	rev, err := x.t.Store.UpdateSession(ctx, rec, a.Revision)
 	if herr := x.t.Hooks.after(StepStage, &err); herr != nil {
 		return Observation{}, herr
@@ -151,14 +154,9 @@ func (x *run) stage(ctx context.Context, a Action) (Observation, error) {
 	return Observation{Signal: SigOK, Revision: rev}, nil
 }
 
-// withOutcome is rec in state st with this handoff's outcome. Writer and
-// WriteCounter stay: they identify the source's last commit, and a handoff
-// write must never look like a later commit to kv.Settle.
-func (x *run) withOutcome(rec record.SessionRecord, st record.State, outcome string, step Step) record.SessionRecord {
-	rec.State = st
-	rec.Handoff = &record.HandoffOutcome{ID: x.req.HandoffID, Target: x.req.Target, Outcome: outcome, Step: string(step)}
-	rec.UpdatedAt = time.Time{}
-	return rec
+// source is the ownership of the source run that stages and reclaims.
+func (x *run) source() record.Ownership {
+	return record.Ownership{SessionID: x.req.SessionID, OwnerRunID: x.req.SourceRun, Epoch: x.req.Record.Record.Epoch}
 }
 
 // mark creates the marker. A marker of an earlier, finished handoff is
@@ -256,7 +254,10 @@ func (x *run) reclaim(ctx context.Context, a Action) (Observation, error) {
 	}
 	rctx, cancel := x.resolveCtx(ctx)
 	defer cancel()
-	rec := x.withOutcome(x.cur.Record, record.StateActive, a.Record, a.FailedAt)
+	rec, err := record.Reclaim(x.cur.Record, x.source(), x.req.HandoffID, a.Record, string(a.FailedAt))
+	if err != nil {
+		return Observation{}, fmt.Errorf("handoff: %w", err)
+	}
 	rev, err := x.t.Store.UpdateSession(rctx, rec, a.Revision)
 	if herr := x.t.Hooks.after(StepReclaim, &err); herr != nil {
 		return Observation{}, herr

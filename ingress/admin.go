@@ -313,19 +313,19 @@ func (s *Server) Release(ctx context.Context, id string) (Released, error) {
 	case err != nil:
 		return Released{}, fail(ErrUnavailable, "read session %s: %v", id, err)
 	}
-	rec := cur.Record
-	switch rec.State {
+	switch cur.Record.State {
 	case record.StateEnded:
 		return Released{}, &Error{Err: ErrGone, Detail: CodeSessionEnded, Message: "session " + id + " has ended"}
 	case record.StateHandoff:
 		return Released{}, &Error{Err: ErrConflict, Detail: CodeHandoffInProgress,
 			Message: "session " + id + " is mid-handoff; the handoff transaction settles it (retry later)"}
 	}
-	out := Released{SessionID: id, DeploymentID: rec.DeploymentID, Epoch: rec.Epoch, FromProcess: rec.OwnerProcess}
+	rec, err := record.Release(cur.Record, "release-"+ulid.Make().String())
+	if err != nil {
+		return Released{}, fail(ErrConflict, "%v", err)
+	}
+	out := Released{SessionID: id, DeploymentID: rec.DeploymentID, Epoch: rec.Epoch, FromProcess: cur.Record.OwnerProcess}
 	oldConsumer := rec.Consumer
-	rec.OwnerProcess, rec.OwnerRunID = "", ""
-	rec.Writer, rec.WriteCounter = "release-"+ulid.Make().String(), 0
-	rec.UpdatedAt = time.Time{}
 	rev, err := a.store.UpdateSession(ctx, rec, cur.Revision)
 	switch {
 	case errors.Is(err, record.ErrConflict):

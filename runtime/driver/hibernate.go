@@ -82,9 +82,10 @@ func (s *session) hibernate(ctx context.Context) error {
 		return err
 	}
 	s.flushPurge(ctx) // best effort: processed commands off the inbox
-	rec := s.rec
-	rec.State = record.StateHibernated
-	rec.Writer, rec.WriteCounter = s.runID, rec.WriteCounter+1
+	rec, err := record.Hibernate(s.rec, s.rec.Ownership())
+	if err != nil {
+		return err
+	}
 	rec.UpdatedAt = s.o.now()
 	rev, err := s.o.cfg.Store.UpdateSession(ctx, rec, s.rev)
 	if err != nil && !errors.Is(err, record.ErrConflict) && ctx.Err() == nil {

@@ -86,14 +86,10 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 	if err != nil {
 		return nil, err
 	}
-	rec := handoff.Adopt(cur.Record) // a staged record whose source died: the handoff failed
-	run := newID()
-	rec.Epoch++
-	rec.OwnerRunID, rec.DeploymentID, rec.OwnerProcess = run, o.cfg.Deployment, o.cfg.ProcessID
-	rec.Consumer = subjects.Consumer(rec.SessionID, rec.Epoch)
-	rec.Writer, rec.WriteCounter = run, 0
-	if rec.State == record.StateHibernated || rec.State == record.StateHandoff {
-		rec.State = stateOf(d.snap) // active or paused
+	// A staged record whose source died is adopted: the handoff failed.
+	rec, err := record.Claim(cur.Record, o.newOwner(), settledState(d.snap))
+	if err != nil {
+		return nil, err
 	}
 	rev, err := o.cfg.Store.UpdateSession(ctx, rec, cur.Revision)
 	if err != nil && !errors.Is(err, record.ErrConflict) && !errors.Is(err, record.ErrInvalid) && !errors.Is(err, record.ErrTooLarge) {
@@ -118,7 +114,7 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 	}
 	s.prev, s.hist, s.stateRef = cur.Record.Consumer, hist, d.stateRef
 	s.outbox = d.outbox // boot re-publishes it as committed, stamps and all
-	if h := handoff.Unconfirmed(cur.Record); h != nil {
+	if h := record.Unconfirmed(cur.Record); h != nil {
 		// A handoff successor that died before its first commit: this run
 		// records handoff.started/completed in its boot commit instead.
 		s.arrival = &runtime.HandoffInfo{ID: h.ID, From: h.From, Epoch: rec.Epoch,

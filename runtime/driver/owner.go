@@ -400,6 +400,12 @@ func (o *Owner) now() time.Time { return o.cfg.Now() }
 
 func newID() string { return ulid.Make().String() }
 
+// newOwner is a new owner run of this process: the ownership a claim, a
+// new session or a handoff activation writes.
+func (o *Owner) newOwner() record.Owner {
+	return record.Owner{RunID: newID(), Deployment: o.cfg.Deployment, Process: o.cfg.ProcessID, WireV: wire.CurrentVersion}
+}
+
 // Run holds this process's lease, resumes the sessions of its index, serves
 // start and wake requests, adopts the sessions of dead processes of its
 // deployment and runs tasks until ctx ends; then it stops every session (a

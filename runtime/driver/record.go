@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -46,10 +45,13 @@ func (s *session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 	if err != nil {
 		return record.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
 	}
-	rec := handoff.Confirm(s.rec) // this commit holds (or follows) the handoff's events
-	rec.State = stateOf(snap)
-	rec.Writer, rec.WriteCounter = snap.Writer.RunID, snap.Writer.Write
-	rec.UpdatedAt, rec.Checkpoint = now, cp
+	// This commit holds (or follows) a completed handoff's events: Commit
+	// confirms it.
+	rec, err := record.Commit(s.rec, s.rec.Ownership(), stateOf(snap), snap.Writer.Write, cp)
+	if err != nil {
+		return record.SessionRecord{}, nil, err
+	}
+	rec.UpdatedAt = now
 	s.nextStateRef = c.StateRef
 	return rec, outbox, nil
 }
@@ -85,6 +87,15 @@ func (s *session) committedState(ctx context.Context) {
 			s.log.Debug("superseded state blob not deleted", "err", err)
 		}
 	})
+}
+
+// settledState is the state a claimed session is in: paused or active (an
+// ended record stays ended whatever this says).
+func settledState(snap runtime.Snapshot) record.State {
+	if snap.Paused {
+		return record.StatePaused
+	}
+	return record.StateActive
 }
 
 func stateOf(snap runtime.Snapshot) record.State {

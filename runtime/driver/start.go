@@ -118,16 +118,14 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
 		return nil, nil, err
 	}
-	run := newID()
 	snap := runtime.Snapshot{Aliases: aliases}
 	cp, err := encodeCheckpoint(id, tokens, snap, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	rec := record.SessionRecord{
-		SessionID: id, OwnerRunID: run, DeploymentID: o.cfg.Deployment, Epoch: 1,
-		OwnerProcess: o.cfg.ProcessID, State: record.StateActive, Consumer: subjects.Consumer(id, 1),
-		WireV: wire.CurrentVersion, Writer: run, Checkpoint: cp,
+	rec, err := record.New(id, o.newOwner(), cp)
+	if err != nil {
+		return nil, nil, err
 	}
 	rev, err := o.cfg.Store.CreateSession(ctx, rec)
 	if err != nil {
