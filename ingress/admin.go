@@ -512,13 +512,13 @@ func (s *Server) DrainReport(ctx context.Context, after string, limit int) (Drai
 			d.NotIdle = append(d.NotIdle, SessionReport{SessionID: id, State: string(rec.State), Why: wire.SkipBusy, OwnerProcess: rec.OwnerProcess, Epoch: rec.Epoch})
 			continue
 		}
-		why := notIdle(rec, cp, false)
+		why := record.NotIdle(record.CheckpointActivity(rec, cp, false))
 		if why == "" {
 			q, err := s.queueDepthUpTo(ctx, a, cp, 1)
 			if err != nil {
 				return DrainReport{}, fail(ErrUnavailable, "session %s: inbox: %v", id, err)
 			}
-			why = notIdle(rec, cp, q > 0)
+			why = record.NotIdle(record.CheckpointActivity(rec, cp, q > 0))
 		}
 		if why == "" {
 			d.Idle++

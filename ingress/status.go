@@ -66,36 +66,8 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	if st.QueueDepth, err = s.queueDepthUpTo(ctx, a, cp, maxQueueCount); err != nil {
 		return Status{}, fail(ErrUnavailable, "session %s: inbox: %v", sessionID, err)
 	}
-	st.Idle = notIdle(rec, cp, st.QueueDepth > 0) == ""
+	st.Idle = record.NotIdle(record.CheckpointActivity(rec, cp, st.QueueDepth > 0)) == ""
 	return st, nil
-}
-
-// notIdle returns "" when the session is idle as far as its record and
-// checkpoint tell (DESIGN.md §5), else why not, in the runtime's order
-// (runtime.Machine.IdleReason): "ended" for an ended session; "busy" for a
-// session mid-handoff or with a live turn; else the first of "paused",
-// "input", "authorization", "task", "queued" (unapplied commands on its
-// inbox subjects) that holds. Status and the drain report share it.
-func notIdle(rec record.SessionRecord, cp wire.Checkpoint, queued bool) string {
-	switch {
-	case rec.State == record.StateEnded:
-		return string(record.StateEnded)
-	case rec.State == record.StateHandoff:
-		return wire.SkipBusy
-	case cp.Paused || rec.State == record.StatePaused:
-		return wire.SkipPaused
-	case cp.Waits.Input != nil:
-		return wire.SkipInput
-	case cp.Waits.Auth != nil:
-		return wire.SkipAuthorization
-	case len(cp.Waits.Tasks) > 0:
-		return wire.SkipTask
-	case queued:
-		return wire.SkipQueued
-	case cp.Turn.Live:
-		return wire.SkipBusy
-	}
-	return ""
 }
 
 // queueDepthUpTo counts the unapplied commands on the session's inbox

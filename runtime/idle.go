@@ -1,5 +1,7 @@
 package runtime
 
+import "github.com/baton-rt/baton/record"
+
 // Idle reports whether the session is idle in the sense of DESIGN.md §5: no
 // unprocessed command, no turn or step running, no rollback or settlement
 // pending, no human input or authorization awaited, no background task live.
@@ -11,33 +13,26 @@ func (m *Machine) Idle() bool { return m.IdleReason() == "" }
 // queued, busy. Busy covers a running or finished step, an open turn, a
 // commit or handoff in flight, and every state the machine cannot judge
 // (not booted, ended): unknown eligibility means skip.
+//
+// The rule is record.NotIdle, shared with the ingress; the machine adds its
+// live conditions on top.
 func (m *Machine) IdleReason() string {
-	w := &m.snap.Waits
-	switch {
-	case !m.booted || m.stopped || m.snap.Ended != "":
+	if !m.booted || m.stopped || m.snap.Ended != "" {
 		return SkipBusy
-	case m.snap.Paused:
-		return SkipPaused
-	case w.Input != nil:
-		return SkipInput
-	case w.Auth != nil:
-		return SkipAuthorization
-	case len(w.Tasks) > 0:
-		return SkipTask
-	case len(m.queue) > 0:
-		return SkipQueued
-	case m.unsettled():
+	}
+	if r := record.NotIdle(m.activity()); r != "" {
+		return r
+	}
+	if m.busy() || m.result != nil {
 		return SkipBusy
 	}
 	return ""
 }
 
-// unsettled reports a running or pending step, commit, handoff or an open
-// turn, or a state the machine cannot judge.
-func (m *Machine) unsettled() bool {
-	if !m.booted || m.snap.Ended != "" || m.busy() || m.result != nil {
-		return true
-	}
-	t := m.snap.Turn
-	return t != nil && (t.Open || m.snap.Waits.Input == nil && m.snap.Waits.Auth == nil)
+// activity is the working state as the idle rule reads it. A turn parked on
+// an input or authorization wait is reported by the wait.
+func (m *Machine) activity() record.Activity {
+	w := &m.snap.Waits
+	return record.Activity{Paused: m.snap.Paused, Input: w.Input != nil, Auth: w.Auth != nil,
+		Tasks: len(w.Tasks), Queued: len(m.queue) > 0, TurnLive: m.snap.Turn != nil}
 }

@@ -14,8 +14,8 @@ check() { # package, allowed project imports (regex)
 }
 check ./subjects '^$'
 check ./wire '^$'
-check ./runtime "^$mod/(wire|subjects)\$"
-check ./record "^$mod/(subjects)\$"
+check ./runtime "^$mod/(wire|subjects|record)\$"
+check ./record "^$mod/(subjects|wire)\$"
 check ./kv "^$mod/(subjects|wire|record)\$"
 check ./handoff "^$mod/(record|subjects|internal/jsx)\$"
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi
