@@ -148,7 +148,9 @@ func TestTransitions(t *testing.T) {
 		{"commit confirms a handoff", func() (record.SessionRecord, error) {
 			a, _ := record.Activate(staged(t), green, marker)
 			return record.Commit(a, a.Ownership(), record.StateActive, 1, nil)
-		}, func(r record.SessionRecord) bool { return r.Handoff.Step == record.StepConfirmed && record.Unconfirmed(r) == nil }},
+		}, func(r record.SessionRecord) bool {
+			return r.Handoff.Step == record.StepConfirmed && record.Unconfirmed(r) == nil
+		}},
 		{"commit by a stale run", func() (record.SessionRecord, error) {
 			return record.Commit(active, stale, record.StateActive, 2, nil)
 		}, nil},
