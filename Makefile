@@ -24,9 +24,9 @@ PORT         ?=
 REVISION := $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$r || echo "$$r (modified)"; })
 LDFLAGS  := -X 'github.com/baton-rt/baton/internal/app.Revision=$(REVISION)'
 RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HTTP_PORT)' METRICS_PORT='$(METRICS_PORT)' PORT='$(PORT)'
-# the image tag deploy/compose.yaml runs
+# the image tag compose.yaml runs
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
-DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f deploy/compose.yaml
+DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
 .PHONY: all build run deployment stop test soak bench lint fmt-check vet deps fuzz clean images up down compose-check e2e-smoke e2e
 
@@ -95,7 +95,7 @@ images:
 	  docker build -q -f deploy/docker/$$i.Dockerfile -t baton/$$i:$(IMAGE_TAG) $(IMAGES_DIR)/$$i || exit 1; \
 	done
 
-## up / down: the compose stack of deploy/compose.yaml (docs/operations.md)
+## up / down: the compose stack of compose.yaml (docs/operations.md)
 up: compose-check
 	$(DC) up -d
 	@echo "baton: blue http://127.0.0.1:18081, green http://127.0.0.1:18082, NATS nats://baton:baton@127.0.0.1:14222"

@@ -1,4 +1,4 @@
-// Command e2e is the smoke test of the compose stack (deploy/compose.yaml,
+// Command e2e is the smoke test of the compose stack (compose.yaml,
 // `make e2e-smoke`): it waits for both deployments' ingresses and owners,
 // starts a few sessions through blue's ingress, delivers to each through
 // green's ingress, and checks that every session ends on deployment green

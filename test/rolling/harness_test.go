@@ -128,7 +128,7 @@ func (w *world) observe() {
 	w.tail = tailEvents(w.t, w.js, w.names)
 }
 
-// owner starts bin/owner as make run and deploy/compose.yaml do (R3, every
+// owner starts bin/owner as make run and compose.yaml do (R3, every
 // node in --nats-url) and waits until it serves.
 func (w *world) owner(dep, pid string) *proctest.Proc {
 	w.t.Helper()
