@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -175,7 +176,7 @@ func TestActivateReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	again = replay(t, st, req, rev)
-	r := handoff.Reply(handoff.StartRequest{DeploymentID: candDeployment, HandoffID: req.HandoffID, SessionID: req.SessionID}, again, nil)
+	r := handoff.Reply(protocol.HandoffStart{DeploymentID: candDeployment, HandoffID: req.HandoffID, SessionID: req.SessionID}, again, nil)
 	if !r.Activated || !r.Replayed || r.Epoch != 2 || r.OwnerRunID != "c1" || r.DeploymentID != candDeployment {
 		t.Fatalf("reply %+v", r)
 	}
@@ -281,32 +282,34 @@ func TestClean(t *testing.T) {
 	}
 }
 
-// TestStartWire: the start body is told apart from a new-session start and
-// decoded strictly.
-func TestStartWire(t *testing.T) {
-	if handoff.IsStart([]byte(`{"deploymentId":"green","aliases":["x"]}`)) || handoff.IsStart([]byte(`nope`)) {
-		t.Fatal("a new-session start taken for a handoff")
+// TestStartReply: a handoff start request as Activate takes it, and the
+// code each activation error is answered with.
+func TestStartReply(t *testing.T) {
+	req := protocol.HandoffStart{DeploymentID: "green", HandoffID: "h1", SessionID: "s1", ExpectedRevision: 7}
+	if got := handoff.ActivateRequestFrom(req); got != (handoff.ActivateRequest{HandoffID: "h1", SessionID: "s1", ExpectedRevision: 7, Target: "green"}) {
+		t.Fatalf("activate request %+v", got)
 	}
-	body := []byte(`{"deploymentId":"green","handoffId":"h1","sessionId":"s1","expectedRevision":7}`)
-	if !handoff.IsStart(body) {
-		t.Fatal("handoff start not recognized")
-	}
-	req, err := handoff.DecodeStart(body)
-	if err != nil || req.Activate() != (handoff.ActivateRequest{HandoffID: "h1", SessionID: "s1", ExpectedRevision: 7, Target: "green"}) {
-		t.Fatalf("decode: %+v %v", req, err)
-	}
-	if _, err := handoff.DecodeStart([]byte(`{"handoffId":"h1","extra":1}`)); !errors.Is(err, handoff.ErrInvalid) {
-		t.Fatalf("unknown field: %v", err)
-	}
-	for err, code := range map[error]string{
-		fmt.Errorf("%w: %w", handoff.ErrRefused, handoff.ErrStale): handoff.CodeRefused,
-		handoff.ErrUncertain:     handoff.CodeUncertain,
-		handoff.ErrInvalid:       handoff.CodeBadRequest,
-		context.DeadlineExceeded: handoff.CodeUnavailable,
+	_, malformed := protocol.DecodeHandoffStart([]byte(`{"handoffId":"h1","extra":1}`))
+	for err, code := range map[error]protocol.Code{
+		fmt.Errorf("%w: %w", handoff.ErrRefused, handoff.ErrStale): protocol.CodeRefused,
+		handoff.ErrUncertain:     protocol.CodeUncertain,
+		handoff.ErrInvalid:       protocol.CodeBadRequest,
+		malformed:                protocol.CodeBadRequest,
+		context.DeadlineExceeded: protocol.CodeUnavailable,
 	} {
-		if r := handoff.Reply(req, handoff.Activation{}, err); r.Activated || r.Error == nil || r.Error.Code != code {
+		if r := handoff.Reply(req, handoff.Activation{}, err); r.Activated || r.Error == nil || r.Error.Code != code || r.HandoffID != "h1" {
 			t.Errorf("%v: reply %+v", err, r)
 		}
+	}
+}
+
+// TestResponderRefusesMalformed: a body that does not decode strictly is
+// answered bad_request, and the error matches both sentinels.
+func TestResponderRefusesMalformed(t *testing.T) {
+	r := handoff.Responder{Store: newMemStore(), Candidate: greenCandidate("c1")}
+	reply, _, err := r.Handle(testCtx(t), []byte(`{"handoffId":"h1","aliases":["x"]}`))
+	if !errors.Is(err, handoff.ErrInvalid) || !errors.Is(err, protocol.ErrMalformed) || reply.Error == nil || reply.Error.Code != protocol.CodeBadRequest {
+		t.Fatalf("%+v %v", reply, err)
 	}
 }
 
@@ -340,8 +343,8 @@ func TestRunRefusesInvalid(t *testing.T) {
 	}
 }
 
-type starterFunc func(ctx context.Context, req handoff.StartRequest) (handoff.StartReply, error)
+type starterFunc func(ctx context.Context, req protocol.HandoffStart) (protocol.HandoffStartReply, error)
 
-func (f starterFunc) Start(ctx context.Context, req handoff.StartRequest) (handoff.StartReply, error) {
+func (f starterFunc) Start(ctx context.Context, req protocol.HandoffStart) (protocol.HandoffStartReply, error) {
 	return f(ctx, req)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/nats-io/nats.go"
 )
@@ -168,7 +169,7 @@ func TestOverNATS(t *testing.T) {
 		m := <-held
 		r := handoff.Responder{Store: n.st, Candidate: handoff.Candidate{Deployment: "slow", ProcessID: "p", RunID: "late", Validate: validate}}
 		reply, _, err := r.Handle(testCtx(t), m.Data)
-		if !errors.Is(err, handoff.ErrStale) || reply.Activated || reply.Error.Code != handoff.CodeRefused {
+		if !errors.Is(err, handoff.ErrStale) || reply.Activated || reply.Error.Code != protocol.CodeRefused {
 			t.Fatalf("late candidate: %+v %v", reply, err)
 		}
 	})

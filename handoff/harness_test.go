@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -336,25 +337,25 @@ func (sc *scenario) candidate() handoff.Candidate {
 
 // Start is the in-process Starter: the candidate activates in its own
 // goroutine; a crash of it, or a stall, is a start that times out.
-func (sc *scenario) Start(_ context.Context, req handoff.StartRequest) (handoff.StartReply, error) {
+func (sc *scenario) Start(_ context.Context, req protocol.HandoffStart) (protocol.HandoffStartReply, error) {
 	if sc.mode == modeNoResponders {
-		return handoff.StartReply{}, fmt.Errorf("%w: (test)", handoff.ErrNoResponders)
+		return protocol.HandoffStartReply{}, fmt.Errorf("%w: (test)", handoff.ErrNoResponders)
 	}
 	res := make(chan candResult, 1)
 	sc.candRes = res
 	go func() {
-		act, err := handoff.Activate(sc.ctx(), sc.candView, req.Activate(), sc.candidate())
+		act, err := handoff.Activate(sc.ctx(), sc.candView, handoff.ActivateRequestFrom(req), sc.candidate())
 		res <- candResult{act, err}
 	}()
 	select {
 	case r := <-res:
 		sc.cand = &r
 		if errors.Is(r.err, errCrash) {
-			return handoff.StartReply{}, context.DeadlineExceeded
+			return protocol.HandoffStartReply{}, context.DeadlineExceeded
 		}
 		return handoff.Reply(req, r.act, r.err), nil
 	case <-sc.stalled:
-		return handoff.StartReply{}, context.DeadlineExceeded
+		return protocol.HandoffStartReply{}, context.DeadlineExceeded
 	}
 }
 

@@ -1,66 +1,30 @@
 package handoff
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go"
 )
 
-// StartRequest is the body of a handoff start request on
-// baton.deploy.<deploymentId>.start. It shares the subject (and the
-// deployment's queue group) with new-session starts; a non-empty handoffId
-// tells them apart (IsStart).
-type StartRequest struct {
-	DeploymentID     string `json:"deploymentId"`
-	HandoffID        string `json:"handoffId"`
-	SessionID        string `json:"sessionId"`
-	ExpectedRevision uint64 `json:"expectedRevision"`
-}
+// The body of a handoff start request and its reply are
+// protocol.HandoffStart and protocol.HandoffStartReply; this file sends one
+// (Starter), and answers one from Activate's result (Reply, Responder).
 
-// Activate is the request as Activate takes it.
-func (r StartRequest) Activate() ActivateRequest {
+// ActivateRequestFrom is a handoff start request as Activate takes it.
+func ActivateRequestFrom(r protocol.HandoffStart) ActivateRequest {
 	return ActivateRequest{HandoffID: r.HandoffID, SessionID: r.SessionID, ExpectedRevision: r.ExpectedRevision, Target: r.DeploymentID}
 }
-
-// StartReply answers a StartRequest. Activated is true only after the
-// candidate's claim CAS landed (or, with Replayed, had landed for an
-// earlier request with the same handoff ID).
-type StartReply struct {
-	Activated    bool        `json:"activated"`
-	Replayed     bool        `json:"replayed,omitempty"`
-	HandoffID    string      `json:"handoffId,omitempty"`
-	SessionID    string      `json:"sessionId,omitempty"`
-	DeploymentID string      `json:"deploymentId,omitempty"`
-	OwnerRunID   string      `json:"ownerRunId,omitempty"`
-	Epoch        uint64      `json:"epoch,omitempty"`
-	Error        *ReplyError `json:"error,omitempty"`
-}
-
-// ReplyError is a machine-readable refusal.
-type ReplyError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// Reply error codes. Every code but CodeUncertain is definite: the
-// candidate did not activate and will not for this request.
-const (
-	CodeRefused     = "refused"     // ErrRefused: not staged, stale, wrong target, unreadable checkpoint
-	CodeBadRequest  = "bad_request" // undecodable request
-	CodeUnavailable = "unavailable" // the store failed before the claim
-	CodeUncertain   = "uncertain"   // ErrUncertain: the claim may have landed
-)
 
 // Starter sends a handoff start request to the target deployment. It
 // returns an error matching ErrNoResponders when nobody received it; any
 // other error leaves the outcome uncertain.
 type Starter interface {
-	Start(ctx context.Context, req StartRequest) (StartReply, error)
+	Start(ctx context.Context, req protocol.HandoffStart) (protocol.HandoffStartReply, error)
 }
 
 // NATSStarter is the Starter over core NATS request/reply.
@@ -70,61 +34,38 @@ type NATSStarter struct {
 }
 
 // Start requests Names.Start(req.DeploymentID).
-func (s NATSStarter) Start(ctx context.Context, req StartRequest) (StartReply, error) {
+func (s NATSStarter) Start(ctx context.Context, req protocol.HandoffStart) (protocol.HandoffStartReply, error) {
 	if s.Names == (subjects.Names{}) {
-		return StartReply{}, fmt.Errorf("%w: NATSStarter without subjects.Names", ErrInvalid)
+		return protocol.HandoffStartReply{}, fmt.Errorf("%w: NATSStarter without subjects.Names", ErrInvalid)
 	}
 	if err := subjects.ValidateDeployment(req.DeploymentID); err != nil {
-		return StartReply{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return protocol.HandoffStartReply{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
-		return StartReply{}, err
+		return protocol.HandoffStartReply{}, err
 	}
 	subj := s.Names.Start(req.DeploymentID)
 	msg, err := s.NC.RequestWithContext(ctx, subj, data)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return StartReply{}, fmt.Errorf("%w: %s: %w", ErrNoResponders, subj, err)
+		return protocol.HandoffStartReply{}, fmt.Errorf("%w: %s: %w", ErrNoResponders, subj, err)
 	}
 	if err != nil {
-		return StartReply{}, fmt.Errorf("handoff: start %s: %w", subj, err)
+		return protocol.HandoffStartReply{}, fmt.Errorf("handoff: start %s: %w", subj, err)
 	}
-	var reply StartReply
+	var reply protocol.HandoffStartReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return StartReply{}, fmt.Errorf("handoff: start %s: reply: %w", subj, err)
+		return protocol.HandoffStartReply{}, fmt.Errorf("handoff: start %s: reply: %w", subj, err)
 	}
 	return reply, nil
 }
 
-// IsStart reports whether a body on the start subject is a handoff start
-// request (it names a handoff ID) rather than a new-session start.
-func IsStart(data []byte) bool {
-	var probe struct {
-		HandoffID string `json:"handoffId"`
-	}
-	return json.Unmarshal(data, &probe) == nil && probe.HandoffID != ""
-}
-
-// DecodeStart decodes a handoff start request strictly (unknown fields are
-// refused).
-func DecodeStart(data []byte) (StartRequest, error) {
-	var req StartRequest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return StartRequest{}, fmt.Errorf("%w: start request: %w", ErrInvalid, err)
-	}
-	if req.HandoffID == "" {
-		return StartRequest{}, fmt.Errorf("%w: start request without handoffId", ErrInvalid)
-	}
-	return req, nil
-}
-
-// Reply builds the answer to req from Activate's result.
-func Reply(req StartRequest, act Activation, err error) StartReply {
-	r := StartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID}
+// Reply builds the answer to req from Activate's result (or from the
+// error that decoding req returned).
+func Reply(req protocol.HandoffStart, act Activation, err error) protocol.HandoffStartReply {
+	r := protocol.HandoffStartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID}
 	if err != nil {
-		r.Error = &ReplyError{Code: replyCode(err), Message: err.Error()}
+		r.Error = protocol.Refuse(replyCode(err), err)
 		return r
 	}
 	r.Activated, r.Replayed = true, act.Replayed
@@ -132,16 +73,19 @@ func Reply(req StartRequest, act Activation, err error) StartReply {
 	return r
 }
 
-func replyCode(err error) string {
+// replyCode is the code of an activation error. Every code but
+// CodeUncertain is definite: the candidate did not activate and will not
+// for this request.
+func replyCode(err error) protocol.Code {
 	switch {
 	case errors.Is(err, ErrUncertain):
-		return CodeUncertain
+		return protocol.CodeUncertain
 	case errors.Is(err, ErrRefused):
-		return CodeRefused
-	case errors.Is(err, ErrInvalid):
-		return CodeBadRequest
+		return protocol.CodeRefused
+	case errors.Is(err, ErrInvalid), errors.Is(err, protocol.ErrMalformed):
+		return protocol.CodeBadRequest
 	}
-	return CodeUnavailable
+	return protocol.CodeUnavailable
 }
 
 // Responder answers handoff start requests for one owner process.
@@ -157,16 +101,18 @@ type Responder struct {
 // to send together with Activate's result. The caller runs the session
 // (runtime.BootHandoff, from act.Session) only when err is nil and
 // act.Replayed is false — before or after sending the reply, either is
-// safe: the claim CAS already fenced the source.
-func (r Responder) Handle(ctx context.Context, data []byte) (StartReply, Activation, error) {
-	req, err := DecodeStart(data)
+// safe: the claim CAS already fenced the source. A body that does not
+// decode is an error matching both ErrInvalid and protocol.ErrMalformed.
+func (r Responder) Handle(ctx context.Context, data []byte) (protocol.HandoffStartReply, Activation, error) {
+	req, err := protocol.DecodeHandoffStart(data)
 	if err != nil {
-		return StartReply{Error: &ReplyError{Code: CodeBadRequest, Message: err.Error()}}, Activation{}, err
+		err = fmt.Errorf("%w: %w", ErrInvalid, err)
+		return Reply(req, Activation{}, err), Activation{}, err
 	}
 	c := r.Candidate
 	if r.NewRunID != nil {
 		c.RunID = r.NewRunID()
 	}
-	act, err := Activate(ctx, r.Store, req.Activate(), c)
+	act, err := Activate(ctx, r.Store, ActivateRequestFrom(req), c)
 	return Reply(req, act, err), act, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/cenkalti/backoff/v4"
 )
@@ -202,7 +203,7 @@ func (x *run) checkBacklog(ctx context.Context) (Observation, error) {
 }
 
 func (x *run) start(ctx context.Context, a Action) (Observation, error) {
-	req := StartRequest{DeploymentID: x.req.Target, HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, ExpectedRevision: a.Revision}
+	req := protocol.HandoffStart{DeploymentID: x.req.Target, HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, ExpectedRevision: a.Revision}
 	sctx, cancel := context.WithTimeout(ctx, x.t.StartTimeout)
 	reply, err := x.t.Starter.Start(sctx, req)
 	cancel()
@@ -216,16 +217,16 @@ func (x *run) start(ctx context.Context, a Action) (Observation, error) {
 // explicit refusal are definite; everything else is uncertain. Both lead to
 // the same reclaim CAS, so a misjudgement costs a reason string, never an
 // owner.
-func startSignal(req StartRequest, reply StartReply, err error) Observation {
+func startSignal(req protocol.HandoffStart, reply protocol.HandoffStartReply, err error) Observation {
 	switch {
 	case errors.Is(err, ErrNoResponders):
 		return Observation{Signal: SigRefused, Reason: err.Error()}
 	case err != nil:
 		return Observation{Signal: SigUncertain, Reason: "start: " + err.Error()}
-	case reply.Error != nil && reply.Error.Code == CodeUncertain:
-		return Observation{Signal: SigUncertain, Reason: reply.Error.Code + ": " + reply.Error.Message}
+	case reply.Error != nil && reply.Error.Code == protocol.CodeUncertain:
+		return Observation{Signal: SigUncertain, Reason: reply.Error.Error()}
 	case reply.Error != nil:
-		return Observation{Signal: SigRefused, Reason: reply.Error.Code + ": " + reply.Error.Message}
+		return Observation{Signal: SigRefused, Reason: reply.Error.Error()}
 	case !reply.Activated:
 		return Observation{Signal: SigRefused, Reason: "the responder did not activate (not a handoff responder?)"}
 	case reply.HandoffID != req.HandoffID || reply.SessionID != req.SessionID:

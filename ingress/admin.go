@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -268,7 +268,7 @@ type Released struct {
 	Epoch        uint64 `json:"epoch"`       // the epoch released (the claimer takes epoch+1)
 	FromProcess  string `json:"fromProcess"` // the owner process whose claim was cleared
 	Revision     uint64 `json:"revision"`    // the record's revision after the release
-	WakeOutcome  string `json:"wakeOutcome"` // the pool's answer (driver.Wake*), "" if none answered
+	WakeOutcome  string `json:"wakeOutcome"` // the pool's answer (protocol.Wake*), "" if none answered
 	WakeProcess  string `json:"wakeProcess"` // the process that runs the session, when known
 	WakeError    string `json:"wakeError,omitempty"`
 }
@@ -350,7 +350,7 @@ func (s *Server) Release(ctx context.Context, id string) (Released, error) {
 
 // wakeRelease asks the deployment's pool to claim a released session.
 func (s *Server) wakeRelease(ctx context.Context, out *Released) {
-	data, _ := json.Marshal(driver.WakeRequest{SessionID: out.SessionID})
+	data, _ := json.Marshal(protocol.WakeRequest{SessionID: out.SessionID})
 	subject := s.cfg.Names.Wake(out.DeploymentID)
 	for i := range releaseWakes {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -364,17 +364,17 @@ func (s *Server) wakeRelease(ctx context.Context, out *Released) {
 			out.WakeError = err.Error()
 			continue
 		}
-		var rep driver.WakeReply
+		var rep protocol.WakeReply
 		if err := json.Unmarshal(msg.Data, &rep); err != nil {
 			out.WakeError = "wake reply: " + err.Error()
 			continue
 		}
-		out.WakeOutcome, out.WakeProcess, out.WakeError = rep.Outcome, rep.ProcessID, ""
+		out.WakeOutcome, out.WakeProcess, out.WakeError = string(rep.Outcome), rep.ProcessID, ""
 		if rep.Error != nil {
-			out.WakeError = rep.Error.Code + ": " + rep.Error.Message
+			out.WakeError = rep.Error.Error()
 			continue
 		}
-		if rep.Outcome == driver.WakeRunning && rep.ProcessID == out.FromProcess && out.FromProcess != "" && i+1 < releaseWakes {
+		if rep.Outcome == protocol.WakeRunning && rep.ProcessID == out.FromProcess && out.FromProcess != "" && i+1 < releaseWakes {
 			select { // the released process still has it loaded: ask again
 			case <-ctx.Done():
 				return

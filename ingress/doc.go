@@ -53,4 +53,8 @@
 //
 // The ingress starts without the topology (readyz is 503 until
 // topology.Ensure ran) and opens it, and its receipts bucket, on first use.
+//
+// It speaks to the owners only through the bodies of package protocol
+// (start, wake) and the stores; it imports no owner-side package
+// (runtime/driver, handoff), which scripts/deps.sh checks.
 package ingress

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/baton-rt/baton/protocol"
 )
 
 // Sentinels, one per public error code. Every error the ingress returns to a
@@ -146,13 +148,16 @@ func asError(err error) *Error {
 	return fail(ErrUnavailable, "%v", err)
 }
 
-// byCode returns the sentinel of a public code (used for an owner's start
-// refusal, which carries the same codes); unknown codes are unavailable.
-func byCode(code string) error {
-	for _, c := range codes {
-		if c.code == code {
-			return c.err
-		}
+// byCode returns the sentinel for an owner's refusal of a start: a bad
+// request or a conflict is the client's to fix; any other code (an
+// unavailable owner, a code this build does not know) is unavailable, so the
+// client may retry.
+func byCode(code protocol.Code) error {
+	switch code {
+	case protocol.CodeBadRequest:
+		return ErrBadRequest
+	case protocol.CodeConflict:
+		return ErrConflict
 	}
 	return ErrUnavailable
 }

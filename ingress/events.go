@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,7 +32,7 @@ func toEvent(streamSeq uint64, h nats.Header, data []byte) (event, bool) {
 		ev.seq, ev.kind = e.Seq, e.Kind
 		return ev, true
 	}
-	seq, err := strconv.ParseUint(h.Get(driver.HeaderEventSeq), 10, 64)
+	seq, err := strconv.ParseUint(h.Get(wire.HeaderEventSeq), 10, 64)
 	ev.seq = seq
 	return ev, err == nil && seq > 0
 }

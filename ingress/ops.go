@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -196,7 +197,7 @@ func (s *Server) wake(t target) {
 	if t.deployment == "" {
 		return
 	}
-	data, _ := json.Marshal(Wake{SessionID: t.sessionID, Source: "ingress"})
+	data, _ := json.Marshal(protocol.WakeRequest{SessionID: t.sessionID, Source: protocol.WakeIngress})
 	if err := s.cfg.NC.Publish(s.cfg.Names.Wake(t.deployment), data); err != nil {
 		s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
 	}
@@ -207,12 +208,6 @@ func (s *Server) wake(t target) {
 			s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
 		}
 	}
-}
-
-// Wake is the body of baton.deploy.<deployment>.wake.
-type Wake struct {
-	SessionID string `json:"sessionId"`
-	Source    string `json:"source,omitempty"` // "ingress": for the owner's metrics
 }
 
 func publishError(err error) error {

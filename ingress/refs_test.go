@@ -16,7 +16,6 @@ import (
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -200,7 +199,7 @@ func (w *writer) append(t *testing.T, kind string, data any) []byte {
 	}
 	msg := nats.NewMsg(w.e.names.Events(w.id))
 	msg.Data = b
-	msg.Header.Set(driver.HeaderEventSeq, strconv.FormatUint(w.seq, 10))
+	msg.Header.Set(wire.HeaderEventSeq, strconv.FormatUint(w.seq, 10))
 	ack, err := w.e.js.PublishMsg(t.Context(), msg,
 		jetstream.WithMsgID(w.id+"/"+strconv.FormatUint(w.seq, 10)),
 		jetstream.WithExpectLastSequencePerSubject(w.streamSeq))

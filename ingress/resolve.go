@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -132,8 +132,8 @@ func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok stri
 // start asks an owner of this deployment to create a session, claiming
 // alias ("" for none) before it replies. No responder, or none within
 // StartTimeout, is unavailable: nothing was created by this request.
-func (s *Server) start(ctx context.Context, alias, timeout string) (driver.StartReply, error) {
-	req := driver.StartRequest{DeploymentID: s.cfg.Deployment, Timeout: timeout}
+func (s *Server) start(ctx context.Context, alias, timeout string) (protocol.StartReply, error) {
+	req := protocol.StartRequest{DeploymentID: s.cfg.Deployment, Timeout: timeout}
 	if alias != "" {
 		req.Aliases = []string{alias}
 	}
@@ -143,21 +143,21 @@ func (s *Server) start(ctx context.Context, alias, timeout string) (driver.Start
 	msg, err := s.cfg.NC.RequestWithContext(ctx, s.cfg.Names.Start(s.cfg.Deployment), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return driver.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s is running", s.cfg.Deployment)
+		return protocol.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s is running", s.cfg.Deployment)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return driver.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s answered within %s", s.cfg.Deployment, s.cfg.StartTimeout)
+		return protocol.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s answered within %s", s.cfg.Deployment, s.cfg.StartTimeout)
 	case err != nil:
-		return driver.StartReply{}, fail(ErrUnavailable, "start request: %v", err)
+		return protocol.StartReply{}, fail(ErrUnavailable, "start request: %v", err)
 	}
-	var rep driver.StartReply
+	var rep protocol.StartReply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
-		return driver.StartReply{}, fail(ErrUnavailable, "start reply: %v", err)
+		return protocol.StartReply{}, fail(ErrUnavailable, "start reply: %v", err)
 	}
 	if rep.Error != nil {
-		return driver.StartReply{}, fail(byCode(rep.Error.Code), "owner refused the start: %s", rep.Error.Message)
+		return protocol.StartReply{}, fail(byCode(rep.Error.Code), "owner refused the start: %s", rep.Error.Message)
 	}
 	if subjects.ValidateSessionID(rep.SessionID) != nil {
-		return driver.StartReply{}, fail(ErrUnavailable, "start reply names no session")
+		return protocol.StartReply{}, fail(ErrUnavailable, "start reply names no session")
 	}
 	return rep, nil
 }

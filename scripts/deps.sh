@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Keeps the dependency arrows of DESIGN.md §2 honest: wire and subjects are
-# leaves; the pure runtime imports only wire and subjects; nothing imports cmd.
+# Keeps the package dependency arrows honest: wire and subjects are
+# leaves; protocol (the request/reply bodies) imports only them; the pure
+# runtime imports only wire and subjects; the ingress, library and binary,
+# holds no owner-side package, not even transitively; nothing imports cmd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/baton-rt/baton
@@ -12,11 +14,23 @@ check() { # package, allowed project imports (regex)
     if ! [[ $imp =~ $allowed ]]; then echo "deps: $pkg must not import $imp"; fail=1; fi
   done
 }
+# forbid: package, project packages it must not hold among all its deps (regex)
+forbid() {
+  local pkg=$1 banned=$2
+  [ -d "${pkg#./}" ] || return 0
+  for dep in $(go list -deps "$pkg" | grep "^$mod" || true); do
+    if [[ $dep =~ $banned ]]; then echo "deps: $pkg must not depend on $dep"; fail=1; fi
+  done
+}
 check ./subjects '^$'
 check ./wire '^$'
 check ./runtime "^$mod/(wire|subjects|record)\$"
 check ./record "^$mod/(subjects|wire)\$"
 check ./kv "^$mod/(subjects|wire|record)\$"
-check ./handoff "^$mod/(record|subjects|internal/jsx)\$"
+check ./handoff "^$mod/(record|subjects|protocol|internal/jsx)\$"
+check ./protocol "^$mod/(wire|subjects)\$"
+owner_side="^$mod/(runtime/driver|handoff|runtime/demo)(/|\$)"
+forbid ./ingress "$owner_side"
+forbid ./cmd/ingress "$owner_side"
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi
 exit $fail

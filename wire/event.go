@@ -11,6 +11,13 @@ import (
 	genschema "github.com/invopop/jsonschema"
 )
 
+// HeaderEventSeq is the header of an event's stream message that carries
+// its Seq in decimal, set by the owner when it appends. A reader that cannot
+// decode the envelope still learns the seq, so it steps over the event
+// instead of waiting for it, and the appender finds the last published event
+// without decoding it.
+const HeaderEventSeq = "Baton-Event-Seq"
+
 // Event is the envelope of one session event on the public event stream.
 // Seq is per session and contiguous from 1; V is the version of the kind's
 // data shape; Data is always a JSON object.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/bench"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
@@ -243,7 +244,7 @@ func (f *foRig) startSession() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var rep driver.StartReply
+	var rep protocol.StartReply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil || rep.Error != nil {
 		return "", fmt.Errorf("start: %v %v", err, rep.Error)
 	}

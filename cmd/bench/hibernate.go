@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/bench"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -56,7 +57,7 @@ func benchWake(ctx context.Context, e *env, r *bench.Reporter) error {
 		if _, err := e.js.Publish(ctx, rig.names.Inbox(id), data, jetstream.WithMsgID(cid)); err != nil {
 			return err
 		}
-		wake, _ := json.Marshal(driver.WakeRequest{SessionID: id, Source: driver.WakeIngress})
+		wake, _ := json.Marshal(protocol.WakeRequest{SessionID: id, Source: protocol.WakeIngress})
 		if err := e.nc.Publish(rig.names.Wake(rig.dep), wake); err != nil {
 			return err
 		}

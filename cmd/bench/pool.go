@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/bench"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -120,14 +121,14 @@ func (c *poolClientSet) startOn(client int, r *rig) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		var rep driver.StartReply
+		var rep protocol.StartReply
 		if err := jsonUnmarshal(msg.Data, &rep); err != nil {
 			return "", fmt.Errorf("start: %v", err)
 		}
 		if rep.Error == nil {
 			return rep.SessionID, nil
 		}
-		if rep.Error.Code != "unavailable" || attempt == 5 {
+		if rep.Error.Code != protocol.CodeUnavailable || attempt == 5 {
 			return "", fmt.Errorf("start: %v", rep.Error)
 		}
 		c.retries.Add(1)
@@ -304,7 +305,7 @@ func benchPoolDrain(ctx context.Context, e *env, r *bench.Reporter) error {
 				return err
 			}
 			// As the ingress: wake the session's deployment and the producer's.
-			wake, _ := json.Marshal(driver.WakeRequest{SessionID: id, Source: driver.WakeIngress})
+			wake, _ := json.Marshal(protocol.WakeRequest{SessionID: id, Source: protocol.WakeIngress})
 			if err := clients.ncs[client].Publish(blue[0].names.Wake(from), wake); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/runtime/driver"
@@ -132,7 +133,7 @@ func (r *rig) startSession() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var rep driver.StartReply
+	var rep protocol.StartReply
 	if err := jsonUnmarshal(msg.Data, &rep); err != nil || rep.Error != nil {
 		return "", fmt.Errorf("start: %v %v", err, rep.Error)
 	}

@@ -13,10 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// HeaderEventSeq carries an event's per-session seq on its stream message, so
-// the appender can find the last published event without decoding it.
-const HeaderEventSeq = "Baton-Event-Seq"
-
 // appender appends one session's committed events to its event subject,
 // exactly once and contiguously: message ID <sessionID>/<seq>, expected last
 // subject sequence, and on any uncertain or rejected append a leader read of

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
@@ -236,7 +237,7 @@ func TestTimeoutCommand(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.startWith(StartRequest{DeploymentID: "v1", Timeout: "1h"}).SessionID
+	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "1h"}).SessionID
 	e.waitKind(id, wire.EventSessionStarted, 1)
 	_, snap := e.session(id)
 	if snap.Timer == nil || snap.Timer.ID == "" || snap.Timer.Duration != time.Hour {
@@ -269,7 +270,7 @@ func TestTimeoutFiredByServer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.startWith(StartRequest{DeploymentID: "v1", Timeout: "1s"}).SessionID
+	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "1s"}).SessionID
 	e.send(id, deliver("hello"))
 	evs := e.waitKind(id, wire.EventSessionEnded, 1)
 	checkStream(t, evs)

@@ -4,7 +4,9 @@
 //
 // One Owner serves one owner process of one deployment. It answers start
 // requests on baton.deploy.<deploymentID>.start (queue group of the
-// deployment's pool), and runs every session it loads in its own goroutine:
+// deployment's pool; a new session or a handoff successor, as
+// protocol.DecodeStart tells them apart) and wake requests, and runs every
+// session it loads in its own goroutine:
 //
 //	boot:  add the session to this process's index (before claiming),
 //	       claim the record by CAS (epoch+1, this run, this deployment),

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
@@ -91,7 +92,7 @@ func TestGracefulDrain(t *testing.T) {
 			t.Fatalf("session %s not on p2 after its command: %+v", id, cur.Record)
 		}
 	}
-	if st := p2.Stats(); st.Wakes[WakeIngress] == 0 {
+	if st := p2.Stats(); st.Wakes[protocol.WakeIngress] == 0 {
 		t.Fatalf("p2 stats %+v", st)
 	}
 }

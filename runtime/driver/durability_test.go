@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -81,7 +82,7 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	id := e.startWith(StartRequest{DeploymentID: "v1", Timeout: "3s"}).SessionID
+	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "3s"}).SessionID
 	e.waitKind(id, wire.EventSessionStarted, 1)
 	_, snap := e.session(id)
 	earlier := snap.Timer

@@ -9,6 +9,9 @@ import (
 	"github.com/invopop/jsonschema"
 )
 
+// HeaderEventSeq is wire.HeaderEventSeq, under the name the appender uses.
+const HeaderEventSeq = wire.HeaderEventSeq
+
 // agentEvents is the default event registry (Config.Events nil): the
 // built-in kinds plus each of the agent's kinds with any JSON object as its
 // data. An agent that wants its data checked against a type registers its

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/subjects"
@@ -97,14 +98,14 @@ func (e *env) waitServing(deployment string) {
 	})
 }
 
-func (e *env) start(deployment string, aliases ...string) StartReply {
+func (e *env) start(deployment string, aliases ...string) protocol.StartReply {
 	e.t.Helper()
-	req, _ := json.Marshal(StartRequest{DeploymentID: deployment, Aliases: aliases})
+	req, _ := json.Marshal(protocol.StartRequest{DeploymentID: deployment, Aliases: aliases})
 	msg, err := e.nc.Request(e.names.Start(deployment), req, 10*time.Second)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var r StartReply
+	var r protocol.StartReply
 	if err := json.Unmarshal(msg.Data, &r); err != nil || r.Error != nil {
 		e.t.Fatalf("start: %v %+v", err, r.Error)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -21,14 +22,14 @@ import (
 const wait = 60 * time.Second
 
 // startWith sends a full start request (timeout, aliases) to deployment.
-func (e *env) startWith(req StartRequest) StartReply {
+func (e *env) startWith(req protocol.StartRequest) protocol.StartReply {
 	e.t.Helper()
 	data, _ := json.Marshal(req)
 	msg, err := e.nc.Request(e.names.Start(req.DeploymentID), data, 10*time.Second)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var r StartReply
+	var r protocol.StartReply
 	if err := json.Unmarshal(msg.Data, &r); err != nil || r.Error != nil || !r.Created {
 		e.t.Fatalf("start: %v %+v", err, r)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
@@ -155,10 +156,10 @@ func (o *Owner) recheckHibernated(ctx context.Context, s *session) {
 	}
 	if o.draining.Load() {
 		// Not here: a peer of the pool loads it.
-		o.sendWake(o.cfg.Deployment, WakeRequest{SessionID: s.id, Source: WakeSelf})
+		o.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: s.id, Source: protocol.WakeSelf})
 		return
 	}
-	if rep := o.Wake(ctx, WakeRequest{SessionID: s.id, Source: WakeSelf}); rep.Error != nil {
+	if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: s.id, Source: protocol.WakeSelf}); rep.Error != nil {
 		s.log.Warn("wake after hibernation failed; the sweeper retries", "err", rep.Error.Message)
 	}
 }
@@ -300,7 +301,7 @@ func (o *Owner) sweepInbox(ctx context.Context) (int, error) {
 	// To the pool's queue group, so the loads spread over its processes;
 	// a few at a time, each waiting for its reply (back-pressure).
 	eachBounded(ctx, wake, sweepWakes, func(id string) {
-		if rep, err := o.requestWake(ctx, WakeRequest{SessionID: id, Source: WakeSweeper}); err != nil || rep.Error != nil {
+		if rep, err := o.requestWake(ctx, protocol.WakeRequest{SessionID: id, Source: protocol.WakeSweeper}); err != nil || rep.Error != nil {
 			o.log.Debug("inbox sweep: wake", "session", id, "err", err, "reply", rep.Error)
 		}
 	})

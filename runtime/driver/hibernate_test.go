@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/testsize"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +29,7 @@ func hibernating(after time.Duration, maxLoaded int) func(*Config) {
 // wake publishes a wake as the ingress does: fire-and-forget.
 func (e *env) wake(deployment, id string) {
 	e.t.Helper()
-	data, _ := json.Marshal(WakeRequest{SessionID: id, Source: WakeIngress})
+	data, _ := json.Marshal(protocol.WakeRequest{SessionID: id, Source: protocol.WakeIngress})
 	if err := e.nc.Publish(e.names.Wake(deployment), data); err != nil {
 		e.t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestHibernateAndWake(t *testing.T) {
 	if got := appliedIDs(evs); len(got) != 2 {
 		t.Fatalf("applied %v", got)
 	}
-	if st := o.Stats(); st.Hibernations < 1 || st.Wakes[WakeIngress] < 1 {
+	if st := o.Stats(); st.Hibernations < 1 || st.Wakes[protocol.WakeIngress] < 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -188,10 +189,10 @@ func TestHibernateManySessions(t *testing.T) {
 	const maxLoaded = 50
 	e := newEnv(t)
 	var dropped atomic.Int64
-	faults := &Faults{DropWake: func(req WakeRequest) bool {
+	faults := &Faults{DropWake: func(req protocol.WakeRequest) bool {
 		h := fnv.New32a()
 		h.Write([]byte(req.SessionID))
-		if req.Source == WakeIngress && h.Sum32()%3 == 0 {
+		if req.Source == protocol.WakeIngress && h.Sum32()%3 == 0 {
 			dropped.Add(1)
 			return true
 		}
@@ -235,7 +236,7 @@ func TestHibernateManySessions(t *testing.T) {
 	phase := func(name string) { t.Logf("%s: %s", name, time.Since(began).Round(time.Millisecond)) }
 	ids := make([]string, n)
 	parallel(t, n, 8, func(i int) error {
-		req := StartRequest{DeploymentID: "v1"}
+		req := protocol.StartRequest{DeploymentID: "v1"}
 		if kind(i) == "expire" {
 			req.Timeout = "4s"
 		}
@@ -321,7 +322,7 @@ func TestHibernateManySessions(t *testing.T) {
 	for _, o := range owners {
 		st := o.Stats()
 		hib += int(st.Hibernations)
-		swept += st.Wakes[WakeSweeper]
+		swept += st.Wakes[protocol.WakeSweeper]
 	}
 	t.Logf("%d sessions: %d hibernations, peak %d inbox consumers (cap 2×%d), %d wakes dropped, %d sweeper wakes",
 		n, hib, peak.Load(), maxLoaded, dropped.Load(), swept)
@@ -346,15 +347,15 @@ func countApplied(evs []wire.Event) map[string]int {
 }
 
 // tryStart is startWith for goroutines other than the test's.
-func (e *env) tryStart(req StartRequest) (StartReply, error) {
+func (e *env) tryStart(req protocol.StartRequest) (protocol.StartReply, error) {
 	data, _ := json.Marshal(req)
 	msg, err := e.nc.Request(e.names.Start(req.DeploymentID), data, 20*time.Second)
 	if err != nil {
-		return StartReply{}, err
+		return protocol.StartReply{}, err
 	}
-	var r StartReply
+	var r protocol.StartReply
 	if err := json.Unmarshal(msg.Data, &r); err != nil {
-		return StartReply{}, err
+		return protocol.StartReply{}, err
 	}
 	if r.Error != nil {
 		return r, fmt.Errorf("start: %s: %s", r.Error.Code, r.Error.Message)

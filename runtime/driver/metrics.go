@@ -6,23 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
-
-// Wake sources (WakeRequest.Source, the `source` label of
-// baton_owner_wakes_total).
-const (
-	WakeIngress  = "ingress"  // the ingress after an acknowledged publish
-	WakeTask     = "task"     // the task runner after publishing a result
-	WakeSweeper  = "sweeper"  // the inbox sweeper found an unprocessed command
-	WakeSelf     = "self"     // the re-check after hibernating found one
-	WakeResume   = "resume"   // this process resuming its index
-	WakeTakeover = "takeover" // adoption of a dead process's sessions
-	WakeRestart  = "restart"  // a failed run restarted
-	WakeOther    = "other"    // a request without a source
 )
 
 // metrics are an owner process's Prometheus metrics and the Stats behind
@@ -47,11 +35,11 @@ type metrics struct {
 // Stats is a snapshot of an owner process's hibernation counters (also
 // exported as Prometheus metrics, see docs/driver.md).
 type Stats struct {
-	Loaded       int            // sessions running in this process now
-	MaxLoaded    int            // the most ever running at once
-	Hibernations uint64         // sessions this process hibernated
-	Wakes        map[string]int // wake requests served, by source
-	Findings     uint64         // hibernated sessions the inbox sweeper woke
+	Loaded       int                         // sessions running in this process now
+	MaxLoaded    int                         // the most ever running at once
+	Hibernations uint64                      // sessions this process hibernated
+	Wakes        map[protocol.WakeSource]int // wake requests served, by source
+	Findings     uint64                      // hibernated sessions the inbox sweeper woke
 }
 
 func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, error) {
@@ -106,7 +94,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_step_failures_total",
 			Help: "Steps that failed with a code: event_invalid, event_too_large, result_invalid, agent_panic, step_timeout.",
 		}, []string{"code"}),
-		stats: Stats{Wakes: map[string]int{}},
+		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	if reg == nil {
 		return m, nil
@@ -133,8 +121,8 @@ func (m *metrics) hibernated() {
 }
 
 // wake counts a wake request served, by source and outcome.
-func (m *metrics) wake(source, outcome string) {
-	m.wakes.WithLabelValues(source, outcome).Inc()
+func (m *metrics) wake(source protocol.WakeSource, outcome string) {
+	m.wakes.WithLabelValues(string(source), outcome).Inc()
 	m.mu.Lock()
 	m.stats.Wakes[source]++
 	m.mu.Unlock()
@@ -161,7 +149,7 @@ func (o *Owner) Stats() Stats {
 	o.metrics.mu.Lock()
 	defer o.metrics.mu.Unlock()
 	st := o.metrics.stats
-	st.Wakes = make(map[string]int, len(o.metrics.stats.Wakes))
+	st.Wakes = make(map[protocol.WakeSource]int, len(o.metrics.stats.Wakes))
 	for k, v := range o.metrics.stats.Wakes {
 		st.Wakes[k] = v
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -142,7 +143,7 @@ type Faults struct {
 	// DropWake reports, per wake request received from another process
 	// (ingress, task runner, sweeper of a peer), whether to ignore it, as
 	// if it was lost in flight.
-	DropWake func(req WakeRequest) bool
+	DropWake func(req protocol.WakeRequest) bool
 	// Hibernating runs at each step of a hibernation: "cas" (the record
 	// says hibernated, the consumer still delivers), "consumer" (the
 	// consumer is deleted, the session is still in memory) and "left"
@@ -175,7 +176,7 @@ func (f *Faults) hibernating(id, step string) {
 	}
 }
 
-func (f *Faults) dropWake(req WakeRequest) bool {
+func (f *Faults) dropWake(req protocol.WakeRequest) bool {
 	return f != nil && f.DropWake != nil && f.DropWake(req)
 }
 
@@ -556,12 +557,12 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 const resumeParallel = 16
 
 func (o *Owner) resumeOne(ctx context.Context, id string) {
-	rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeResume})
+	rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
 	switch {
 	case rep.Error != nil:
 		// The orphan sweeper re-claims it (the record names this process).
 		o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
-	case rep.Outcome == WakeElsewhere || rep.Outcome == WakeMissing:
+	case rep.Outcome == protocol.WakeElsewhere || rep.Outcome == protocol.WakeMissing:
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 			o.log.Warn("drop stale index entry", "session", id, "err", err)
 		}
@@ -724,9 +725,9 @@ func (o *Owner) restartLater(id string, ran time.Duration) {
 			return
 		case <-time.After(delay):
 		}
-		rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeRestart})
+		rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeRestart})
 		o.log.Info("restarted a failed session", "session", id, "outcome", rep.Outcome, "error", rep.Error)
-		if rep.Outcome == WakeElsewhere || rep.Outcome == WakeMissing {
+		if rep.Outcome == protocol.WakeElsewhere || rep.Outcome == protocol.WakeMissing {
 			// It runs elsewhere now (a handoff that completed after all):
 			// this process's index entry is stale.
 			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {

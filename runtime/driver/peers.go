@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/cenkalti/backoff/v4"
 )
@@ -271,8 +272,8 @@ func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {
 		backoff.WithMaxElapsedTime(wakeGiveUp)), ctx)
 	attempt := 0
 	err := backoff.Retry(func() error {
-		req := WakeRequest{SessionID: id, From: dead, Source: WakeTakeover}
-		var rep WakeReply
+		req := protocol.WakeRequest{SessionID: id, From: dead, Source: protocol.WakeTakeover}
+		var rep protocol.WakeReply
 		var err error
 		// Every other attempt wakes the session here: the queue group may
 		// hand the request to a member that never answers (a frozen
@@ -283,7 +284,7 @@ func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {
 			rep, err = o.requestWake(ctx, req)
 		}
 		if err == nil && rep.Error != nil {
-			err = errors.New(rep.Error.Code + ": " + rep.Error.Message)
+			err = rep.Error
 		}
 		if err != nil {
 			o.log.Debug("wake failed; retrying", "session", id, "err", err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -18,7 +19,7 @@ func TestRestartResumesFromIndex(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	id := e.startWith(StartRequest{DeploymentID: "v1", Aliases: []string{"restart-alias"}, Timeout: "1h"}).SessionID
+	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Aliases: []string{"restart-alias"}, Timeout: "1h"}).SessionID
 
 	e.send(id, deliver("warm up"))
 	e.waitOutput(id, "warm up")

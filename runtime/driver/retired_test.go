@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
@@ -127,12 +128,12 @@ func (e *env) startOn(process, deployment string) string {
 	e.t.Helper()
 	var id string
 	e.eventually(wait, "a start served by "+process, func() bool {
-		data, _ := json.Marshal(StartRequest{DeploymentID: deployment})
+		data, _ := json.Marshal(protocol.StartRequest{DeploymentID: deployment})
 		msg, err := e.nc.Request(e.names.Start(deployment), data, 10*time.Second)
 		if err != nil {
 			return false
 		}
-		var r StartReply
+		var r protocol.StartReply
 		if json.Unmarshal(msg.Data, &r) != nil || r.Error != nil {
 			return false
 		}

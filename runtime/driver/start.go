@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -16,81 +17,66 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// StartRequest is the body of a request on baton.deploy.<deploymentID>.start
-// that creates a new session. DeploymentID must name the receiver exactly.
-type StartRequest struct {
-	DeploymentID string   `json:"deploymentId"`
-	Aliases      []string `json:"aliases,omitempty"` // raw addresses to claim
-	Timeout      string   `json:"timeout,omitempty"` // Go duration: session lifetime
-}
-
-// StartReply answers a StartRequest. When an alias was already taken,
-// SessionID names the session that holds it and Created is false.
-type StartReply struct {
-	SessionID    string      `json:"sessionId,omitempty"`
-	DeploymentID string      `json:"deploymentId,omitempty"`
-	Created      bool        `json:"created"`
-	Ended        bool        `json:"ended,omitempty"` // the alias belongs to an ended session
-	WireV        int         `json:"wireVersion,omitempty"`
-	Error        *ReplyError `json:"error,omitempty"`
-}
-
-// ReplyError is a machine-readable refusal (codes as the ingress's).
-type ReplyError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
+// serveStart answers a request on the start subject: a new session or a
+// handoff start, as protocol.DecodeStart tells them apart.
 func (o *Owner) serveStart(msg *nats.Msg) {
-	if handoff.IsStart(msg.Data) {
+	st, err := protocol.DecodeStart(msg.Data)
+	switch {
+	case st.Kind == protocol.StartHandoff && err != nil:
+		respond(msg, handoff.Reply(st.Handoff, handoff.Activation{}, err))
+	case st.Kind == protocol.StartHandoff:
 		ctx := o.servingCtx()
-		o.goBG(ctx, func() { o.serveHandoff(ctx, msg) })
-		return
+		o.goBG(ctx, func() { o.serveHandoff(ctx, msg, st.Handoff) })
+	case err != nil:
+		respond(msg, refuseStart(protocol.CodeBadRequest, err))
+	default:
+		respond(msg, o.start(o.servingCtx(), st.Session))
 	}
-	var req StartRequest
-	reply := StartReply{}
-	if err := json.Unmarshal(msg.Data, &req); err != nil {
-		reply.Error = &ReplyError{Code: "bad_request", Message: "start request: " + err.Error()}
-	} else {
-		reply = o.start(o.servingCtx(), req)
-	}
+}
+
+// respond sends reply, JSON-encoded, as the answer to msg.
+func respond(msg *nats.Msg, reply any) {
 	data, _ := json.Marshal(reply)
 	_ = msg.Respond(data)
+}
+
+func refuseStart(code protocol.Code, err error) protocol.StartReply {
+	return protocol.StartReply{Error: protocol.Refuse(code, err)}
 }
 
 // start creates a session: index entry, record (epoch 1), stable hook, alias
 // hooks (create-only; a taken alias rolls everything back and names the
 // holder), then runs it.
-func (o *Owner) start(ctx context.Context, req StartRequest) StartReply {
+func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.StartReply {
 	timeout, tokens, err := o.checkStart(req)
 	if err != nil {
-		return StartReply{Error: &ReplyError{Code: "bad_request", Message: err.Error()}}
+		return refuseStart(protocol.CodeBadRequest, err)
 	}
 	if !o.leaseValid() {
-		return StartReply{Error: &ReplyError{Code: "unavailable", Message: ErrFenced.Error()}}
+		return refuseStart(protocol.CodeUnavailable, ErrFenced)
 	}
 	id := newID()
 	tokens = append([]string{subjects.StableToken(id)}, tokens...)
 	// Reserved, so a sweep does not claim it before it runs, and counted
 	// against MaxLoaded.
 	if _, err := o.reserve(ctx, id); err != nil {
-		return StartReply{Error: &ReplyError{Code: "unavailable", Message: err.Error()}}
+		return refuseStart(protocol.CodeUnavailable, err)
 	}
 	defer o.endLoad(id)
 	s, holder, err := o.create(ctx, id, req.Aliases, tokens, timeout)
 	switch {
 	case holder != nil:
-		return StartReply{SessionID: holder.SessionID, DeploymentID: o.cfg.Deployment, Ended: holder.Ended, WireV: wire.CurrentVersion}
+		return protocol.StartReply{SessionID: holder.SessionID, DeploymentID: o.cfg.Deployment, Ended: holder.Ended, WireV: wire.CurrentVersion}
 	case err != nil:
 		o.log.Error("start failed", "err", err)
-		return StartReply{Error: &ReplyError{Code: "unavailable", Message: err.Error()}}
+		return refuseStart(protocol.CodeUnavailable, err)
 	}
 	o.spawn(s, runtime.BootNew)
 	o.log.Info("session started", "session", id, "aliases", req.Aliases)
-	return StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Created: true, WireV: wire.CurrentVersion}
+	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Created: true, WireV: wire.CurrentVersion}
 }
 
-func (o *Owner) checkStart(req StartRequest) (time.Duration, []string, error) {
+func (o *Owner) checkStart(req protocol.StartRequest) (time.Duration, []string, error) {
 	if err := subjects.ValidateDeployment(req.DeploymentID); err != nil {
 		return 0, nil, err
 	}
@@ -172,19 +158,10 @@ func (o *Owner) undoCreate(ctx context.Context, id string, rev uint64, tokens []
 // serveHandoff is the candidate side of a handoff (docs/handoff.md): index
 // the session, activate it by the one claim CAS, answer, and run it
 // (runtime.BootHandoff) when this request activated it.
-func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
-	respond := func(r handoff.StartReply) {
-		data, _ := json.Marshal(r)
-		_ = msg.Respond(data)
-	}
-	req, err := handoff.DecodeStart(msg.Data)
-	if err != nil {
-		respond(handoff.Reply(req, handoff.Activation{}, err))
-		return
-	}
+func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.HandoffStart) {
 	unavailable := func(err error) {
-		respond(handoff.StartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID,
-			Error: &handoff.ReplyError{Code: handoff.CodeUnavailable, Message: err.Error()}})
+		respond(msg, protocol.HandoffStartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID,
+			Error: protocol.Refuse(protocol.CodeUnavailable, err)})
 	}
 	if !o.leaseValid() {
 		unavailable(ErrFenced)
@@ -221,13 +198,13 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg) {
 		d = dd
 		return nil
 	}
-	act, err := handoff.Activate(ctx, o.cfg.Store, req.Activate(), handoff.Candidate{
+	act, err := handoff.Activate(ctx, o.cfg.Store, handoff.ActivateRequestFrom(req), handoff.Candidate{
 		Deployment: o.cfg.Deployment, ProcessID: o.cfg.ProcessID, RunID: newID(),
 		WireV: wire.CurrentVersion, Validate: validate, Hooks: o.faults.handoffCandidate(),
 		BeforeClaim: waitIndex,
 	})
 	_ = waitIndex() // settled before a refusal removes the entry
-	respond(handoff.Reply(req, act, err))
+	respond(msg, handoff.Reply(req, act, err))
 	switch {
 	case err == nil && !act.Replayed:
 		s, err := o.adopted(ctx, act, d, hist)

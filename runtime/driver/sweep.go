@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 )
 
@@ -68,7 +69,7 @@ func (o *Owner) sweep(ctx context.Context) {
 			if o.beginLoad(id) { // not running here, not being claimed
 				o.endLoad(id)
 				// Wake re-reads the record from the leader before claiming.
-				if rep := o.Wake(ctx, WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: WakeSweeper}); rep.Outcome == WakeLoaded {
+				if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeSweeper}); rep.Outcome == protocol.WakeLoaded {
 					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -146,7 +147,7 @@ func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, 
 	if _, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(t.SessionID)), data, jetstream.WithMsgID(id)); err != nil {
 		return err
 	}
-	o.sendWake(o.cfg.Deployment, WakeRequest{SessionID: t.SessionID, Source: WakeTask})
+	o.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: t.SessionID, Source: protocol.WakeTask})
 	return nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -20,7 +20,7 @@ func TestKillMidStep(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	a := c.owner("a")
-	id := c.start(driver.StartRequest{})
+	id := c.start(protocol.StartRequest{})
 	c.send(id, withID("warm", deliver("warm up")))
 	c.waitOutput(id, "warm up")
 	c.owner("b")
@@ -76,7 +76,7 @@ func TestKillBetweenCommitAndPublish(t *testing.T) {
 	c := newCluster(t)
 	// Commit 1: session.started; 2: "hello" admitted; 3: step t1/1's result.
 	a := c.owner("a", "--fault", "crash-after-commit:3")
-	id := c.start(driver.StartRequest{})
+	id := c.start(protocol.StartRequest{})
 	c.waitKind(id, wire.EventSessionStarted, 1)
 	first := c.record(id)
 	c.owner("b")
@@ -142,7 +142,7 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	a := c.owner("a")
-	id := c.start(driver.StartRequest{})
+	id := c.start(protocol.StartRequest{})
 	c.send(id, withID("one", deliver("one")))
 	c.waitOutput(id, "one")
 	c.owner("b")
@@ -211,7 +211,7 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 		t.Fatal("exec log shrank")
 	}
 	// a serves new sessions again.
-	other := c.start(driver.StartRequest{})
+	other := c.start(protocol.StartRequest{})
 	c.send(other, withID("hi", deliver("hi")))
 	c.waitOutput(other, "hi")
 }
@@ -245,7 +245,7 @@ func TestKillDuringAdoption(t *testing.T) {
 			t.Parallel()
 			c := newCluster(t)
 			a := c.owner("a")
-			id := c.start(driver.StartRequest{})
+			id := c.start(protocol.StartRequest{})
 			c.send(id, withID("one", deliver("one")))
 			c.waitOutput(id, "one")
 			b := c.owner("b", "--fault", tc.fault)

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -18,8 +18,8 @@ func TestSIGTERMDrains(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	a := c.owner("a", "--drain-timeout", "20s", "--hibernate-after", "1h")
-	idle := c.start(driver.StartRequest{})
-	busy := c.start(driver.StartRequest{})
+	idle := c.start(protocol.StartRequest{})
+	busy := c.start(protocol.StartRequest{})
 	c.send(idle, deliver("hello"))
 	c.waitOutput(idle, "hello")
 	c.owner("b", "--hibernate-after", "1h")
@@ -64,7 +64,7 @@ func TestSecondSignalAborts(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	a := c.owner("a", "--drain-timeout", "1m")
-	id := c.start(driver.StartRequest{})
+	id := c.start(protocol.StartRequest{})
 	c.owner("b")
 	c.send(id, deliver("/sleep 20s"))
 	c.waitExec(id, "t1/1", "a")

@@ -20,10 +20,10 @@ import (
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
-	"github.com/baton-rt/baton/runtime/driver"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats-server/v2/server"
@@ -146,7 +146,7 @@ func (c *cluster) eventually(what string, cond func() bool) {
 	}
 }
 
-func (c *cluster) start(req driver.StartRequest) string {
+func (c *cluster) start(req protocol.StartRequest) string {
 	c.t.Helper()
 	req.DeploymentID = "v1"
 	data, _ := json.Marshal(req)
@@ -154,7 +154,7 @@ func (c *cluster) start(req driver.StartRequest) string {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	var r driver.StartReply
+	var r protocol.StartReply
 	if err := json.Unmarshal(msg.Data, &r); err != nil || r.Error != nil || !r.Created {
 		c.t.Fatalf("start: %v %+v", err, r)
 	}
@@ -471,7 +471,7 @@ func (c *cluster) restartServer(down time.Duration) {
 // wake publishes a wake for the session as the ingress does.
 func (c *cluster) wake(sessionID string) {
 	c.t.Helper()
-	data, _ := json.Marshal(driver.WakeRequest{SessionID: sessionID, Source: driver.WakeIngress})
+	data, _ := json.Marshal(protocol.WakeRequest{SessionID: sessionID, Source: protocol.WakeIngress})
 	if err := c.nc.Publish(c.names.Wake("v1"), data); err != nil {
 		c.t.Fatal(err)
 	}

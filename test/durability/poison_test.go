@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -20,7 +20,7 @@ func TestPanicAndHangContained(t *testing.T) {
 	pid := p.Cmd.Process.Pid
 	ids := make([]string, 20)
 	for i := range ids {
-		ids[i] = c.start(driver.StartRequest{})
+		ids[i] = c.start(protocol.StartRequest{})
 		c.send(ids[i], deliver(fmt.Sprintf("hello %d", i)))
 	}
 	for i, id := range ids {

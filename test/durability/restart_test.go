@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/testsize"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -40,7 +40,7 @@ func testNATSRestart(t *testing.T, down time.Duration) {
 	n, total := testsize.Pick(4, 16), testsize.Pick(48, 400)
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = c.start(driver.StartRequest{})
+		ids[i] = c.start(protocol.StartRequest{})
 	}
 
 	var mu sync.Mutex

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -19,7 +19,7 @@ func TestTimerArmedBeforeCrashFires(t *testing.T) {
 	c := newCluster(t)
 	a := c.owner("a")
 	started := time.Now()
-	id := c.start(driver.StartRequest{Timeout: "9s"})
+	id := c.start(protocol.StartRequest{Timeout: "9s"})
 	c.send(id, withID("hi", deliver("hi")))
 	c.waitOutput(id, "hi")
 	armed := c.record(id)
@@ -67,7 +67,7 @@ func TestTaskOfKilledOwnerCompletes(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	a := c.owner("a")
-	id := c.start(driver.StartRequest{})
+	id := c.start(protocol.StartRequest{})
 	c.send(id, withID("task", deliver("/task 8s"))) // longer than starting b takes on a loaded machine
 	c.waitKind(id, wire.EventTaskStarted, 1)
 	c.waitLogCount(a, "task running", 1) // a runs it (it is alone)
