@@ -1,4 +1,4 @@
-// Package handoff is Baton's atomic handoff (DESIGN.md §6): an idle session
+// Package handoff is Baton's atomic handoff (docs/handoff.md): an idle session
 // moves from its owner on one deployment (the source) to an owner process of
 // another, exact deployment (the candidate) with no owner gap. The session
 // record's revision CAS is the only fence: the candidate's claim is ONE CAS

@@ -25,7 +25,7 @@ type Status struct {
 
 // Resolve reports a session as an ingress must see it: a session in state
 // handoff, or with a marker, is alive and mid-handoff — never "no session"
-// (DESIGN.md §6), so an ingress never creates a replacement. The record is
+// (docs/handoff.md), so an ingress never creates a replacement. The record is
 // read by direct get (a hint; a miss is confirmed by a leader read), the
 // marker from the leader.
 func Resolve(ctx context.Context, r Reader, sessionID string) (Status, error) {

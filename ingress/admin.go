@@ -18,7 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// The admin routes (DESIGN.md §7, docs/api.md "Admin routes"): operator
+// The admin routes (docs/api.md, docs/api.md "Admin routes"): operator
 // controls over sessions and deployments, behind --admin-token-file. Their
 // refusals carry finer codes than the user routes (Error.Detail), each with
 // the status of its base code.
@@ -177,7 +177,7 @@ func (s *Server) httpMove(w http.ResponseWriter, r *http.Request) error {
 
 // Move publishes an operator move command (req.Move) to the session's
 // inbox, the path of every command: the owner applies the idle rule and the
-// handoff transaction (DESIGN.md §5, §6), or records handoff.skipped. It
+// handoff transaction (docs/runtime.md, docs/handoff.md), or records handoff.skipped. It
 // refuses, writing nothing: a move to the session's own deployment or to a
 // retired one, and force unless the session's deployment is retired.
 func (s *Server) Move(ctx context.Context, req Request) (MoveReceipt, error) {

@@ -1,5 +1,5 @@
-// Package ingress is Baton's front door for channel services (DESIGN.md
-// §7): the HTTP API and the same operations as the NATS micro service
+// Package ingress is Baton's front door for channel services (docs/api.md
+// ): the HTTP API and the same operations as the NATS micro service
 // baton-ingress. docs/api.md is the reference, with curl and nats examples.
 //
 // # The contract

@@ -36,7 +36,7 @@ var (
 	ErrUnavailable = errors.New("ingress: unavailable")
 )
 
-// Public error codes (DESIGN.md §7), the "code" of the error body.
+// Public error codes (docs/api.md), the "code" of the error body.
 const (
 	CodeBadRequest   = "bad_request"
 	CodeUnauthorized = "unauthorized"

@@ -12,7 +12,7 @@ import (
 	"github.com/baton-rt/baton/wire"
 )
 
-// Handler returns the HTTP API of DESIGN.md §7 (see docs/api.md): every
+// Handler returns the HTTP API of docs/api.md (see docs/api.md): every
 // /v1/ route, /healthz and /readyz. /metrics is the process's: it serves
 // the registry given as Config.Registerer (cmd/ingress does).
 func (s *Server) Handler() http.Handler {

@@ -37,7 +37,7 @@ type Created struct {
 	Seq          uint64 `json:"seq,omitempty"`
 }
 
-// Create starts a session on this deployment (DESIGN.md §7): the owner
+// Create starts a session on this deployment (docs/api.md): the owner
 // claims the alias, if any, before it replies; then the first message, if
 // any, is published. A taken alias is 409 (410 if its session ended) and
 // writes nothing; no owner answering is 503.
@@ -101,7 +101,7 @@ func aliasTaken(alias, holder string, ended bool) error {
 
 // Deliver sends a delivery (resume-first): to the session it names, or to
 // the session that holds its alias, or to a new session that claims the
-// alias. See DESIGN.md §7 and docs/api.md.
+// alias. See docs/api.md and docs/api.md.
 func (s *Server) Deliver(ctx context.Context, r Request) (Receipt, error) {
 	return s.send(ctx, r, r.Alias != "")
 }
@@ -191,7 +191,7 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 }
 
 // wake tells the session's deployment, fire-and-forget over core NATS,
-// that the session has a command (DESIGN.md §5, hibernation). Nobody
+// that the session has a command (docs/runtime.md, hibernation). Nobody
 // answering is fine: a loaded session reads its consumer anyway.
 func (s *Server) wake(t target) {
 	if t.deployment == "" {

@@ -14,7 +14,7 @@ import (
 	"github.com/baton-rt/baton/wire"
 )
 
-// Every route of DESIGN.md §7 against an owner running the demo agent: the
+// Every route of docs/api.md against an owner running the demo agent: the
 // echo of each delivery arrives on SSE as message.output {"text"}.
 func TestEveryRoute(t *testing.T) {
 	t.Parallel()

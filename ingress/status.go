@@ -37,7 +37,7 @@ const maxQueueCount = 1000
 //     the last commit does not record as applied (at or above Applied.Low and
 //     not in Applied.Above), counted from the stream.
 //   - idle: active or hibernated, no turn live, nothing awaited (input,
-//     authorization, tasks), not paused and queueDepth 0 — the DESIGN.md §5
+//     authorization, tasks), not paused and queueDepth 0 — the docs/runtime.md
 //     rule as far as the record can tell.
 func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	if err := checkSessionID(sessionID); err != nil {

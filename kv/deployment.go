@@ -17,7 +17,7 @@ import (
 
 // Deployment is the value of baton_owners/deploy.<deploymentID>. An operator
 // retires a deployment explicitly; its sessions without a live owner are then
-// adopted elsewhere (DESIGN.md §6).
+// adopted elsewhere (docs/handoff.md).
 type Deployment struct {
 	ID        string    `json:"id"`
 	Retired   bool      `json:"retired"`

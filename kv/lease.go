@@ -120,7 +120,7 @@ func leaseHolder(e entry) *record.OwnedError {
 
 // RenewLease rewrites the lease at rev with a fresh TTL. It publishes to the
 // key's subject with an expected last sequence and a message TTL: a
-// kv.Update would drop the TTL and the lease would never expire (NATS.md).
+// kv.Update would drop the TTL and the lease would never expire (docs/nats-layout.md, "NATS facts").
 // An expired, released or taken-over lease is record.ErrConflict.
 func (s *Store) RenewLease(ctx context.Context, l Lease, rev uint64, ttl time.Duration) (uint64, error) {
 	key, data, err := s.encodeLease(l, ttl)

@@ -121,7 +121,7 @@ func (s *Store) SessionAt(ctx context.Context, id string, rev uint64) (record.Se
 	return decodeSession(e)
 }
 
-// Settle resolves an uncertain write (DESIGN.md §5) by a leader read: true
+// Settle resolves an uncertain write (docs/runtime.md) by a leader read: true
 // if the current record carries the write (writer, counter), so the write
 // landed and is still the newest; false otherwise — the writer is fenced.
 // A missing or deleted record is false with a zero record.Session and no error.

@@ -7,7 +7,7 @@ import (
 )
 
 // Marker is the value of baton_hooks/handoff.<sessionID>: a handoff in
-// progress (DESIGN.md §6, step 1). At most one per session (create-only);
+// progress (docs/handoff.md, step 1). At most one per session (create-only);
 // removed once the transfer activated or was recovered.
 type Marker struct {
 	HandoffID  string `json:"handoffId"`

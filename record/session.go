@@ -10,7 +10,7 @@ import (
 // State is a session's lifecycle state as recorded in its session record.
 type State string
 
-// The session states (DESIGN.md §7: the `state` of GET /v1/sessions/{id}).
+// The session states (docs/api.md: the `state` of GET /v1/sessions/{id}).
 const (
 	StateActive     State = "active"
 	StateHandoff    State = "handoff"
@@ -52,7 +52,7 @@ type SessionRecord struct {
 }
 
 // HandoffOutcome records the last handoff of a session, so replaying a
-// handoff ID returns the same result (DESIGN.md §6).
+// handoff ID returns the same result (docs/handoff.md).
 type HandoffOutcome struct {
 	ID      string `json:"id"`
 	Target  string `json:"target"`  // target deployment

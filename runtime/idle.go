@@ -2,7 +2,7 @@ package runtime
 
 import "github.com/baton-rt/baton/record"
 
-// Idle reports whether the session is idle in the sense of DESIGN.md §5: no
+// Idle reports whether the session is idle in the sense of docs/runtime.md: no
 // unprocessed command, no turn or step running, no rollback or settlement
 // pending, no human input or authorization awaited, no background task live.
 // It is evaluated before a triggering command is enqueued.

@@ -175,7 +175,7 @@ func (w *world) queued() int {
 	return n
 }
 
-// idleReason is DESIGN.md §5's idle definition, written independently of
+// idleReason is docs/runtime.md's idle definition, written independently of
 // the machine: "" = idle, else the documented skip reason.
 func (w *world) idleReason() string {
 	v := w.view()

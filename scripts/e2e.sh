@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make e2e: the full rolling-upgrade scenario (issue 9) on the compose stack
+# make e2e: the full rolling-upgrade scenario on the compose stack
 # with the e2e override (deploy/compose.e2e.yaml): cmd/e2e -scenario full
 # with E2E_SESSIONS sessions (default 300), then the stack down again
 # whatever happened (containers, network, volumes). Bounded: the stack's

@@ -24,7 +24,7 @@ const MinStateVersion = 1
 
 // Checkpoint is the settled state of a session, committed with its applied
 // commands and outbox in one CAS of the session record. It carries no
-// command backlog and no live waits across deployments (see DESIGN.md §6);
+// command backlog and no live waits across deployments (see docs/handoff.md);
 // Waits is only ever non-empty on the deployment that owns the session.
 type Checkpoint struct {
 	StateV    int    `json:"stateV"`

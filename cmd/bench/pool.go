@@ -25,7 +25,7 @@ import (
 // "few concurrent clients" of a traffic switch, and of session creation).
 const poolClients = 4
 
-// benchPool (issue 9): figures of owner pools holding many sessions.
+// benchPool: figures of owner pools holding many sessions.
 //
 //   - drain_1000: 1,000 idle sessions on deployment blue (two owner
 //     processes); traffic switches to green (two owner processes): each

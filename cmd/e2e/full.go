@@ -1,6 +1,6 @@
 package main
 
-// -scenario full (`make e2e`, issue 9 "Rolling upgrade (2)"): the whole
+// -scenario full (`make e2e`, the full rolling upgrade): the whole
 // runbook of docs/operations.md against the compose stack with the e2e
 // override (deploy/compose.e2e.yaml), under steady traffic, with faults:
 //

@@ -6,7 +6,7 @@ import (
 
 // inboxConfig: every session command, one subject per address token, plus
 // the schedule subjects of session timers. Limits retention (work-queue
-// degrades badly with many consumers, DESIGN.md §4); owners purge processed
+// degrades badly with many consumers, docs/nats-layout.md); owners purge processed
 // commands per subject; no MaxAge, so an unprocessed command never expires.
 func inboxConfig(c Config) jetstream.StreamConfig {
 	return jetstream.StreamConfig{

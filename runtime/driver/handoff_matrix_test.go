@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The driver-level handoff fault matrix (issue 7): every step of the
+// The driver-level handoff fault matrix: every step of the
 // handoff transaction (docs/handoff.md, "Crash points") × {crash of the
 // source owner, crash of the candidate owner, a stall past the timeout, a
 // new command arriving, the source cut off and coming back late}, with real

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Hibernation (DESIGN.md §5, docs/driver.md "Hibernation"): a quiet session
+// Hibernation (docs/runtime.md, docs/driver.md "Hibernation"): a quiet session
 // leaves memory and deletes its consumer, so an owner process holds only its
 // active sessions. The record says `hibernated`; any owner process of the
 // deployment loads it again on a wake.

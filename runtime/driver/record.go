@@ -110,7 +110,7 @@ func stateOf(snap runtime.Snapshot) record.State {
 
 // claimAlias claims a committed alias: its hook (create-only), then the
 // consumer recreated at Applied.Next over the new token set, since an
-// in-place filter update never rewinds (DESIGN.md §4). A taken alias is
+// in-place filter update never rewinds (docs/nats-layout.md). A taken alias is
 // dropped with a log line.
 func (s *session) claimAlias(ctx context.Context, alias string) error {
 	tok, err := subjects.EncodeToken(alias)

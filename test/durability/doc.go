@@ -1,4 +1,4 @@
-// Package durability holds Baton's crash tests (GitHub issue 5): owner
+// Package durability holds Baton's crash tests: owner
 // processes (bin/owner, built with the race detector) run against an
 // embedded nats-server started by the test, and are SIGKILLed, frozen with
 // SIGSTOP, or crashed at injected fault points (--fault), while the test

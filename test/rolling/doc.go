@@ -1,5 +1,5 @@
-// Package rolling holds Baton's rolling-upgrade test (GitHub issue 9,
-// "Rolling upgrade (1)"): the real topology on loopback — a three-node NATS
+// Package rolling holds Baton's rolling-upgrade test (the runbook of
+// docs/operations.md): the real topology on loopback — a three-node NATS
 // cluster (in process, R3), two bin/owner processes and one bin/ingress per
 // deployment (blue, green) — moving a population of sessions from blue to
 // green the way docs/operations.md describes, under faults (an owner

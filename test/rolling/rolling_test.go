@@ -30,7 +30,7 @@ import (
 // this when they do; moveWaitingForced then asserts the forced path.
 const forceHonoured = true
 
-// Known product bugs this test runs into (reported with issue 9). Each
+// Known product bugs this test runs into (found while building it). Each
 // switch tolerates exactly the bug's signature, logged as KNOWN BUG; set it
 // to false once the bug is fixed and the test asserts the invariant fully.
 const (
@@ -596,8 +596,8 @@ func (w *world) answerThenMove(ss []*session) {
 	}
 }
 
-// moveWaitingForced is the HITL path once owners honour move.force (DESIGN.md
-// §6): a forced move of a retired deployment's session cancels its pending
+// moveWaitingForced is the HITL path once owners honour move.force (docs/handoff.md
+// ): a forced move of a retired deployment's session cancels its pending
 // wait with a recorded wait.cancelled and hands off.
 func (w *world) moveWaitingForced(ss []*session) {
 	w.t.Helper()
