@@ -2,7 +2,8 @@
 // state, the last handoff's outcome and the opaque checkpoint — together
 // with the hook and handoff-marker records, the ownership value, and every
 // pure transition between record states: claim, stage, reclaim, activate,
-// release, hibernate, adopt, confirm and end. It also holds the sentinels
+// release, hibernate, adopt, confirm and end, and the quarantine's: fail (a
+// boot that failed before its claim), quarantine, retry and terminate. It also holds the sentinels
 // the ownership protocol speaks (ErrConflict, ErrNotFound, ErrExists,
 // ErrInvalid, ErrTooLarge and *OwnedError).
 //

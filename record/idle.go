@@ -16,9 +16,9 @@ type Activity struct {
 
 // NotIdle is the idle rule of the session model: "" when the session is
 // idle — no unprocessed command, no turn running, no human input or
-// authorization awaited, no background task live, not paused, not ended or
-// mid-handoff — else why not, checked in this order: "ended", "busy"
-// (mid-handoff), "paused", "input", "authorization", "task", "queued",
+// authorization awaited, no background task live, not paused, not ended,
+// quarantined or mid-handoff — else why not, checked in this order:
+// "ended", "quarantined", "busy" (mid-handoff), "paused", "input", "authorization", "task", "queued",
 // "busy" (a live turn). The reasons are the handoff.skipped reasons
 // (wire.Skip*). The session machine adds its live conditions (booted, a
 // step, commit or handoff in flight, a result pending) on top; the ingress
@@ -27,6 +27,8 @@ func NotIdle(a Activity) string {
 	switch {
 	case a.State == StateEnded:
 		return string(StateEnded)
+	case a.State == StateQuarantined:
+		return string(StateQuarantined)
 	case a.State == StateHandoff:
 		return wire.SkipBusy
 	case a.Paused || a.State == StatePaused:

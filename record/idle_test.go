@@ -17,6 +17,7 @@ func TestNotIdle(t *testing.T) {
 		want string
 	}{
 		{"ended", with2(all, func(a *record.Activity) { a.State = record.StateEnded }), "ended"},
+		{"quarantined", with2(all, func(a *record.Activity) { a.State = record.StateQuarantined }), "quarantined"},
 		{"mid-handoff", with2(all, func(a *record.Activity) { a.State = record.StateHandoff }), wire.SkipBusy},
 		{"paused", all, wire.SkipPaused},
 		{"paused record", record.Activity{State: record.StatePaused}, wire.SkipPaused},

@@ -17,12 +17,16 @@ const (
 	StateHibernated State = "hibernated"
 	StatePaused     State = "paused"
 	StateEnded      State = "ended"
+	// StateQuarantined: the session could not boot, or kept killing its
+	// owner process, QuarantineAfter times in a row; no owner runs it until
+	// an operator retries or ends it (docs/driver.md, "Quarantine").
+	StateQuarantined State = "quarantined"
 )
 
-// Valid reports whether st is one of the five states.
+// Valid reports whether st is one of the six states.
 func (st State) Valid() bool {
 	switch st {
-	case StateActive, StateHandoff, StateHibernated, StatePaused, StateEnded:
+	case StateActive, StateHandoff, StateHibernated, StatePaused, StateEnded, StateQuarantined:
 		return true
 	}
 	return false
@@ -46,6 +50,32 @@ type SessionRecord struct {
 	WriteCounter uint64          `json:"writeCounter"`
 	Handoff      *HandoffOutcome `json:"handoff,omitempty"` // last handoff
 	UpdatedAt    time.Time       `json:"updatedAt"`
+	// BootAttempts counts the boot attempts since the session was last
+	// settled (docs/driver.md, "Quarantine"): a claim of a record that
+	// shows work in flight, or an attempt that failed before its claim.
+	// A commit with no step in flight resets it.
+	BootAttempts int `json:"bootAttempts,omitempty"`
+	// LastBootError is the error of the last attempt that failed before
+	// its claim; a counted claim clears it (that run, if it vanished,
+	// died with its process: ProcessDied).
+	LastBootError string `json:"lastBootError,omitempty"`
+	// BootAttemptAt is when the last attempt was counted: the origin of the
+	// backoff before the next one.
+	BootAttemptAt time.Time `json:"bootAttemptAt,omitzero"`
+	// Quarantine is set while the state is quarantined.
+	Quarantine *QuarantineInfo `json:"quarantine,omitempty"`
+	// Retry names the deployment an operator's retry moves the session to
+	// (adopted there by the target-driven path); nil for a retry in place.
+	// The claim that takes the session clears it.
+	Retry *RetryTarget `json:"retry,omitempty"`
+	// EventSeqFloor is the seq of the last event appended outside a commit
+	// (session.quarantined, session.retried, session.ended by an
+	// operator): every later boot continues from the larger of it and the
+	// checkpoint's event seq. FloorEvent is that event, wire-encoded, kept
+	// until a commit lands so that whoever finds it missing from the
+	// stream appends it (its message ID deduplicates).
+	EventSeqFloor uint64          `json:"eventSeqFloor,omitempty"`
+	FloorEvent    json.RawMessage `json:"floorEvent,omitempty"`
 	// Checkpoint is opaque to kv: the runtime's wire-encoded checkpoint
 	// (applied commands, outbox, timer, agent state).
 	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
@@ -81,7 +111,7 @@ func (r SessionRecord) Validate() error {
 		return invalid("session record %s: %w", r.SessionID, err)
 	}
 	if !r.State.Valid() {
-		return invalid("session record %s: state %q is not one of active, handoff, hibernated, paused, ended", r.SessionID, r.State)
+		return invalid("session record %s: state %q is not one of active, handoff, hibernated, paused, ended, quarantined", r.SessionID, r.State)
 	}
 	return nil
 }

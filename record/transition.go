@@ -57,7 +57,7 @@ var ErrTransition = errors.New("record: transition refused")
 // TransitionError is a refused transition: the record is not in a state the
 // transition may start from, or is held by another run. Nothing changes.
 type TransitionError struct {
-	Transition string // claim, stage, reclaim, activate, release, hibernate, commit, end
+	Transition string // claim, stage, reclaim, activate, release, hibernate, commit, fail, quarantine, retry, terminate
 	SessionID  string
 	From       State  // the record's state
 	Epoch      uint64 // the record's epoch
@@ -103,19 +103,32 @@ func own(r SessionRecord, o Owner, epoch uint64) SessionRecord {
 // Claim is the claim of crash recovery, a wake, a takeover or an adoption:
 // owner o takes the session at epoch+1. A record staged for a handoff whose
 // source died is adopted first (see Adopt). A hibernated or adopted record
-// becomes settled (active or paused, as its checkpoint says); an ended
-// record stays ended (the claimer repeats its idempotent clean-up).
-func Claim(r SessionRecord, o Owner, settled State) (SessionRecord, error) {
+// becomes settled (active or paused, as its checkpoint says, b.Settled); an
+// ended record stays ended (the claimer repeats its idempotent clean-up).
+// The claim counts a boot attempt when the record shows work in flight
+// (Attempt), in the same write; it uses up an operator's retry target. A
+// quarantined record is never claimed, nor one retried on another
+// deployment than o's.
+func Claim(r SessionRecord, o Owner, b Boot) (SessionRecord, error) {
 	if err := o.validate(); err != nil {
 		return SessionRecord{}, err
 	}
-	if settled != StateActive && settled != StatePaused {
-		return SessionRecord{}, refuse("claim", r, "a claimed session is active or paused, not %s", settled)
+	switch {
+	case b.Settled != StateActive && b.Settled != StatePaused:
+		return SessionRecord{}, refuse("claim", r, "a claimed session is active or paused, not %s", b.Settled)
+	case r.State == StateQuarantined:
+		return SessionRecord{}, refuse("claim", r, "quarantined: an operator retries or ends it")
+	case r.Retry != nil && r.Retry.DeploymentID != o.Deployment:
+		return SessionRecord{}, refuse("claim", r, "retried on deployment %s, not %s", r.Retry.DeploymentID, o.Deployment)
+	}
+	if n := Attempt(r, b.InFlight); n > 0 {
+		r.BootAttempts, r.LastBootError, r.BootAttemptAt = n, "", b.At
 	}
 	r = Adopt(r)
 	if r.State == StateHibernated || r.State == StateHandoff {
-		r.State = settled
+		r.State = b.Settled
 	}
+	r.Retry = nil
 	return own(r, o, r.Epoch+1), nil
 }
 
@@ -174,6 +187,8 @@ func Release(r SessionRecord, writer string) (SessionRecord, error) {
 	switch r.State {
 	case StateEnded:
 		return SessionRecord{}, refuse("release", r, "the session has ended")
+	case StateQuarantined:
+		return SessionRecord{}, refuse("release", r, "quarantined: no owner holds it (retry or end it)")
 	case StateHandoff:
 		return SessionRecord{}, refuse("release", r, "mid-handoff: the handoff transaction settles it")
 	}
@@ -201,8 +216,11 @@ func Hibernate(r SessionRecord, by Ownership) (SessionRecord, error) {
 // the session's settled state (active, paused or ended) and the writer
 // stamp {run, counter} that settles an uncertain write. A completed handoff
 // is confirmed by it (its events are in this commit or an earlier one). An
-// ended session never becomes live again.
-func Commit(r SessionRecord, by Ownership, st State, counter uint64, checkpoint []byte) (SessionRecord, error) {
+// ended session never becomes live again. A commit with no step in flight
+// (settled: idle, parked on a wait, paused or ended) resets the boot
+// attempts; a boot or admission commit (a step is due) does not. Every
+// commit covers the record's floor event (the run continued from it).
+func Commit(r SessionRecord, by Ownership, st State, counter uint64, checkpoint []byte, settled bool) (SessionRecord, error) {
 	if err := held("commit", r, by); err != nil {
 		return SessionRecord{}, err
 	}
@@ -216,12 +234,16 @@ func Commit(r SessionRecord, by Ownership, st State, counter uint64, checkpoint 
 	r.State = st
 	r.Writer, r.WriteCounter = by.OwnerRunID, counter
 	r.Checkpoint = checkpoint
+	r.FloorEvent = nil
+	if settled {
+		r.BootAttempts, r.LastBootError, r.BootAttemptAt = 0, "", time.Time{}
+	}
 	return r, nil
 }
 
 // End is the commit that finalizes the session (done, expired, failed).
 func End(r SessionRecord, by Ownership, counter uint64, checkpoint []byte) (SessionRecord, error) {
-	return Commit(r, by, StateEnded, counter, checkpoint)
+	return Commit(r, by, StateEnded, counter, checkpoint, true)
 }
 
 // Adopt prepares a record that crash recovery is about to claim: a record

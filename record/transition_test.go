@@ -76,20 +76,20 @@ func TestTransitions(t *testing.T) {
 		apply func() (record.SessionRecord, error)
 		check func(record.SessionRecord) bool // nil: must be refused
 	}{
-		{"claim a hibernated session", func() (record.SessionRecord, error) { return record.Claim(hib, green, record.StateActive) },
+		{"claim a hibernated session", func() (record.SessionRecord, error) { return record.Claim(hib, green, record.Boot{Settled: record.StateActive}) },
 			func(r record.SessionRecord) bool {
 				return r.Epoch == 2 && r.State == record.StateActive && r.OwnerRunID == "run-g1" && r.Consumer == sid+"-2" && r.WriteCounter == 0 && r.WireV == 2
 			}},
 		{"claim a paused session stays paused", func() (record.SessionRecord, error) {
-			return record.Claim(with(active, func(r *record.SessionRecord) { r.State = record.StatePaused }), blue, record.StatePaused)
+			return record.Claim(with(active, func(r *record.SessionRecord) { r.State = record.StatePaused }), blue, record.Boot{Settled: record.StatePaused})
 		}, func(r record.SessionRecord) bool { return r.State == record.StatePaused && r.Epoch == 2 }},
-		{"claim an ended session stays ended", func() (record.SessionRecord, error) { return record.Claim(ended, blue, record.StateActive) },
+		{"claim an ended session stays ended", func() (record.SessionRecord, error) { return record.Claim(ended, blue, record.Boot{Settled: record.StateActive}) },
 			func(r record.SessionRecord) bool { return r.State == record.StateEnded && r.Epoch == 2 }},
-		{"claim a staged session adopts it", func() (record.SessionRecord, error) { return record.Claim(staged(t), blue, record.StateActive) },
+		{"claim a staged session adopts it", func() (record.SessionRecord, error) { return record.Claim(staged(t), blue, record.Boot{Settled: record.StateActive}) },
 			func(r record.SessionRecord) bool {
 				return r.State == record.StateActive && r.Handoff.Outcome == record.OutcomeFailed && r.Handoff.Step == record.StepRecover && r.Epoch == 2
 			}},
-		{"claim into another state", func() (record.SessionRecord, error) { return record.Claim(active, blue, record.StateHandoff) }, nil},
+		{"claim into another state", func() (record.SessionRecord, error) { return record.Claim(active, blue, record.Boot{Settled: record.StateHandoff}) }, nil},
 		{"stage", func() (record.SessionRecord, error) { return record.Stage(active, active.Ownership(), "h1", "green") },
 			func(r record.SessionRecord) bool {
 				return r.State == record.StateHandoff && r.Handoff.ID == "h1" && r.Handoff.Outcome == record.OutcomeStaged && r.Epoch == 1 && r.Writer == active.Writer
@@ -141,24 +141,24 @@ func TestTransitions(t *testing.T) {
 		{"hibernate by a stale run", func() (record.SessionRecord, error) { return record.Hibernate(active, stale) }, nil},
 		{"hibernate an ended session", func() (record.SessionRecord, error) { return record.Hibernate(ended, ended.Ownership()) }, nil},
 		{"commit", func() (record.SessionRecord, error) {
-			return record.Commit(active, active.Ownership(), record.StatePaused, 7, []byte(`{"x":1}`))
+			return record.Commit(active, active.Ownership(), record.StatePaused, 7, []byte(`{"x":1}`), true)
 		}, func(r record.SessionRecord) bool {
 			return r.State == record.StatePaused && r.WriteCounter == 7 && string(r.Checkpoint) == `{"x":1}`
 		}},
 		{"commit confirms a handoff", func() (record.SessionRecord, error) {
 			a, _ := record.Activate(staged(t), green, marker)
-			return record.Commit(a, a.Ownership(), record.StateActive, 1, nil)
+			return record.Commit(a, a.Ownership(), record.StateActive, 1, nil, true)
 		}, func(r record.SessionRecord) bool {
 			return r.Handoff.Step == record.StepConfirmed && record.Unconfirmed(r) == nil
 		}},
 		{"commit by a stale run", func() (record.SessionRecord, error) {
-			return record.Commit(active, stale, record.StateActive, 2, nil)
+			return record.Commit(active, stale, record.StateActive, 2, nil, true)
 		}, nil},
 		{"commit an ended session live", func() (record.SessionRecord, error) {
-			return record.Commit(ended, ended.Ownership(), record.StateActive, 4, nil)
+			return record.Commit(ended, ended.Ownership(), record.StateActive, 4, nil, true)
 		}, nil},
 		{"commit into hibernated", func() (record.SessionRecord, error) {
-			return record.Commit(active, active.Ownership(), record.StateHibernated, 2, nil)
+			return record.Commit(active, active.Ownership(), record.StateHibernated, 2, nil, true)
 		}, nil},
 		{"end", func() (record.SessionRecord, error) { return record.End(active, active.Ownership(), 2, []byte(`{}`)) },
 			func(r record.SessionRecord) bool { return r.State == record.StateEnded && r.WriteCounter == 2 }},

@@ -87,7 +87,7 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 		return nil, err
 	}
 	// A staged record whose source died is adopted: the handoff failed.
-	rec, err := record.Claim(cur.Record, o.newOwner(), settledState(d.snap))
+	rec, err := record.Claim(cur.Record, o.newOwner(), record.Boot{Settled: settledState(d.snap), InFlight: inFlight(d.snap), At: o.now()})
 	if err != nil {
 		return nil, err
 	}

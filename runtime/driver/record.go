@@ -47,7 +47,7 @@ func (s *session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 	}
 	// This commit holds (or follows) a completed handoff's events: Commit
 	// confirms it.
-	rec, err := record.Commit(s.rec, s.rec.Ownership(), stateOf(snap), snap.Writer.Write, cp)
+	rec, err := record.Commit(s.rec, s.rec.Ownership(), stateOf(snap), snap.Writer.Write, cp, !inFlight(snap))
 	if err != nil {
 		return record.SessionRecord{}, nil, err
 	}
@@ -96,6 +96,14 @@ func settledState(snap runtime.Snapshot) record.State {
 		return record.StatePaused
 	}
 	return record.StateActive
+}
+
+// inFlight reports a snapshot with a step due: an admitted turn that is
+// open (the agent asked for another step, or an input reopened it) in a
+// session that is neither paused nor ended. A process that dies with it so
+// may have died of that step; one parked on a wait, idle or paused did not.
+func inFlight(snap runtime.Snapshot) bool {
+	return snap.Ended == "" && !snap.Paused && snap.Turn != nil && snap.Turn.Open
 }
 
 func stateOf(snap runtime.Snapshot) record.State {

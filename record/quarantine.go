@@ -1,0 +1,185 @@
+package record
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/baton-rt/baton/subjects"
+)
+
+// ProcessDied is the quarantine error of a session whose last claimant
+// vanished mid-boot or mid-step: its process died (a fatal runtime error,
+// os.Exit in agent code, a kill) before the session settled.
+const ProcessDied = "process_died"
+
+// QuarantineInfo is what the record says of a quarantined session: how
+// many attempts it took, the last error seen, and since when.
+type QuarantineInfo struct {
+	Attempts     int       `json:"attempts"`
+	Error        string    `json:"error"`
+	Since        time.Time `json:"since"`
+	DeploymentID string    `json:"deploymentId"` // the deployment that could not run it
+}
+
+// RetryTarget is an operator's retry of a quarantined session on another
+// deployment: that deployment adopts it (BootAdopt) although the session's
+// own deployment is not retired. Force lets the adoption cancel live waits,
+// the rule of a forced move.
+type RetryTarget struct {
+	DeploymentID string `json:"deploymentId"`
+	Force        bool   `json:"force,omitempty"`
+}
+
+// Appended is the event a transition outside any owner's commit appends
+// (session.quarantined, session.retried, session.ended): its seq, the
+// record's new EventSeqFloor, and its wire encoding, kept in the record
+// until a commit lands (SessionRecord.FloorEvent).
+type Appended struct {
+	Seq   uint64
+	Event json.RawMessage
+}
+
+// Boot is what a claimer knows of the session it claims: the state its
+// checkpoint settles to (active or paused), whether the checkpoint shows a
+// step in flight (an admitted turn whose step had not committed: the
+// previous owner vanished mid-step), and the claimer's clock.
+type Boot struct {
+	Settled  State
+	InFlight bool
+	At       time.Time
+}
+
+// Attempt is the boot attempt a claim of r would count: r.BootAttempts+1
+// when the record shows work in flight (inFlight, or attempts that never
+// settled), else 0 (a settled session's claim does not count: its
+// process's death was not its doing).
+func Attempt(r SessionRecord, inFlight bool) int {
+	if inFlight || r.BootAttempts > 0 {
+		return r.BootAttempts + 1
+	}
+	return 0
+}
+
+// Failure is the error a quarantine records: the last error seen, or
+// ProcessDied when the last attempt claimed the session and vanished.
+func Failure(r SessionRecord) string {
+	if r.LastBootError != "" {
+		return r.LastBootError
+	}
+	return ProcessDied
+}
+
+// Failed records a boot attempt that failed before its claim (an
+// unreadable checkpoint, a missing history segment): the attempt and its
+// error, ownership unchanged. Its writer stamp settles an uncertain write.
+func Failed(r SessionRecord, cause, writer string, at time.Time) (SessionRecord, error) {
+	if err := parked("fail", r); err != nil {
+		return SessionRecord{}, err
+	}
+	r.BootAttempts++
+	r.LastBootError, r.BootAttemptAt = cause, at
+	r.Writer, r.WriteCounter = writer, 0
+	r.UpdatedAt = time.Time{}
+	return r, nil
+}
+
+// Quarantine moves the session to quarantined instead of running it: no owner
+// process or run (no consumer, no index entry), the attempts and error in
+// q, the writer stamp, and the event ev (session.quarantined) as the new
+// event-seq floor. A staged record whose source died is adopted first.
+func Quarantine(r SessionRecord, q QuarantineInfo, writer string, ev Appended) (SessionRecord, error) {
+	if err := parked("quarantine", r); err != nil {
+		return SessionRecord{}, err
+	}
+	if err := floor("quarantine", r, ev); err != nil {
+		return SessionRecord{}, err
+	}
+	r = Adopt(r)
+	r.State, r.Quarantine = StateQuarantined, &q
+	r.BootAttempts, r.LastBootError, r.BootAttemptAt = q.Attempts, q.Error, q.Since
+	return operated(r, writer, ev), nil
+}
+
+// Retry is an operator's retry of a quarantined session: the counter
+// cleared, the record hibernated so the next wake claims it (epoch+1) —
+// on its own deployment, or, when target names another one, by that
+// deployment's adoption (RetryTarget) — and ev (session.retried) as the new
+// event-seq floor.
+func Retry(r SessionRecord, target string, force bool, writer string, ev Appended) (SessionRecord, error) {
+	if err := inQuarantine("retry", r); err != nil {
+		return SessionRecord{}, err
+	}
+	if err := subjects.ValidateDeployment(target); err != nil {
+		return SessionRecord{}, invalid("retry of %s: %w", r.SessionID, err)
+	}
+	if err := floor("retry", r, ev); err != nil {
+		return SessionRecord{}, err
+	}
+	r.State, r.Quarantine, r.Retry = StateHibernated, nil, nil
+	r.BootAttempts, r.LastBootError, r.BootAttemptAt = 0, "", time.Time{}
+	if target != r.DeploymentID {
+		r.Retry = &RetryTarget{DeploymentID: target, Force: force}
+	}
+	return operated(r, writer, ev), nil
+}
+
+// Terminate is an operator's end of a quarantined session: no owner runs
+// it, so the operator's write ends it (state ended; ev, session.ended with
+// reason terminated, as the new event-seq floor). The checkpoint is left
+// as it was (it may be unreadable): an ended record is never run again.
+func Terminate(r SessionRecord, writer string, ev Appended) (SessionRecord, error) {
+	if err := inQuarantine("terminate", r); err != nil {
+		return SessionRecord{}, err
+	}
+	if err := floor("terminate", r, ev); err != nil {
+		return SessionRecord{}, err
+	}
+	r.State = StateEnded
+	return operated(r, writer, ev), nil
+}
+
+// Quarantined reports a record that no owner may run.
+func (r SessionRecord) Quarantined() bool { return r.State == StateQuarantined }
+
+// EventSeq is the seq a boot of r continues from: the larger of the
+// checkpoint's (cpSeq) and the record's floor.
+func (r SessionRecord) EventSeq(cpSeq uint64) uint64 { return max(cpSeq, r.EventSeqFloor) }
+
+// operated stamps an operator-side write: no owner process or run, writer
+// with counter 0 (it settles an uncertain write), the appended event as
+// the floor.
+func operated(r SessionRecord, writer string, ev Appended) SessionRecord {
+	r.OwnerProcess, r.OwnerRunID = "", ""
+	r.Writer, r.WriteCounter = writer, 0
+	r.EventSeqFloor, r.FloorEvent = ev.Seq, ev.Event
+	r.UpdatedAt = time.Time{}
+	return r
+}
+
+// parked refuses a boot-failure write on a record that cannot boot
+// anyway: ended, or quarantined already.
+func parked(t string, r SessionRecord) error {
+	switch r.State {
+	case StateEnded:
+		return refuse(t, r, "the session has ended")
+	case StateQuarantined:
+		return refuse(t, r, "the session is quarantined already")
+	}
+	return nil
+}
+
+func inQuarantine(t string, r SessionRecord) error {
+	if r.State != StateQuarantined {
+		return refuse(t, r, "the session is not quarantined")
+	}
+	return nil
+}
+
+// floor refuses an appended event that would not follow the record's
+// floor (an event seq never goes back) or that is missing.
+func floor(t string, r SessionRecord, ev Appended) error {
+	if ev.Seq == 0 || ev.Seq <= r.EventSeqFloor || len(ev.Event) == 0 {
+		return refuse(t, r, "event seq %d does not follow the floor %d", ev.Seq, r.EventSeqFloor)
+	}
+	return nil
+}
