@@ -353,3 +353,26 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 	}
 	return c
 }
+
+// CheckpointPeek is what PeekCheckpoint reads of a checkpoint: the members
+// every state version so far has kept with the same meaning.
+type CheckpointPeek struct {
+	StateV    int      `json:"stateV"`
+	SessionID string   `json:"sessionId"`
+	EventSeq  uint64   `json:"eventSeq"`
+	Tokens    []string `json:"tokens"`
+	Applied   Applied  `json:"applied"`
+}
+
+// PeekCheckpoint reads a checkpoint this build may not be able to decode
+// (a state version it does not read, or a shape it refuses) as far as the
+// stable members go, without validating it: a best effort for reporting
+// on, or ending, a session no owner can run (the ingress's status of a
+// quarantined session, its admin end). Never a basis for running one.
+func PeekCheckpoint(b []byte) (CheckpointPeek, error) {
+	var p CheckpointPeek
+	if err := json.Unmarshal(b, &p); err != nil {
+		return CheckpointPeek{}, stateFail(0, ErrInvalid, "%v", err)
+	}
+	return p, nil
+}

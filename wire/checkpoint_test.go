@@ -217,3 +217,19 @@ func TestBlobRef(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A checkpoint of a state version this build does not read still yields
+// its stable members to PeekCheckpoint; junk does not.
+func TestPeekCheckpoint(t *testing.T) {
+	b := []byte(`{"stateV":99,"sessionId":"s1","eventSeq":7,"tokens":["s1","C1.2"],"applied":{"low":5,"above":[8]},"futureField":{"x":1}}`)
+	if _, err := DecodeCheckpoint(b); !errors.Is(err, ErrUnsupportedState) {
+		t.Fatalf("decoded: %v", err)
+	}
+	p, err := PeekCheckpoint(b)
+	if err != nil || p.StateV != 99 || p.SessionID != "s1" || p.EventSeq != 7 || len(p.Tokens) != 2 || p.Applied.Low != 5 || len(p.Applied.Above) != 1 {
+		t.Fatalf("%+v %v", p, err)
+	}
+	if _, err := PeekCheckpoint([]byte("not json")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("junk: %v", err)
+	}
+}

@@ -53,14 +53,19 @@ func EventSchema() []byte { return append([]byte(nil), eventEnvelope().raw...) }
 // canonically. The runtime fills the envelope (session, seq, time, owner
 // run, deployment) before EncodeEvent. Nil data is the empty object.
 func NewEvent(kind string, data any) (Event, error) {
+	return newEventV(kind, 1, data)
+}
+
+// newEventV is NewEvent for data version v.
+func newEventV(kind string, v int, data any) (Event, error) {
 	if data == nil {
-		return Event{Kind: kind, V: 1, Data: json.RawMessage("{}")}, nil
+		return Event{Kind: kind, V: v, Data: json.RawMessage("{}")}, nil
 	}
 	raw, err := marshal(data)
 	if err != nil {
-		return Event{}, &EventError{Kind: kind, V: 1, Err: ErrInvalid, Reason: err.Error()}
+		return Event{}, &EventError{Kind: kind, V: v, Err: ErrInvalid, Reason: err.Error()}
 	}
-	return Event{Kind: kind, V: 1, Data: raw}, nil
+	return Event{Kind: kind, V: v, Data: raw}, nil
 }
 
 // DecodeData decodes an event's data into its Go type, rejecting unknown

@@ -6,16 +6,19 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 )
 
-// EventRegistry is the runtime vocabulary of session events: for each kind,
-// its Go type, the JSON Schema generated from that type and a validation
-// function. Agent code registers its own kinds at start-up; registration
-// and lookups are safe for concurrent use.
+// EventRegistry is the runtime vocabulary of session events: for each kind
+// and each of its data versions, its Go type, the JSON Schema generated
+// from that type and a validation function. Every version a kind ever had
+// stays registered, so events of an older version keep validating. Agent
+// code registers its own kinds at start-up; registration and lookups are
+// safe for concurrent use.
 type EventRegistry struct {
 	mu    sync.RWMutex
-	kinds map[string]*eventSpec
+	kinds map[string][]*eventSpec // data version v at index v-1; never modified in place
 }
 
 type eventSpec struct {
@@ -35,7 +38,7 @@ type eventSpec struct {
 // NewEventRegistry returns an empty registry (no built-ins); the zero value
 // is empty too.
 func NewEventRegistry() *EventRegistry {
-	return &EventRegistry{kinds: map[string]*eventSpec{}}
+	return &EventRegistry{kinds: map[string][]*eventSpec{}}
 }
 
 // builtins is built once; DefaultEvents hands out copies.
@@ -66,12 +69,13 @@ func DefaultEvents() *EventRegistry {
 // by the typed decoder alone; any other type is also checked against the
 // compiled schema, since validate need not state the tags' constraints.
 func RegisterEvent[T any](r *EventRegistry, kind string, validate func(T) error) error {
-	return registerEvent(r, kind, validate, false)
+	return registerEvent(r, kind, 1, validate, false)
 }
 
-// registerEvent is RegisterEvent; complete declares that validate states
+// registerEvent is RegisterEvent for data version v, which must follow the
+// kind's newest (1 for a new kind); complete declares that validate states
 // every constraint of T's schema beyond its shape (the built-ins).
-func registerEvent[T any](r *EventRegistry, kind string, validate func(T) error, complete bool) error {
+func registerEvent[T any](r *EventRegistry, kind string, v int, validate func(T) error, complete bool) error {
 	typ := reflect.TypeFor[T]()
 	if !eventKindRE.MatchString(kind) || len(kind) > 64 {
 		return fmt.Errorf("%w: event kind %q must match %s (at most 64 bytes)", ErrRegistry, kind, eventKindRE)
@@ -79,11 +83,11 @@ func registerEvent[T any](r *EventRegistry, kind string, validate func(T) error,
 	if typ.Kind() != reflect.Struct {
 		return fmt.Errorf("%w: event kind %q: data type %s is not a struct", ErrRegistry, kind, typ)
 	}
-	c, err := safeContract("events/"+kind+".v1.json", reflect.New(typ).Elem().Interface())
+	c, err := safeContract("events/"+kind+".v"+strconv.Itoa(v)+".json", reflect.New(typ).Elem().Interface())
 	if err != nil {
 		return fmt.Errorf("%w: event kind %q: %w", ErrRegistry, kind, err)
 	}
-	spec := &eventSpec{v: 1, typ: typ, contract: c, check: func(raw json.RawMessage) error {
+	spec := &eventSpec{v: v, typ: typ, contract: c, check: func(raw json.RawMessage) error {
 		var v T
 		if err := unmarshalStrict(raw, &v); err != nil {
 			return err
@@ -109,12 +113,16 @@ func registerEvent[T any](r *EventRegistry, kind string, validate func(T) error,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.kinds == nil {
-		r.kinds = map[string]*eventSpec{}
+		r.kinds = map[string][]*eventSpec{}
 	}
-	if _, dup := r.kinds[kind]; dup {
+	have := r.kinds[kind]
+	switch {
+	case v == 1 && len(have) > 0:
 		return fmt.Errorf("%w: event kind %q is already registered", ErrRegistry, kind)
+	case v != len(have)+1:
+		return fmt.Errorf("%w: event kind %q: data version %d does not follow %d", ErrRegistry, kind, v, len(have))
 	}
-	r.kinds[kind] = spec
+	r.kinds[kind] = append(slices.Clip(have), spec)
 	return nil
 }
 
@@ -139,33 +147,56 @@ func (r *EventRegistry) Kinds() []string {
 	return slices.Sorted(maps.Keys(r.kinds))
 }
 
-// Schema returns the generated JSON Schema of a kind's data (nil if the kind
-// is not registered).
+// Schema returns the generated JSON Schema of a kind's newest data version
+// (nil if the kind is not registered).
 func (r *EventRegistry) Schema(kind string) []byte {
-	if s := r.spec(kind); s != nil {
+	return r.SchemaV(kind, r.Version(kind))
+}
+
+// SchemaV returns the generated JSON Schema of data version v of a kind
+// (nil if the kind or the version is not registered).
+func (r *EventRegistry) SchemaV(kind string, v int) []byte {
+	if s := r.specV(kind, v); s != nil {
 		return append([]byte(nil), s.contract.raw...)
 	}
 	return nil
 }
 
-func (r *EventRegistry) spec(kind string) *eventSpec {
+// Version returns a kind's newest data version (0 if it is not
+// registered); every version from 1 to it is registered.
+func (r *EventRegistry) Version(kind string) int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.kinds[kind]
+	return len(r.kinds[kind])
 }
 
-// lookup finds e's kind and checks its data version.
-func (r *EventRegistry) lookup(e *Event) (*eventSpec, error) {
-	s := r.spec(e.Kind)
-	switch {
-	case s == nil:
-		return nil, e.fail(ErrUnknownKind, "kind is not registered")
-	case e.V > s.v:
-		return nil, e.fail(ErrUnknownVersion, "newest known data version is %d", s.v)
-	case e.V != s.v:
-		return nil, e.fail(ErrInvalid, "data version %d, want %d", e.V, s.v)
+// spec returns a kind's newest data version.
+func (r *EventRegistry) spec(kind string) *eventSpec {
+	return r.specV(kind, r.Version(kind))
+}
+
+func (r *EventRegistry) specV(kind string, v int) *eventSpec {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	vs := r.kinds[kind]
+	if v < 1 || v > len(vs) {
+		return nil
 	}
-	return s, nil
+	return vs[v-1]
+}
+
+// lookup finds e's kind and the spec of its data version.
+func (r *EventRegistry) lookup(e *Event) (*eventSpec, error) {
+	newest := r.Version(e.Kind)
+	switch {
+	case newest == 0:
+		return nil, e.fail(ErrUnknownKind, "kind is not registered")
+	case e.V > newest:
+		return nil, e.fail(ErrUnknownVersion, "newest known data version is %d", newest)
+	case e.V < 1:
+		return nil, e.fail(ErrInvalid, "data version %d", e.V)
+	}
+	return r.specV(e.Kind, e.V), nil
 }
 
 // check validates e's data (data is its parsed form) against its kind: the

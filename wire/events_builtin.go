@@ -31,6 +31,10 @@ const (
 	EventWireRejected     = "wire.rejected"
 	EventSessionEnded     = "session.ended"
 	EventErrorKind        = "error" // ("EventError" is the typed error)
+
+	// Appended outside any owner's commit (docs/driver.md, "Quarantine").
+	EventSessionQuarantined = "session.quarantined"
+	EventSessionRetried     = "session.retried"
 )
 
 // Reasons and enumerations used by built-in event data.
@@ -39,6 +43,9 @@ const (
 	EndExpired   = "expired"
 	EndFailed    = "failed"
 	EndCancelled = "cancelled"
+	// EndTerminated: an operator ended a quarantined session (data version
+	// 2 of session.ended).
+	EndTerminated = "terminated"
 
 	SkipBusy          = "busy"
 	SkipQueued        = "queued"
@@ -216,8 +223,43 @@ type WireRejected struct {
 }
 
 // SessionEnded: the session finished (done, expired, failed, cancelled).
+// It is data version 1 of session.ended, written whenever the reason fits
+// (NewSessionEnded).
 type SessionEnded struct {
 	Reason string `json:"reason" jsonschema:"enum=done,enum=expired,enum=failed,enum=cancelled"`
+}
+
+// SessionEndedV2 is data version 2 of session.ended: version 1's reasons
+// plus terminated (an operator ended a quarantined session). A reader that
+// knows only version 1 passes it through unchanged.
+type SessionEndedV2 struct {
+	Reason string `json:"reason" jsonschema:"enum=done,enum=expired,enum=failed,enum=cancelled,enum=terminated"`
+}
+
+// SessionQuarantined: the session was parked instead of booted after
+// Attempts boot attempts that failed or died with their process; Error is
+// the last error seen (process_died when the claimant vanished mid-boot or
+// mid-step). No owner runs it until an operator retries or ends it.
+type SessionQuarantined struct {
+	Attempts     int    `json:"attempts" jsonschema:"minimum=1"`
+	Error        string `json:"error" jsonschema:"minLength=1"`
+	DeploymentID string `json:"deploymentId" jsonschema:"minLength=1"`
+}
+
+// SessionRetried: an operator retried a quarantined session on
+// DeploymentID (its own, or the one that adopts it).
+type SessionRetried struct {
+	DeploymentID string `json:"deploymentId" jsonschema:"minLength=1"`
+}
+
+// NewSessionEnded builds a session.ended event at the lowest data version
+// that expresses reason: 1 for done, expired, failed and cancelled, 2 for
+// terminated.
+func NewSessionEnded(reason string) (Event, error) {
+	if reason == EndTerminated {
+		return newEventV(EventSessionEnded, 2, SessionEndedV2{Reason: reason})
+	}
+	return NewEvent(EventSessionEnded, SessionEnded{Reason: reason})
 }
 
 // ErrorData is the data of an "error" event.
@@ -277,14 +319,30 @@ func registerBuiltins(r *EventRegistry) error {
 		registerBuiltin(r, EventSessionEnded, func(d SessionEnded) error {
 			return oneOf("reason", d.Reason, EndDone, EndExpired, EndFailed, EndCancelled)
 		}),
+		registerBuiltinV(r, EventSessionEnded, 2, func(d SessionEndedV2) error {
+			return oneOf("reason", d.Reason, EndDone, EndExpired, EndFailed, EndCancelled, EndTerminated)
+		}),
 		registerBuiltin(r, EventErrorKind, func(d ErrorData) error { return nonEmpty("message", d.Message) }),
+		registerBuiltin(r, EventSessionQuarantined, func(d SessionQuarantined) error {
+			if d.Attempts < 1 {
+				return errors.New("attempts must be positive")
+			}
+			return all(nonEmpty("error", d.Error), validDeployment(d.DeploymentID))
+		}),
+		registerBuiltin(r, EventSessionRetried, func(d SessionRetried) error { return validDeployment(d.DeploymentID) }),
 	)
 }
 
 // registerBuiltin registers a built-in kind: its validate function states
 // every constraint of its schema (equivalence_test.go holds it to that).
 func registerBuiltin[T any](r *EventRegistry, kind string, validate func(T) error) error {
-	return registerEvent(r, kind, validate, true)
+	return registerEvent(r, kind, 1, validate, true)
+}
+
+// registerBuiltinV registers data version v of a built-in kind (after
+// version v-1).
+func registerBuiltinV[T any](r *EventRegistry, kind string, v int, validate func(T) error) error {
+	return registerEvent(r, kind, v, validate, true)
 }
 
 func validateMessageOutput(d MessageOutput) error {

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	valschema "github.com/santhosh-tekuri/jsonschema/v6"
@@ -44,21 +46,51 @@ func TestFrozenSchemas(t *testing.T) {
 	frozen(t, fmt.Sprintf("testdata/schema_v%d.json", CurrentVersion), CommandSchema())
 	frozen(t, "testdata/schema_event_v1.json", EventSchema())
 	frozen(t, fmt.Sprintf("testdata/schema_checkpoint_v%d.json", CurrentStateVersion), CheckpointSchema())
-	frozen(t, "testdata/schema_events_builtin_v1.json", builtinSchemas(t))
+	frozenBuiltins(t)
 }
 
-// builtinSchemas renders every built-in kind's data schema as one document.
-func builtinSchemas(t *testing.T) []byte {
-	reg := DefaultEvents()
-	all := map[string]json.RawMessage{}
-	for _, k := range reg.Kinds() {
-		all[k] = reg.Schema(k)
+// builtinsFirst is the frozen document of the built-in kinds' first data
+// schemas: version 1 of every kind that existed when it was frozen.
+const builtinsFirst = "testdata/schema_events_builtin_v1.json"
+
+// frozenBuiltins: the built-in kinds' schemas first frozen in builtinsFirst
+// never change and none is dropped; every kind and data version added
+// since is frozen in its own file, testdata/events/<kind>.v<N>.json
+// (created with -create-schemas), and stays registered.
+func frozenBuiltins(t *testing.T) {
+	var first map[string]json.RawMessage
+	if err := json.Unmarshal(readFile(t, builtinsFirst), &first); err != nil {
+		t.Fatal(err)
 	}
-	b, err := json.MarshalIndent(all, "", "  ")
+	reg := DefaultEvents()
+	v1 := map[string]json.RawMessage{}
+	for k := range first {
+		v1[k] = reg.SchemaV(k, 1)
+	}
+	b, err := json.MarshalIndent(v1, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(b, '\n')
+	frozen(t, builtinsFirst, append(b, '\n'))
+	for _, k := range reg.Kinds() {
+		for v := 1; v <= reg.Version(k); v++ {
+			if v > 1 || first[k] == nil {
+				frozen(t, fmt.Sprintf("testdata/events/%s.v%d.json", k, v), reg.SchemaV(k, v))
+			}
+		}
+	}
+	files, err := filepath.Glob("testdata/events/*.v*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		i := strings.LastIndex(name, ".v")
+		v, err := strconv.Atoi(name[i+2:])
+		if err != nil || reg.SchemaV(name[:i], v) == nil {
+			t.Errorf("%s: frozen, but data version %q of kind %q is not registered", f, name[i+2:], name[:i])
+		}
+	}
 }
 
 // frozenValidator compiles the frozen command schema file itself, so
