@@ -41,6 +41,8 @@ var fixtures = []struct {
 	{"wake_request_minimal.json", protocol.WakeRequest{SessionID: sid}},
 	{"wake_request_ingress.json", protocol.WakeRequest{SessionID: sid, Source: protocol.WakeIngress}},
 	{"wake_reply_loaded.json", protocol.WakeReply{SessionID: sid, Outcome: protocol.WakeLoaded, ProcessID: "p1"}},
+	{"wake_reply_quarantined.json", protocol.WakeReply{SessionID: sid, Outcome: protocol.WakeQuarantined}},
+	{"wake_reply_deferred.json", protocol.WakeReply{SessionID: sid, Outcome: protocol.WakeDeferred, ProcessID: "p1"}},
 	{"wake_reply_error.json", protocol.WakeReply{SessionID: sid, Error: &protocol.ReplyError{Code: protocol.CodeAtCapacity, Message: "driver: at capacity"}}},
 }
 

@@ -58,6 +58,14 @@ const (
 	WakeElsewhere WakeOutcome = "elsewhere" // owned by another process (ProcessID) or deployment
 	WakeEnded     WakeOutcome = "ended"     // the session ended and its owner cleans up
 	WakeMissing   WakeOutcome = "missing"   // no such session record
+	// WakeQuarantined: the session is quarantined (docs/driver.md,
+	// "Quarantine"); no owner runs it until an operator retries or ends it.
+	// The replying process may have quarantined it just now.
+	WakeQuarantined WakeOutcome = "quarantined"
+	// WakeDeferred: the session's last boot attempts failed, and the next
+	// is not due yet (the quarantine backoff); the replying process tries
+	// it then, and the sweepers do if that process dies first.
+	WakeDeferred WakeOutcome = "deferred"
 )
 
 // DecodeWake decodes a wake request; unknown fields are ignored. Errors wrap

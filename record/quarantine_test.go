@@ -130,7 +130,9 @@ func TestQuarantineTransitions(t *testing.T) {
 		}, nil},
 		{"claim a settled session counts nothing", func() (record.SessionRecord, error) {
 			return record.Claim(active, green, record.Boot{Settled: record.StateActive, At: at})
-		}, func(r record.SessionRecord) bool { return r.BootAttempts == 0 && r.BootAttemptAt.IsZero() && r.Epoch == 2 }},
+		}, func(r record.SessionRecord) bool {
+			return r.BootAttempts == 0 && r.BootAttemptAt.IsZero() && r.Epoch == 2
+		}},
 		{"claim with a step in flight counts it", func() (record.SessionRecord, error) {
 			return record.Claim(active, green, record.Boot{Settled: record.StateActive, InFlight: true, At: at})
 		}, func(r record.SessionRecord) bool { return r.BootAttempts == 1 && r.BootAttemptAt.Equal(at) }},

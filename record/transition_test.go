@@ -76,20 +76,28 @@ func TestTransitions(t *testing.T) {
 		apply func() (record.SessionRecord, error)
 		check func(record.SessionRecord) bool // nil: must be refused
 	}{
-		{"claim a hibernated session", func() (record.SessionRecord, error) { return record.Claim(hib, green, record.Boot{Settled: record.StateActive}) },
+		{"claim a hibernated session", func() (record.SessionRecord, error) {
+			return record.Claim(hib, green, record.Boot{Settled: record.StateActive})
+		},
 			func(r record.SessionRecord) bool {
 				return r.Epoch == 2 && r.State == record.StateActive && r.OwnerRunID == "run-g1" && r.Consumer == sid+"-2" && r.WriteCounter == 0 && r.WireV == 2
 			}},
 		{"claim a paused session stays paused", func() (record.SessionRecord, error) {
 			return record.Claim(with(active, func(r *record.SessionRecord) { r.State = record.StatePaused }), blue, record.Boot{Settled: record.StatePaused})
 		}, func(r record.SessionRecord) bool { return r.State == record.StatePaused && r.Epoch == 2 }},
-		{"claim an ended session stays ended", func() (record.SessionRecord, error) { return record.Claim(ended, blue, record.Boot{Settled: record.StateActive}) },
+		{"claim an ended session stays ended", func() (record.SessionRecord, error) {
+			return record.Claim(ended, blue, record.Boot{Settled: record.StateActive})
+		},
 			func(r record.SessionRecord) bool { return r.State == record.StateEnded && r.Epoch == 2 }},
-		{"claim a staged session adopts it", func() (record.SessionRecord, error) { return record.Claim(staged(t), blue, record.Boot{Settled: record.StateActive}) },
+		{"claim a staged session adopts it", func() (record.SessionRecord, error) {
+			return record.Claim(staged(t), blue, record.Boot{Settled: record.StateActive})
+		},
 			func(r record.SessionRecord) bool {
 				return r.State == record.StateActive && r.Handoff.Outcome == record.OutcomeFailed && r.Handoff.Step == record.StepRecover && r.Epoch == 2
 			}},
-		{"claim into another state", func() (record.SessionRecord, error) { return record.Claim(active, blue, record.Boot{Settled: record.StateHandoff}) }, nil},
+		{"claim into another state", func() (record.SessionRecord, error) {
+			return record.Claim(active, blue, record.Boot{Settled: record.StateHandoff})
+		}, nil},
 		{"stage", func() (record.SessionRecord, error) { return record.Stage(active, active.Ownership(), "h1", "green") },
 			func(r record.SessionRecord) bool {
 				return r.State == record.StateHandoff && r.Handoff.ID == "h1" && r.Handoff.Outcome == record.OutcomeStaged && r.Epoch == 1 && r.Writer == active.Writer
