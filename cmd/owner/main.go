@@ -55,6 +55,9 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&cfg.InboxSweepInterval, "inbox-sweep-interval", driver.DefaultInboxSweepInterval, "how often the pool looks for hibernated sessions with unprocessed commands (a lost wake, a fired timer); more than 0, at most 5s")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT: stop taking work, let running steps finish and commit, hibernate every session and release the lease, for at most this long (0: stop at once; a second signal aborts)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus /metrics, /healthz and /readyz on this address (empty: off)")
+	fs.IntVar(&cfg.QuarantineAfter, "quarantine-after", driver.DefaultQuarantineAfter, "counted boot attempts (an unreadable checkpoint, or a process that died with the session's step in flight) after which a session is quarantined instead of booted (at least 1)")
+	cfg.QuarantineBackoff = defaultBackoff()
+	fs.Var(&cfg.QuarantineBackoff, "quarantine-backoff", "wait before a session's next boot attempt after 1, 2, … counted attempts, comma-separated Go durations, the last repeating (e.g. 1s,5s,30s)")
 	fs.StringVar(&cfg.Fault, "fault", "", faultUsage)
 	if err := app.ParseFlags(fs, args, about); err != nil {
 		return cfg, err
@@ -112,6 +115,8 @@ func checkValues(cfg Config) error {
 		return fmt.Errorf("%w: --max-loaded %d: want 0 (no cap) or more", app.ErrUsage, cfg.MaxLoaded)
 	case cfg.DrainTimeout < 0:
 		return fmt.Errorf("%w: --drain-timeout %v: want 0 or more", app.ErrUsage, cfg.DrainTimeout)
+	case cfg.QuarantineAfter < 1:
+		return fmt.Errorf("%w: --quarantine-after %d: want at least 1", app.ErrUsage, cfg.QuarantineAfter)
 	}
 	return nil
 }

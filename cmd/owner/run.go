@@ -53,7 +53,10 @@ type Config struct {
 	InboxSweepInterval time.Duration
 	MetricsListen      string
 	DrainTimeout       time.Duration
-	Fault              string // test only: see faultUsage
+	// Quarantine (docs/driver.md, "Quarantine").
+	QuarantineAfter   int
+	QuarantineBackoff backoffList
+	Fault             string // test only: see faultUsage
 }
 
 // Run starts (or connects to) NATS, ensures the topology and serves until ctx
@@ -121,6 +124,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		LeaseTTL: cfg.LeaseTTL, SweepInterval: cfg.SweepInterval, TaskAckWait: cfg.TaskAckWait, StepTimeout: cfg.StepTimeout,
 		HibernateAfter: cfg.HibernateAfter, MaxLoaded: cfg.MaxLoaded, InboxSweepInterval: cfg.InboxSweepInterval,
 		DrainTimeout: cfg.DrainTimeout, Registerer: reg, Faults: faults,
+		QuarantineAfter: cfg.QuarantineAfter, QuarantineBackoff: cfg.QuarantineBackoff.steps(),
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,9 @@ type Agent struct {
 	Process string          // recorded in Log
 	// Sleep replaces the real sleep (tests); it must honour ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Exit replaces os.Exit for the /crash directive (in-process tests);
+	// it must not return normally for the crash to be real.
+	Exit func(code int)
 }
 
 var _ runtime.Agent = (*Agent)(nil)
@@ -101,7 +104,7 @@ func parse(c runtime.Command) directive {
 	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
 	switch name {
 	case "sleep", "ask", "authorize", "task", "fail", "done", "alias",
-		"panic", "hang", "big", "badevent", "bigstate", "manyevents":
+		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash":
 		return directive{name: name, arg: strings.TrimSpace(arg)}
 	}
 	return directive{}

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 
@@ -18,8 +19,11 @@ import (
 //	/badevent        a message.output whose data has an unknown field
 //	/bigstate <n>    keeps n bytes of state
 //	/manyevents <n>  n more small message.output events
+//	/crash           kills the process (exit code CrashExitCode)
 func (a *Agent) poison(ctx context.Context, d directive, r runtime.StepResult) (runtime.StepResult, error) {
 	switch d.name {
+	case "crash":
+		a.crash()
 	case "panic":
 		panic("demo: /panic directive")
 	case "hang":
@@ -37,6 +41,20 @@ func (a *Agent) poison(ctx context.Context, d directive, r runtime.StepResult) (
 		}
 	}
 	return r, nil
+}
+
+// CrashExitCode is the exit code of the /crash directive.
+const CrashExitCode = 70
+
+// crash ends the process at once, as a fatal runtime error Go cannot
+// recover would (a stack overflow, a concurrent map write): no deferred
+// function runs, no step result is returned.
+func (a *Agent) crash() {
+	if a.Exit != nil {
+		a.Exit(CrashExitCode)
+		return
+	}
+	os.Exit(CrashExitCode)
 }
 
 // size parses a byte or event count; a bad or missing one is zero.

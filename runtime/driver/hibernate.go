@@ -312,15 +312,18 @@ func (o *Owner) sweepInbox(ctx context.Context) (int, error) {
 const sweepWakes = 16
 
 // hibernatedWithWork reports whether session id is hibernated on this
-// deployment with an unprocessed command on token. The record is a direct
+// deployment (or adoptable by it) with an unprocessed command on token; a
+// quarantined session never is, its commands wait in the inbox. The record is a direct
 // get (a hint): the wake decides by a leader read and a CAS.
 func (o *Owner) hibernatedWithWork(ctx context.Context, id, tok string) bool {
 	cur, err := o.cfg.Store.GetSession(ctx, id)
 	if err != nil {
 		return false
 	}
-	ours := cur.Record.State == record.StateHibernated && cur.Record.DeploymentID == o.cfg.Deployment
-	if !ours && !o.adoptable(ctx, cur.Record) {
+	rec := cur.Record
+	ours := rec.State == record.StateHibernated && rec.DeploymentID == o.cfg.Deployment &&
+		(rec.Retry == nil || rec.Retry.DeploymentID == o.cfg.Deployment)
+	if !ours && !o.adoptable(ctx, rec) {
 		return false
 	}
 	cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint)

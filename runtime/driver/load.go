@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Load claims an existing session for this process (epoch+1) and runs it:
@@ -53,6 +55,12 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 		return false, ErrFenced
 	}
 	s, err := o.claim(ctx, cur)
+	if errors.Is(err, ErrQuarantined) {
+		// No owner holds a quarantined session: no index entry either.
+		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil && !errors.Is(err, record.ErrNotFound) {
+			o.log.Debug("remove index entry of quarantined session", "session", id, "err", err)
+		}
+	}
 	if err != nil {
 		return false, err
 	}
@@ -79,17 +87,49 @@ func (o *Owner) isLoaded(id string) bool {
 
 // claim CASes the record to this run: epoch+1, this process, a new consumer.
 // The checkpoint (and its history segments) must be readable first: an
-// owner never claims a session it cannot run.
+// owner never claims a session it cannot run. A quarantined record is
+// refused (ErrQuarantined), an attempt before the quarantine backoff has
+// passed is deferred (ErrDeferred); an unreadable checkpoint is a counted
+// attempt, and the attempt that reaches Config.QuarantineAfter
+// quarantines the session instead of claiming it (quarantine.go).
 func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error) {
+	if cur.Record.Quarantined() {
+		return nil, ErrQuarantined
+	}
+	if err := o.deferBoot(cur.Record); err != nil {
+		return nil, err
+	}
 	hist := o.newHistory()
 	d, err := o.readCheckpoint(ctx, cur.Record.SessionID, hist, cur.Record.Checkpoint)
 	if err != nil {
-		return nil, err
+		return nil, o.bootFailed(ctx, cur, err)
 	}
-	// A staged record whose source died is adopted: the handoff failed.
-	rec, err := record.Claim(cur.Record, o.newOwner(), record.Boot{Settled: settledState(d.snap), InFlight: inFlight(d.snap), At: o.now()})
+	withFloor(&d, cur.Record)
+	if n := record.Attempt(cur.Record, inFlight(d.snap)); n >= o.cfg.QuarantineAfter {
+		return nil, o.quarantine(ctx, cur, n, record.Failure(cur.Record), &d)
+	}
+	if len(cur.Record.FloorEvent) > 0 {
+		// The event appended outside a commit must be on the stream before
+		// this run's first one.
+		if _, err := o.publishPending(ctx, o.appender(cur.Record.SessionID), cur.Record, nil); err != nil {
+			return nil, fmt.Errorf("driver: claim %s: floor event: %w", cur.Record.SessionID, err)
+		}
+	}
+	rec, err := o.claimCAS(ctx, cur, d)
 	if err != nil {
 		return nil, err
+	}
+	return o.claimed(ctx, cur, rec, d, hist)
+}
+
+// claimCAS is the claim's one write: record.Claim at the revision read
+// (a staged record whose source died is adopted: the handoff failed), a
+// lost reply settled by a leader read.
+func (o *Owner) claimCAS(ctx context.Context, cur record.Session, d decoded) (claimedRec, error) {
+	boot := record.Boot{Settled: settledState(d.snap), InFlight: inFlight(d.snap), At: o.now().UTC()}
+	rec, err := record.Claim(cur.Record, o.newOwner(), boot)
+	if err != nil {
+		return claimedRec{}, err
 	}
 	rev, err := o.cfg.Store.UpdateSession(ctx, rec, cur.Revision)
 	if err != nil && !errors.Is(err, record.ErrConflict) && !errors.Is(err, record.ErrInvalid) && !errors.Is(err, record.ErrTooLarge) {
@@ -99,8 +139,25 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 		o.metrics.conflicts.WithLabelValues("claim").Inc()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
+		return claimedRec{}, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
 	}
+	if rec.BootAttempts > 0 {
+		o.log.Info("claimed a session whose last owner vanished unsettled", "session", rec.SessionID,
+			"attempt", rec.BootAttempts, "quarantine_after", o.cfg.QuarantineAfter)
+	}
+	return claimedRec{rec, rev}, nil
+}
+
+// claimedRec is a record as the claim wrote it, at its revision.
+type claimedRec struct {
+	rec record.SessionRecord
+	rev uint64
+}
+
+// claimed builds the session a claim took: the handoff marker cleaned, the
+// owned tokens, the machine at the checkpoint.
+func (o *Owner) claimed(ctx context.Context, cur record.Session, c claimedRec, d decoded, hist *history) (*session, error) {
+	rec := c.rec
 	if _, err := handoff.Clean(ctx, o.cfg.Store, rec.SessionID); err != nil {
 		o.log.Debug("clean handoff marker", "session", rec.SessionID, "err", err)
 	}
@@ -108,7 +165,7 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 	if err != nil {
 		return nil, err
 	}
-	s, err := o.newSession(rec, rev, d.snap, tokens, 0)
+	s, err := o.newSession(rec, c.rev, d.snap, tokens, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -123,21 +180,41 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 	return s, nil
 }
 
+// withFloor raises the snapshot's event seq to the record's floor: events
+// appended outside a commit (session.quarantined, session.retried) follow
+// the checkpoint's.
+func withFloor(d *decoded, rec record.SessionRecord) {
+	d.snap.EventSeq = rec.EventSeq(d.snap.EventSeq)
+}
+
 // readCheckpoint decodes a session's checkpoint and reads its out-of-line
 // content (history segments, state, input texts) back into the snapshot:
 // what an owner must be able to read before it claims the session.
 func (o *Owner) readCheckpoint(ctx context.Context, id string, hist *history, cp []byte) (decoded, error) {
 	d, err := decodeCheckpoint(cp)
 	if err != nil {
-		return decoded{}, fmt.Errorf("driver: session %s checkpoint: %w", id, err)
+		return decoded{}, fmt.Errorf("%w: session %s checkpoint: %w", ErrUnbootable, id, err)
 	}
 	if d.snap.History, err = hist.load(ctx, d.segments, d.snap.History); err != nil {
-		return decoded{}, fmt.Errorf("driver: session %s history: %w", id, err)
+		return decoded{}, unbootable(fmt.Errorf("driver: session %s history: %w", id, err))
 	}
 	if err := o.blobs.hydrate(ctx, id, &d); err != nil {
-		return decoded{}, err
+		return decoded{}, unbootable(err)
 	}
 	return d, nil
+}
+
+// unbootable marks an error reading out-of-line content that will recur:
+// the object is gone, does not match its digest, or does not decode. A
+// store that did not answer is left as it is (the attempt is not counted).
+func unbootable(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, wire.ErrDigestMismatch) ||
+		errors.As(err, &syntax) || errors.As(err, &typ) {
+		return fmt.Errorf("%w: %w", ErrUnbootable, err)
+	}
+	return err
 }
 
 // ownedTokens is the token set a booting owner filters on: the stable token

@@ -20,6 +20,7 @@ type metrics struct {
 	wakes        *prometheus.CounterVec // by source and outcome
 	findings     *prometheus.CounterVec // by sweeper
 	hibernatedG  prometheus.Gauge
+	quarantinedG prometheus.Gauge
 	steps        *prometheus.HistogramVec // step duration by outcome
 	inboxLag     prometheus.Histogram     // command stored → read by its session
 	handoffs     *prometheus.CounterVec   // by outcome (completed, failed, skipped) and reason
@@ -60,6 +61,10 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_sessions_hibernated",
 			Help: "Hibernated sessions of this deployment, as of the last orphan sweep.",
 		}),
+		quarantinedG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_owner_sessions_quarantined",
+			Help: "Quarantined sessions of this deployment (no owner runs them until an operator retries or ends them), as of the last orphan sweep.",
+		}),
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "baton_owner_step_seconds",
 			Help:    "Duration of agent steps by outcome (continue, done, input, authorize, task, finish, error).",
@@ -99,7 +104,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG,
+	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG, m.quarantinedG,
 		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.stepFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",

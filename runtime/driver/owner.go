@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,18 @@ type Config struct {
 	// 0: no drain, sessions stop at once (their uncommitted work re-runs
 	// elsewhere).
 	DrainTimeout time.Duration
+	// QuarantineAfter is how many counted boot attempts quarantine a
+	// session (docs/driver.md, "Quarantine"): an attempt that failed
+	// before its claim (ErrUnbootable), or a claim of a record whose
+	// previous owner vanished with a step in flight or mid-boot. The
+	// attempt that reaches it parks the session instead of running it
+	// (default 3, at least 1).
+	QuarantineAfter int
+	// QuarantineBackoff is the wait before the next attempt after one,
+	// two, … counted attempts, the last entry repeating, each stretched by
+	// up to a half by a per-session jitter (nil: 1s, 5s, 30s; empty: no
+	// wait).
+	QuarantineBackoff []time.Duration
 	// Faults injects failures in tests; nil in production.
 	Faults *Faults
 	// Now is the machine's clock (default time.Now). Leases always use the
@@ -259,6 +272,7 @@ type Owner struct {
 	sessions map[string]*loaded
 	loading  map[string]bool // claims in progress (create or Load)
 	restarts map[string]int  // consecutive failed runs per session
+	retrying map[string]bool // boot attempts scheduled after the quarantine backoff
 	wg       sync.WaitGroup  // session goroutines
 	bg       sync.WaitGroup  // adoption, wake and restart goroutines
 	ctx      context.Context // the serving context of the current lease period
@@ -311,7 +325,7 @@ func New(cfg Config) (*Owner, error) {
 	}
 	o := &Owner{checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		cfg: cfg, faults: cfg.Faults, born: time.Now(),
-		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
+		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{}, retrying: map[string]bool{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
 		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}), segs: newSegmentCache(),
 	}
@@ -366,6 +380,12 @@ func (c Config) withDefaults() Config {
 	if c.StepTimeout == 0 {
 		c.StepTimeout = DefaultStepTimeout
 	}
+	if c.QuarantineAfter == 0 {
+		c.QuarantineAfter = DefaultQuarantineAfter
+	}
+	if c.QuarantineBackoff == nil {
+		c.QuarantineBackoff = DefaultQuarantineBackoff
+	}
 	return c
 }
 
@@ -383,6 +403,10 @@ func (c Config) validateDurability() error {
 		return fmt.Errorf("driver: step timeout %v: must not be negative", c.StepTimeout)
 	case c.SweepInterval < 0 || c.TaskAckWait < time.Second:
 		return fmt.Errorf("driver: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
+	case c.QuarantineAfter < 1:
+		return fmt.Errorf("driver: quarantine after %d attempts: must be at least 1", c.QuarantineAfter)
+	case slices.ContainsFunc(c.QuarantineBackoff, func(d time.Duration) bool { return d < 0 }):
+		return fmt.Errorf("driver: quarantine backoff %v: no step may be negative", c.QuarantineBackoff)
 	}
 	return nil
 }
@@ -562,11 +586,18 @@ func (o *Owner) resumeOne(ctx context.Context, id string) {
 	case rep.Error != nil:
 		// The orphan sweeper re-claims it (the record names this process).
 		o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
-	case rep.Outcome == protocol.WakeElsewhere || rep.Outcome == protocol.WakeMissing:
+	case staleEntry(rep.Outcome):
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 			o.log.Warn("drop stale index entry", "session", id, "err", err)
 		}
 	}
+}
+
+// staleEntry reports a wake outcome after which this process's index
+// entry of the session is stale: it runs elsewhere, is gone, or no owner
+// runs it (quarantined).
+func staleEntry(out protocol.WakeOutcome) bool {
+	return out == protocol.WakeElsewhere || out == protocol.WakeMissing || out == protocol.WakeQuarantined
 }
 
 func (o *Owner) stopAll() {
@@ -727,9 +758,9 @@ func (o *Owner) restartLater(id string, ran time.Duration) {
 		}
 		rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeRestart})
 		o.log.Info("restarted a failed session", "session", id, "outcome", rep.Outcome, "error", rep.Error)
-		if rep.Outcome == protocol.WakeElsewhere || rep.Outcome == protocol.WakeMissing {
-			// It runs elsewhere now (a handoff that completed after all):
-			// this process's index entry is stale.
+		if staleEntry(rep.Outcome) {
+			// It runs elsewhere now (a handoff that completed after all),
+			// or no owner runs it: this process's index entry is stale.
 			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 				o.log.Debug("remove stale index entry", "session", id, "err", err)
 			}

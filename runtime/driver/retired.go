@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -55,10 +54,17 @@ func (o *Owner) ownerGone(rec record.SessionRecord) bool {
 }
 
 // adoptable reports whether this process may adopt the session of another
-// deployment: that deployment is retired and the session has no live owner.
+// deployment: that deployment is retired and the session has no live
+// owner, or an operator retried the quarantined session on this one
+// (record.RetryTarget). A quarantined session is never adoptable.
 func (o *Owner) adoptable(ctx context.Context, rec record.SessionRecord) bool {
-	return rec.DeploymentID != o.cfg.Deployment && rec.State != record.StateEnded && rec.State != record.StateHandoff &&
-		o.isRetired(ctx, rec.DeploymentID) && o.ownerGone(rec)
+	switch {
+	case rec.DeploymentID == o.cfg.Deployment, rec.State == record.StateEnded, rec.State == record.StateHandoff, rec.Quarantined():
+		return false
+	case rec.Retry != nil:
+		return rec.Retry.DeploymentID == o.cfg.Deployment && o.ownerGone(rec)
+	}
+	return o.isRetired(ctx, rec.DeploymentID) && o.ownerGone(rec)
 }
 
 // ErrWaitsPending refuses an unforced adoption of a session with a live
@@ -66,20 +72,23 @@ func (o *Owner) adoptable(ctx context.Context, rec record.SessionRecord) bool {
 // it across deployments, cancelling its waits.
 var ErrWaitsPending = errors.New("driver: session of a retired deployment has pending waits; move it with force")
 
-// adoptRetired claims a session of a retired deployment for this process
-// (epoch+1, this deployment) and runs it with BootAdopt. A session with a
-// live wait is adopted only when a forced move to this deployment is among
-// its unprocessed commands; its waits are then cancelled. It reports
-// whether it claimed the session.
+// adoptRetired claims a session of a retired deployment, or one an
+// operator retried on this deployment, for this process (epoch+1, this
+// deployment) and runs it with BootAdopt. A session with a live wait is
+// adopted only when forced — a forced move to this deployment among its
+// unprocessed commands, or a forced retry —; its waits are then
+// cancelled. It reports whether it claimed the session.
 func (o *Owner) adoptRetired(ctx context.Context, cur record.Session) (bool, error) {
 	id := cur.Record.SessionID
 	d, err := decodeCheckpoint(cur.Record.Checkpoint)
 	if err != nil {
-		return false, fmt.Errorf("driver: session %s checkpoint: %w", id, err)
+		// The claim reads it again, and counts the failed attempt.
+		return o.load(ctx, id, runtime.BootAdopt, &cur, &runtime.AdoptInfo{})
 	}
 	w := d.snap.Waits
-	force := false
-	if w.Input != nil || w.Auth != nil || len(w.Tasks) > 0 {
+	waits := w.Input != nil || w.Auth != nil || len(w.Tasks) > 0
+	force := cur.Record.Retry != nil && cur.Record.Retry.Force
+	if waits && !force {
 		tokens, err := encodedTokens(id, d.snap.Aliases)
 		if err != nil {
 			return false, err
@@ -91,7 +100,7 @@ func (o *Owner) adoptRetired(ctx context.Context, cur record.Session) (bool, err
 			return false, ErrWaitsPending
 		}
 	}
-	return o.load(ctx, id, runtime.BootAdopt, &cur, &runtime.AdoptInfo{Force: force})
+	return o.load(ctx, id, runtime.BootAdopt, &cur, &runtime.AdoptInfo{Force: force && waits})
 }
 
 // maxForcedScan bounds how many unprocessed commands forcedMove reads.

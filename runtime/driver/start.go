@@ -234,6 +234,7 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 // does after its CAS; d and hist are what the candidate's validation read.
 func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d decoded, hist *history) (*session, error) {
 	rec := act.Session.Record
+	withFloor(&d, rec)
 	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.snap.Aliases)
 	if err != nil {
 		return nil, err

@@ -31,7 +31,15 @@ func jittered(ctx context.Context, interval time.Duration, f func()) {
 	}
 }
 
-// needsOwner: the states in which a session has a running owner.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// needsOwner: the states in which a session has a running owner (never
+// ended, hibernated or quarantined).
 func needsOwner(st record.State) bool {
 	return st == record.StateActive || st == record.StateHandoff || st == record.StatePaused
 }
@@ -50,17 +58,21 @@ func (o *Owner) sweep(ctx context.Context) {
 		return
 	}
 	orphans := map[string][]string{}
-	hibernated := 0
-	defer func() { o.metrics.hibernatedG.Set(float64(hibernated)) }()
+	var hibernated, quarantined int
+	defer func() {
+		o.metrics.hibernatedG.Set(float64(hibernated))
+		o.metrics.quarantinedG.Set(float64(quarantined))
+	}()
 	for _, id := range ids {
 		cur, err := o.cfg.Store.GetSession(ctx, id)
 		if err != nil {
 			continue
 		}
 		r := cur.Record
-		if r.DeploymentID == o.cfg.Deployment && r.State == record.StateHibernated {
-			hibernated++
-		}
+		hibernated += b2i(r.DeploymentID == o.cfg.Deployment && r.State == record.StateHibernated)
+		// Counted by the deployment that quarantined it (an adopter of a
+		// retired deployment's session, or the session's own).
+		quarantined += b2i(r.Quarantined() && r.Quarantine != nil && r.Quarantine.DeploymentID == o.cfg.Deployment)
 		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {
 			continue
 		}

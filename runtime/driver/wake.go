@@ -97,6 +97,19 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 	}
 	rec := cur.Record
 	owner := rec.OwnerProcess
+	if rec.Quarantined() {
+		o.quarantinedWake(ctx, rec)
+		rep.Outcome = protocol.WakeQuarantined
+		return rep, false
+	}
+	if t := rec.Retry; t != nil && t.DeploymentID != o.cfg.Deployment {
+		// An operator retried it on another deployment: that one adopts it.
+		if !req.Forwarded {
+			o.forwardWake(t.DeploymentID, req)
+		}
+		rep.Outcome = protocol.WakeElsewhere
+		return rep, false
+	}
 	if o.adoptable(ctx, rec) {
 		loaded, err := o.adoptRetired(ctx, cur)
 		return o.loadReply(rep, loaded, err)
@@ -127,6 +140,18 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 	return o.loadReply(rep, loaded, err)
 }
 
+// quarantinedWake answers a wake of a quarantined session: nothing runs
+// it, but the session.quarantined event its record carries is appended if
+// the quarantining process could not (idempotent).
+func (o *Owner) quarantinedWake(ctx context.Context, rec record.SessionRecord) {
+	if len(rec.FloorEvent) == 0 {
+		return
+	}
+	if _, err := o.publishPending(ctx, o.appender(rec.SessionID), rec, nil); err != nil {
+		o.log.Debug("append the floor event of a quarantined session", "session", rec.SessionID, "err", err)
+	}
+}
+
 // loadReply turns the result of a claim into a wake's reply; the bool asks
 // Wake to decide again (the record moved on meanwhile).
 func (o *Owner) loadReply(rep protocol.WakeReply, loaded bool, err error) (protocol.WakeReply, bool) {
@@ -138,6 +163,12 @@ func (o *Owner) loadReply(rep protocol.WakeReply, loaded bool, err error) (proto
 		code = protocol.CodeAtCapacity
 	case errors.Is(err, ErrWaitsPending):
 		code = protocol.CodeWaitsPending
+	case errors.Is(err, ErrQuarantined):
+		rep.Outcome = protocol.WakeQuarantined
+		return rep, false
+	case errors.Is(err, ErrDeferred):
+		rep.Outcome, rep.ProcessID = protocol.WakeDeferred, o.cfg.ProcessID
+		return rep, false
 	case err == nil && loaded:
 		rep.Outcome, rep.ProcessID = protocol.WakeLoaded, o.cfg.ProcessID
 		return rep, false
