@@ -141,6 +141,10 @@ func Terminate(r SessionRecord, writer string, ev Appended) (SessionRecord, erro
 // Quarantined reports a record that no owner may run.
 func (r SessionRecord) Quarantined() bool { return r.State == StateQuarantined }
 
+// Terminated reports a session an operator ended while it was quarantined
+// (Terminate): its checkpoint does not say ended, and no owner may run it.
+func (r SessionRecord) Terminated() bool { return r.State == StateEnded && r.Quarantine != nil }
+
 // EventSeq is the seq a boot of r continues from: the larger of the
 // checkpoint's (cpSeq) and the record's floor.
 func (r SessionRecord) EventSeq(cpSeq uint64) uint64 { return max(cpSeq, r.EventSeqFloor) }

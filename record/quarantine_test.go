@@ -120,7 +120,7 @@ func TestQuarantineTransitions(t *testing.T) {
 		{"terminate", func() (record.SessionRecord, error) {
 			return record.Terminate(parkedRec(t), "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
 		}, func(r record.SessionRecord) bool {
-			return r.State == record.StateEnded && r.EventSeqFloor == 8 && r.Writer == "end-1" && r.Quarantine != nil
+			return r.State == record.StateEnded && r.EventSeqFloor == 8 && r.Writer == "end-1" && r.Terminated() && !r.Quarantined()
 		}},
 		{"terminate a live session", func() (record.SessionRecord, error) {
 			return record.Terminate(active, "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
@@ -158,6 +158,7 @@ func TestQuarantineTransitions(t *testing.T) {
 			}
 			return record.Claim(r, blue, record.Boot{Settled: record.StateActive})
 		}, nil},
+		{"activate a quarantined session", func() (record.SessionRecord, error) { return record.Activate(parkedRec(t), green, marker) }, nil},
 		{"release a quarantined session", func() (record.SessionRecord, error) { return record.Release(parkedRec(t), "w") }, nil},
 		{"hibernate a quarantined session", func() (record.SessionRecord, error) {
 			q := parkedRec(t)

@@ -20,4 +20,7 @@ var (
 	// attempts failed and the quarantine backoff has not passed. The
 	// process that deferred it tries again when it has.
 	ErrDeferred = errors.New("driver: boot attempt deferred (quarantine backoff)")
+	// errTerminated: an operator ended the session while it was
+	// quarantined; nothing is left to run (the wake outcome "ended").
+	errTerminated = errors.New("driver: session ended by an operator")
 )

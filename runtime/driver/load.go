@@ -93,8 +93,11 @@ func (o *Owner) isLoaded(id string) bool {
 // attempt, and the attempt that reaches Config.QuarantineAfter
 // quarantines the session instead of claiming it (quarantine.go).
 func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error) {
-	if cur.Record.Quarantined() {
+	switch {
+	case cur.Record.Quarantined():
 		return nil, ErrQuarantined
+	case cur.Record.Terminated():
+		return nil, o.terminated(ctx, cur.Record)
 	}
 	if err := o.deferBoot(cur.Record); err != nil {
 		return nil, err

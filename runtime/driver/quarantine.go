@@ -99,6 +99,17 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 	return ErrQuarantined
 }
 
+// terminated handles a wake or claim of a session an operator ended while
+// it was quarantined: nothing runs it (its checkpoint does not say ended);
+// only the session.ended its record carries is appended if the operator
+// could not. It returns errTerminated.
+func (o *Owner) terminated(ctx context.Context, rec record.SessionRecord) error {
+	if _, err := o.publishPending(ctx, o.appender(rec.SessionID), rec, nil); err != nil {
+		o.log.Debug("append the floor event of a terminated session", "session", rec.SessionID, "err", err)
+	}
+	return errTerminated
+}
+
 // casRecord writes rec at rev; a write whose reply was lost is settled by
 // a leader read of its writer stamp.
 func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uint64) error {

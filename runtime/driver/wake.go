@@ -97,9 +97,14 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 	}
 	rec := cur.Record
 	owner := rec.OwnerProcess
-	if rec.Quarantined() {
+	switch {
+	case rec.Quarantined():
 		o.quarantinedWake(ctx, rec)
 		rep.Outcome = protocol.WakeQuarantined
+		return rep, false
+	case rec.Terminated():
+		_ = o.terminated(ctx, rec)
+		rep.Outcome = protocol.WakeEnded
 		return rep, false
 	}
 	if t := rec.Retry; t != nil && t.DeploymentID != o.cfg.Deployment {
@@ -165,6 +170,9 @@ func (o *Owner) loadReply(rep protocol.WakeReply, loaded bool, err error) (proto
 		code = protocol.CodeWaitsPending
 	case errors.Is(err, ErrQuarantined):
 		rep.Outcome = protocol.WakeQuarantined
+		return rep, false
+	case errors.Is(err, errTerminated):
+		rep.Outcome = protocol.WakeEnded
 		return rep, false
 	case errors.Is(err, ErrDeferred):
 		rep.Outcome, rep.ProcessID = protocol.WakeDeferred, o.cfg.ProcessID
