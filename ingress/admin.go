@@ -31,6 +31,7 @@ const (
 	CodeSameDeployment    = "same_deployment"     // 409: move to the session's own deployment
 	CodeTargetRetired     = "target_retired"      // 409: move to a retired deployment
 	CodeHandoffInProgress = "handoff_in_progress" // 409: release of a session mid-handoff
+	CodeQuarantined       = "quarantined"         // 409: release of a quarantined session (retry or end it)
 )
 
 // Bounds of the drain report page.
@@ -52,6 +53,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	s.route(mux, "POST /v1/admin/sessions/{id}/pause", s.admin(s.httpPauseResume(wire.KindPause)))
 	s.route(mux, "POST /v1/admin/sessions/{id}/resume", s.admin(s.httpPauseResume(wire.KindResume)))
 	s.route(mux, "POST /v1/admin/sessions/{id}/release", s.admin(s.httpRelease))
+	s.quarantineRoutes(mux)
 	s.route(mux, "/v1/admin/", s.admin(noRoute(mux, "admin route")))
 }
 
@@ -319,6 +321,9 @@ func (s *Server) Release(ctx context.Context, id string) (Released, error) {
 	case record.StateHandoff:
 		return Released{}, &Error{Err: ErrConflict, Detail: CodeHandoffInProgress,
 			Message: "session " + id + " is mid-handoff; the handoff transaction settles it (retry later)"}
+	case record.StateQuarantined:
+		return Released{}, &Error{Err: ErrConflict, Detail: CodeQuarantined,
+			Message: "session " + id + " is quarantined: no owner holds it; retry it (POST /v1/admin/sessions/" + id + "/retry) or end it"}
 	}
 	rec, err := record.Release(cur.Record, "release-"+ulid.Make().String())
 	if err != nil {
@@ -399,7 +404,7 @@ type DeploymentReport struct {
 	DeploymentID string          `json:"deploymentId"`
 	Retired      bool            `json:"retired"`
 	RetiredAt    *time.Time      `json:"retiredAt,omitempty"`
-	Sessions     map[string]int  `json:"sessions"` // by state: active, handoff, hibernated, paused, ended
+	Sessions     map[string]int  `json:"sessions"` // by state: active, handoff, hibernated, paused, ended, quarantined
 	Idle         int             `json:"idle"`
 	NotIdle      []SessionReport `json:"notIdle"`
 }
@@ -408,7 +413,7 @@ type DeploymentReport struct {
 type SessionReport struct {
 	SessionID    string `json:"sessionId"`
 	State        string `json:"state"`
-	Why          string `json:"why"` // busy, paused, input, authorization, task, queued
+	Why          string `json:"why"` // busy, paused, input, authorization, task, queued, quarantined
 	OwnerProcess string `json:"ownerProcess,omitempty"`
 	Epoch        uint64 `json:"epoch"`
 }
@@ -477,7 +482,7 @@ func (s *Server) DrainReport(ctx context.Context, after string, limit int) (Drai
 		if d == nil {
 			d = &DeploymentReport{DeploymentID: dep, NotIdle: []SessionReport{},
 				Sessions: map[string]int{}}
-			for _, st := range []record.State{record.StateActive, record.StateHandoff, record.StateHibernated, record.StatePaused, record.StateEnded} {
+			for _, st := range []record.State{record.StateActive, record.StateHandoff, record.StateHibernated, record.StatePaused, record.StateEnded, record.StateQuarantined} {
 				d.Sessions[string(st)] = 0
 			}
 			byDep[dep] = d
@@ -505,6 +510,10 @@ func (s *Server) DrainReport(ctx context.Context, after string, limit int) (Drai
 		d := get(rec.DeploymentID)
 		d.Sessions[string(rec.State)]++
 		if rec.State == record.StateEnded {
+			continue
+		}
+		if rec.Quarantined() {
+			d.NotIdle = append(d.NotIdle, SessionReport{SessionID: id, State: string(rec.State), Why: string(record.StateQuarantined), Epoch: rec.Epoch})
 			continue
 		}
 		cp, err := wire.DecodeCheckpoint(rec.Checkpoint)

@@ -58,13 +58,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 }
 
 // endedBefore reports an ended session whose last event the cursor has
-// seen.
+// seen: the checkpoint's, or the operator's session.ended at the record's
+// floor (an end of a quarantined session).
 func endedBefore(rec record.SessionRecord, after uint64) bool {
 	if rec.State != record.StateEnded {
 		return false
 	}
+	if rec.Terminated() {
+		return after >= rec.EventSeqFloor
+	}
 	cp, err := wire.DecodeCheckpoint(rec.Checkpoint)
-	return err == nil && after >= cp.EventSeq
+	return err == nil && after >= rec.EventSeq(cp.EventSeq)
 }
 
 // eventsQuery reads ?after, Last-Event-ID and ?follow.

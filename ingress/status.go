@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
@@ -17,11 +18,23 @@ type Status struct {
 	OwnerRunID   string   `json:"ownerRunId"`
 	DeploymentID string   `json:"deploymentId"`
 	Epoch        uint64   `json:"epoch"`
-	State        string   `json:"state"` // active, handoff, hibernated, paused, ended
+	State        string   `json:"state"` // active, handoff, hibernated, paused, ended, quarantined
 	Idle         bool     `json:"idle"`
 	QueueDepth   int      `json:"queueDepth"`
 	EventSeq     uint64   `json:"eventSeq"`
 	Tokens       []string `json:"tokens"` // raw addresses: the session ID, then the aliases
+	// BootAttempts counts the boot attempts since the session was last
+	// settled (docs/driver.md, "Quarantine"); 0 for a healthy session.
+	BootAttempts int `json:"bootAttempts"`
+	// Quarantine is set while the state is quarantined.
+	Quarantine *QuarantineStatus `json:"quarantine,omitempty"`
+}
+
+// QuarantineStatus says why and since when a session is quarantined.
+type QuarantineStatus struct {
+	Attempts int       `json:"attempts"`
+	Error    string    `json:"error"`
+	Since    time.Time `json:"since"`
 }
 
 // maxQueueCount caps the commands QueueDepth counts (it is then a lower
@@ -39,6 +52,10 @@ const maxQueueCount = 1000
 //   - idle: active or hibernated, no turn live, nothing awaited (input,
 //     authorization, tasks), not paused and queueDepth 0 — the docs/runtime.md
 //     rule as far as the record can tell.
+//
+// A checkpoint this build cannot decode (a quarantined session's, say) is
+// read as far as its stable members go (wire.PeekCheckpoint): the session
+// is then not idle.
 func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	if err := checkSessionID(sessionID); err != nil {
 		return Status{}, err
@@ -55,19 +72,41 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 		return Status{}, fail(ErrUnavailable, "read session %s: %v", sessionID, err)
 	}
 	rec := cur.Record
-	cp, err := wire.DecodeCheckpoint(rec.Checkpoint)
+	cp, readable, err := readCheckpoint(rec)
 	if err != nil {
 		return Status{}, fail(ErrUnavailable, "session %s: checkpoint: %v", sessionID, err)
 	}
 	st := Status{
 		SessionID: rec.SessionID, OwnerRunID: rec.OwnerRunID, DeploymentID: rec.DeploymentID,
-		Epoch: rec.Epoch, State: string(rec.State), EventSeq: cp.EventSeq, Tokens: cp.Tokens,
+		Epoch: rec.Epoch, State: string(rec.State), EventSeq: rec.EventSeq(cp.EventSeq), Tokens: cp.Tokens,
+		BootAttempts: rec.BootAttempts,
+	}
+	if q := rec.Quarantine; q != nil && rec.Quarantined() {
+		st.Quarantine = &QuarantineStatus{Attempts: q.Attempts, Error: q.Error, Since: q.Since}
 	}
 	if st.QueueDepth, err = s.queueDepthUpTo(ctx, a, cp, maxQueueCount); err != nil {
 		return Status{}, fail(ErrUnavailable, "session %s: inbox: %v", sessionID, err)
 	}
-	st.Idle = record.NotIdle(record.CheckpointActivity(rec, cp, st.QueueDepth > 0)) == ""
+	st.Idle = readable && record.NotIdle(record.CheckpointActivity(rec, cp, st.QueueDepth > 0)) == ""
 	return st, nil
+}
+
+// readCheckpoint decodes the record's checkpoint, or, when this build
+// cannot, peeks at its stable members (readable is then false).
+func readCheckpoint(rec record.SessionRecord) (cp wire.Checkpoint, readable bool, err error) {
+	cp, err = wire.DecodeCheckpoint(rec.Checkpoint)
+	if err == nil {
+		return cp, true, nil
+	}
+	p, perr := wire.PeekCheckpoint(rec.Checkpoint)
+	if perr != nil {
+		return wire.Checkpoint{}, false, err
+	}
+	cp = wire.Checkpoint{SessionID: p.SessionID, EventSeq: p.EventSeq, Tokens: p.Tokens, Applied: p.Applied}
+	if len(cp.Tokens) == 0 {
+		cp.Tokens = []string{rec.SessionID}
+	}
+	return cp, false, nil
 }
 
 // queueDepthUpTo counts the unapplied commands on the session's inbox
