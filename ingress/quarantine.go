@@ -111,7 +111,9 @@ func (s *Server) Retry(ctx context.Context, id, target string, force bool) (Retr
 	}
 	writer := "admin-" + ulid.Make().String()
 	next, seq, err := s.operate(ctx, rec, writer, wire.EventSessionRetried, wire.SessionRetried{DeploymentID: dep},
-		func(ev record.Appended) (record.SessionRecord, error) { return record.Retry(rec, dep, force, writer, ev) })
+		func(ev record.Appended) (record.SessionRecord, error) {
+			return record.Retry(rec, dep, force, writer, ev)
+		})
 	if err != nil {
 		return Retried{}, err
 	}
