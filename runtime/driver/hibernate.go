@@ -260,10 +260,10 @@ func (l *loaded) askHibernate() {
 // inboxSweepLoop runs the inbox sweeper every InboxSweepInterval (±10 %).
 func (o *Owner) inboxSweepLoop(ctx context.Context) {
 	jittered(ctx, o.cfg.InboxSweepInterval, func() {
-		if n, err := o.sweepInbox(ctx); err != nil {
+		if woken, err := o.sweepInbox(ctx); err != nil {
 			o.log.Debug("inbox sweep", "err", err)
-		} else if n > 0 {
-			o.log.Info("inbox sweep woke hibernated sessions", "sessions", n)
+		} else if len(woken) > 0 {
+			o.log.Info("inbox sweep woke hibernated sessions", "sessions", len(woken))
 		}
 	})
 }
@@ -272,15 +272,15 @@ func (o *Owner) inboxSweepLoop(ctx context.Context) {
 // commands are purged, so these are few), resolves each token to its
 // session, and wakes every hibernated session of this deployment with an
 // unprocessed command. It is how a lost wake and a server-fired timer reach
-// a hibernated session. It returns how many sessions it woke.
-func (o *Owner) sweepInbox(ctx context.Context) (int, error) {
+// a hibernated session. It returns the sessions it woke.
+func (o *Owner) sweepInbox(ctx context.Context) ([]string, error) {
 	stream, err := o.cfg.JS.Stream(ctx, o.cfg.Names.InboxStream())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(o.cfg.Names.InboxAll()))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	prefix := o.cfg.Names.Inbox("")
 	woken := map[string]bool{}
@@ -305,7 +305,7 @@ func (o *Owner) sweepInbox(ctx context.Context) (int, error) {
 			o.log.Debug("inbox sweep: wake", "session", id, "err", err, "reply", rep.Error)
 		}
 	})
-	return len(wake), nil
+	return wake, nil
 }
 
 // sweepWakes bounds the wake requests one inbox sweep has in flight.

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Quarantine (docs/driver.md, "Quarantine"): a session that cannot boot,
@@ -95,6 +96,11 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 	if err := app.Append(ctx, seq, data); err != nil {
 		o.log.Debug("session.quarantined not appended; the next reader of the record appends it", "session", id, "err", err)
 	}
+	if prev := cur.Record.Consumer; prev != "" {
+		// The vanished owner's consumer: a quarantined session holds none
+		// (it would expire by its inactivity threshold anyway).
+		o.deleteConsumer(ctx, prev)
+	}
 	o.log.Warn("session quarantined", "session", id, "attempts", attempts, "error", cause, "event_seq", seq)
 	return ErrQuarantined
 }
@@ -108,6 +114,14 @@ func (o *Owner) terminated(ctx context.Context, rec record.SessionRecord) error 
 		o.log.Debug("append the floor event of a terminated session", "session", rec.SessionID, "err", err)
 	}
 	return errTerminated
+}
+
+// deleteConsumer deletes an inbox consumer, best effort.
+func (o *Owner) deleteConsumer(ctx context.Context, name string) {
+	err := o.cfg.JS.DeleteConsumer(ctx, o.cfg.Names.InboxStream(), name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		o.log.Debug("delete consumer", "consumer", name, "err", err)
+	}
 }
 
 // casRecord writes rec at rev; a write whose reply was lost is settled by
