@@ -90,18 +90,22 @@ func newEnv(t *testing.T, mutate ...func(*ingress.Config)) *env {
 
 // owner runs an in-process owner of deployment with the demo agent, as
 // runtime/driver's harness does; it stops when the test ends.
-func (e *env) owner(deployment, process string) (stop func()) {
+func (e *env) owner(deployment, process string, mutate ...func(*driver.Config)) (stop func()) {
 	e.t.Helper()
 	nc, js := natstest.Connect(e.t, e.url)
 	store, err := kv.Open(e.t.Context(), js, e.names)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	o, err := driver.New(driver.Config{
+	cfg := driver.Config{
 		NC: nc, JS: js, Store: store, Names: e.names, Deployment: deployment, ProcessID: process,
 		Agent: &demo.Agent{Log: &runtime.MemLog{}, Process: process}, TickInterval: 50 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	o, err := driver.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
