@@ -83,20 +83,44 @@ type Proc struct {
 // process is killed when the test ends.
 func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	stderr, err := p.Cmd.StderrPipe()
+	p, err := Launch(t, bin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// Launch is Start for goroutines other than the test's (a supervisor that
+// restarts a process): it returns the error instead of failing the test.
+func Launch(t testing.TB, bin string, args ...string) (*Proc, error) {
+	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	stderr, err := p.Cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
 	if err := p.Cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	go p.read(stderr)
 	t.Cleanup(func() {
 		_ = p.Cmd.Process.Kill()
 		<-p.done
 	})
-	return p
+	return p, nil
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// ExitCode is the exit code of an exited process (-1 while it runs, or
+// when a signal ended it).
+func (p *Proc) ExitCode() int {
+	select {
+	case <-p.done:
+		return p.Cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
 }
 
 func (p *Proc) read(r io.Reader) {

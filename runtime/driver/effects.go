@@ -76,6 +76,9 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	switch {
 	case err == nil:
 		s.rec, s.rev, s.outbox = rec, rev, outbox
+		if rec.BootAttempts == 0 {
+			s.o.dropSuspect(s.id) // settled: it did not kill the process
+		}
 		s.committedState(ctx)
 		s.o.metrics.committed(outbox)
 		s.o.faults.afterCommit(s.id)

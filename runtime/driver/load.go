@@ -108,8 +108,12 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 		return nil, o.bootFailed(ctx, cur, err)
 	}
 	withFloor(&d, cur.Record)
-	if n := record.Attempt(cur.Record, inFlight(d.snap)); n >= o.cfg.QuarantineAfter {
+	switch n := record.Attempt(cur.Record, inFlight(d.snap)); {
+	case n >= o.cfg.QuarantineAfter:
 		return nil, o.quarantine(ctx, cur, n, record.Failure(cur.Record), &d)
+	case n > 0 && !o.takeSuspect(cur.Record.SessionID):
+		o.retryAt(cur.Record.SessionID, cur.Record.OwnerProcess, suspectRetry+jitter(cur.Record.SessionID, n, suspectRetry))
+		return nil, ErrDeferred
 	}
 	if len(cur.Record.FloorEvent) > 0 {
 		// The event appended outside a commit must be on the stream before
@@ -120,9 +124,14 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 	}
 	rec, err := o.claimCAS(ctx, cur, d)
 	if err != nil {
+		o.dropSuspect(cur.Record.SessionID)
 		return nil, err
 	}
-	return o.claimed(ctx, cur, rec, d, hist)
+	s, err := o.claimed(ctx, cur, rec, d, hist)
+	if err != nil {
+		o.dropSuspect(cur.Record.SessionID)
+	}
+	return s, err
 }
 
 // claimCAS is the claim's one write: record.Claim at the revision read

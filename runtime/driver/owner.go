@@ -268,19 +268,21 @@ type Owner struct {
 	instance string    // nonce of this Run, written into the lease
 	born     time.Time // monotonic origin of validUntil
 
-	mu       sync.Mutex
-	sessions map[string]*loaded
-	loading  map[string]bool // claims in progress (create or Load)
-	restarts map[string]int  // consecutive failed runs per session
-	retrying map[string]bool // boot attempts scheduled after the quarantine backoff
-	wg       sync.WaitGroup  // session goroutines
-	bg       sync.WaitGroup  // adoption, wake and restart goroutines
-	ctx      context.Context // the serving context of the current lease period
-	state    jetstream.ObjectStore
-	segs     *segmentCache // history segments written or read (history.go)
-	txn      *handoff.Txn  // nil: handoff disabled
-	checker  *runtime.Checker
-	blobs    *blobs // out-of-line state, event and input content (blobs.go)
+	mu        sync.Mutex
+	sessions  map[string]*loaded
+	loading   map[string]bool // claims in progress (create or Load)
+	restarts  map[string]int  // consecutive failed runs per session
+	retrying  map[string]bool // boot attempts scheduled after the quarantine backoff
+	suspect   string          // the counted boot this process runs now (quarantine.go)
+	suspectAt time.Time
+	wg        sync.WaitGroup  // session goroutines
+	bg        sync.WaitGroup  // adoption, wake and restart goroutines
+	ctx       context.Context // the serving context of the current lease period
+	state     jetstream.ObjectStore
+	segs      *segmentCache // history segments written or read (history.go)
+	txn       *handoff.Txn  // nil: handoff disabled
+	checker   *runtime.Checker
+	blobs     *blobs // out-of-line state, event and input content (blobs.go)
 
 	lease    leaseState
 	peers    peerSet
@@ -688,6 +690,7 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 		defer cancel()
 		began := time.Now()
 		err := s.run(ctx, reason)
+		o.dropSuspect(s.id)
 		o.mu.Lock()
 		if o.sessions[s.id] == l {
 			delete(o.sessions, s.id)

@@ -238,6 +238,40 @@ func (o *Owner) retryAt(id, from string, wait time.Duration) {
 	})
 }
 
+// A counted boot (a suspect: its last owner vanished with a step in flight
+// or mid-boot) runs alone among suspects in a process, for suspectHold at
+// most: when one session's step kills its process, every session that was
+// mid-step there becomes a suspect, and re-run side by side the culprit
+// would kill its innocent neighbours again. One at a time, a neighbour's
+// re-run settles (its counter back to 0) before the culprit's next run, or
+// runs in a process the culprit is not in.
+const (
+	suspectHold  = 2 * time.Second
+	suspectRetry = 100 * time.Millisecond
+)
+
+// takeSuspect reserves this process's suspect slot for session id; false
+// while another suspect holds it (for less than suspectHold).
+func (o *Owner) takeSuspect(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.suspect != "" && o.suspect != id && time.Since(o.suspectAt) < suspectHold {
+		return false
+	}
+	o.suspect, o.suspectAt = id, time.Now()
+	return true
+}
+
+// dropSuspect frees the suspect slot if session id holds it: its run
+// settled (a commit reset its counter) or stopped.
+func (o *Owner) dropSuspect(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.suspect == id {
+		o.suspect = ""
+	}
+}
+
 // deferBoot defers a boot attempt that comes before rec's backoff has
 // passed: ErrDeferred, and a retry here when it has.
 func (o *Owner) deferBoot(rec record.SessionRecord) error {

@@ -101,17 +101,28 @@ func tail(s string, n int) string {
 // serves (lease acquired, index resumed, responders subscribed).
 func (c *cluster) owner(pid string, args ...string) *proctest.Proc {
 	c.t.Helper()
+	p := proctest.Start(c.t, c.bin, c.ownerArgs(pid, args...)...)
+	c.started(pid, p)
+	c.waitLogCount(p, "owner serving", 1)
+	return p
+}
+
+// ownerArgs are the flags of owner process pid: the cluster's, then args
+// (a later flag wins).
+func (c *cluster) ownerArgs(pid string, args ...string) []string {
 	all := []string{
 		"--nats-url", c.url, "--deployment-id", "v1", "--process-id", pid,
 		"--exec-log", filepath.Join(c.logs, pid+".jsonl"), "--lease-ttl", leaseTTL.String(),
 		"--sweep-interval", "1s", "--task-ack-wait", "2s", "--log-format", "json", "--log-level", "debug",
 	}
-	p := proctest.Start(c.t, c.bin, append(all, args...)...)
+	return append(all, args...)
+}
+
+// started records a run of process pid (its log is shown on failure).
+func (c *cluster) started(pid string, p *proctest.Proc) {
 	c.mu.Lock()
 	c.procs[pid] = append(c.procs[pid], p)
 	c.mu.Unlock()
-	c.waitLogCount(p, "owner serving", 1)
-	return p
 }
 
 // waitLogCount waits until p logged msg at least n times.
