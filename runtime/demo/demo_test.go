@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -115,5 +116,25 @@ func TestExecLog(t *testing.T) {
 	}
 	if k := a.EventKinds(); len(k) != 1 || k[0] != demo.EventSlept {
 		t.Fatalf("kinds %v", k)
+	}
+}
+
+// /crash ends the process from inside the step (os.Exit(70) unless
+// replaced): no result comes back.
+func TestCrashExits(t *testing.T) {
+	code := make(chan int, 1)
+	a := &demo.Agent{Exit: func(c int) {
+		code <- c
+		goruntime.Goexit() // as the process would end: the step never returns
+	}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = step(t, a, deliver("/crash"))
+		t.Error("the step returned after /crash")
+	}()
+	<-done
+	if c := <-code; c != 70 {
+		t.Fatalf("exit code %d", c)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // quarantining sets the quarantine threshold and backoff of an owner.
@@ -95,7 +96,8 @@ func notRunning(t *testing.T, e *env, id string, q record.Session, owners ...*ow
 func TestNoBootPathBootsQuarantined(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	p1 := e.owner("v1", "p1", hibernating(100*time.Millisecond, 0), quarantining(1))
+	reg := prometheus.NewRegistry()
+	p1 := e.owner("v1", "p1", hibernating(100*time.Millisecond, 0), quarantining(1), func(c *Config) { c.Registerer = reg })
 	id := e.start("v1").SessionID
 	e.send(id, deliver("hello"))
 	e.waitOutput(id, "hello")
@@ -121,6 +123,10 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 		t.Fatalf("inbox sweep woke %v (%v)", woken, err)
 	}
 	p1.sweep(ctx)
+	if got := gather(t, reg); got["baton_owner_sessions_quarantined"] != 1 || got[`baton_owner_wakes_total{outcome="quarantined",source="ingress"}`] < 1 {
+		t.Fatalf("metrics: quarantined %v, wakes answered quarantined %v", got["baton_owner_sessions_quarantined"],
+			got[`baton_owner_wakes_total{outcome="quarantined",source="ingress"}`])
+	}
 	if err := e.store.AddIndex(ctx, "ghost", id); err != nil {
 		t.Fatal(err)
 	}
