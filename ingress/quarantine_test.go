@@ -115,9 +115,9 @@ func TestQuarantineRetry(t *testing.T) {
 	e.waitState(id, record.StateHibernated)
 	orig := e.rewrite(id, unsupported(t))
 
-	e.deliver(`{"alias":"qa-1","text":"one"}`)
+	one := e.deliver(`{"alias":"qa-1","text":"one"}`)
 	q := e.waitState(id, record.StateQuarantined)
-	e.deliver(`{"alias":"qa-1","text":"two"}`)
+	two := e.deliver(`{"alias":"qa-1","text":"two"}`)
 	counted := e.attempts(id)
 	if len(counted) != 3 || q.Record.Quarantine.Attempts != 3 || !strings.Contains(q.Record.Quarantine.Error, "unsupported") {
 		t.Fatalf("attempts %d, quarantine %+v", len(counted), q.Record.Quarantine)
@@ -151,6 +151,13 @@ func TestQuarantineRetry(t *testing.T) {
 	contiguous(t, evs, 0)
 	if got := outputs(evs); !slices.Equal(got, []string{"hello", "one", "two"}) {
 		t.Fatalf("outputs %q", got)
+	}
+	var seqs []uint64
+	for _, a := range applied(t, evs) {
+		seqs = append(seqs, a.Seq)
+	}
+	if len(seqs) != 3 || seqs[1] != one.Seq || seqs[2] != two.Seq {
+		t.Fatalf("applied inbox seqs %v, want the creation's, then %d and %d (each once, in order)", seqs, one.Seq, two.Seq)
 	}
 	order := kindsOf(evs)
 	iq, ir, ione := slices.Index(order, wire.EventSessionQuarantined), slices.Index(order, wire.EventSessionRetried), slices.IndexFunc(evs, isOutputEvent("one"))
