@@ -243,6 +243,11 @@ func TestQuarantineRetryElsewhereAndEnd(t *testing.T) {
 	if end.Reason != "terminated" || !slices.Equal(end.Tombstoned, []string{b, "qb-2"}) {
 		t.Fatalf("end = %+v", end)
 	}
+	for _, tok := range []string{b, "qb-2"} {
+		if h, _, err := e.store.GetHook(t.Context(), tok); err != nil || !h.Tombstone {
+			t.Fatalf("hook %s after the end: %+v %v", tok, h, err)
+		}
+	}
 	evs = e.waitEvents(b, "session.ended", func(evs []wire.Event) bool { return count(evs, wire.EventSessionEnded) == 1 })
 	contiguous(t, evs, 0)
 	last := evs[len(evs)-1]
