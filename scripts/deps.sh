@@ -17,6 +17,6 @@ check ./wire '^$'
 check ./runtime "^$mod/(wire|subjects)\$"
 check ./record "^$mod/(subjects)\$"
 check ./kv "^$mod/(subjects|wire|record)\$"
-check ./handoff "^$mod/(record|subjects|internal/jsx)\$"
+check ./handoff "^$mod/(record|subjects)\$"
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi
 exit $fail
