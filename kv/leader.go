@@ -125,14 +125,17 @@ func (l leader) get(ctx context.Context, req msgGetRequest) (*jetstream.RawStrea
 	}
 	var last error
 	m, err := backoff.RetryWithData(func() (*jetstream.RawStreamMsg, error) {
-		m, err := l.once(ctx, req, body)
+		m, err := l.once(ctx, body)
 		last = err
 		return m, err
 	}, backoff.WithContext(resendBackoff(), ctx))
-	if err != nil && last != nil && err == ctx.Err() {
-		return nil, fmt.Errorf("kv: leader read %s, %v: %w (last attempt: %w)", l.stream, req, err, last)
+	if err != nil && err == ctx.Err() && last != nil {
+		err = fmt.Errorf("%w (last attempt: %w)", err, last)
 	}
-	return m, err
+	if err != nil {
+		return nil, fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err)
+	}
+	return m, nil
 }
 
 func resendBackoff() backoff.BackOff {
@@ -142,46 +145,46 @@ func resendBackoff() backoff.BackOff {
 
 // once sends one request and waits at most l.try for its answer. An error
 // worth sending the request again for is returned as is; every other one
-// is backoff.Permanent.
-func (l leader) once(ctx context.Context, req msgGetRequest, body []byte) (*jetstream.RawStreamMsg, error) {
+// is backoff.Permanent. get adds the stream and the request to the text.
+func (l leader) once(ctx context.Context, body []byte) (*jetstream.RawStreamMsg, error) {
 	rctx, cancel := context.WithTimeout(ctx, l.try)
 	defer cancel()
 	msg, err := l.nc.RequestWithContext(rctx, l.subject, body)
 	switch {
 	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrBadSubject):
-		return nil, backoff.Permanent(fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err))
+		return nil, backoff.Permanent(err)
 	case err != nil: // no answer in time, no responders, disconnected: again
-		return nil, fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err)
+		return nil, err
 	}
-	return l.parse(req, msg.Data)
+	return parseMsgGet(msg.Data)
 }
 
-func (l leader) parse(req msgGetRequest, data []byte) (*jetstream.RawStreamMsg, error) {
+func parseMsgGet(data []byte) (*jetstream.RawStreamMsg, error) {
 	var resp msgGetResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, backoff.Permanent(fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err))
+		return nil, backoff.Permanent(err)
 	}
 	switch {
 	// A raw API answer: the error code is all there is to match on.
 	case resp.Error != nil && resp.Error.ErrorCode == codeClusterNotAvail:
-		return nil, fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, resp.Error)
+		return nil, resp.Error // the group has no leader yet: again
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return nil, backoff.Permanent(fmt.Errorf("%w: %s, %v: %w", record.ErrNotFound, l.stream, req, resp.Error))
+		return nil, backoff.Permanent(fmt.Errorf("%w: %w", record.ErrNotFound, resp.Error))
 	case resp.Error != nil:
-		return nil, backoff.Permanent(fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, resp.Error))
+		return nil, backoff.Permanent(resp.Error)
 	case resp.Message == nil:
-		return nil, backoff.Permanent(fmt.Errorf("kv: leader read %s, %v: empty answer", l.stream, req))
+		return nil, backoff.Permanent(errors.New("empty answer"))
 	}
-	return l.message(req, resp)
+	return rawMsg(resp)
 }
 
-func (l leader) message(req msgGetRequest, resp msgGetResponse) (*jetstream.RawStreamMsg, error) {
+func rawMsg(resp msgGetResponse) (*jetstream.RawStreamMsg, error) {
 	m := resp.Message
 	out := &jetstream.RawStreamMsg{Subject: m.Subject, Sequence: m.Seq, Data: m.Data, Time: m.Time}
 	if len(m.Header) > 0 {
 		h, err := nats.DecodeHeadersMsg(m.Header)
 		if err != nil {
-			return nil, backoff.Permanent(fmt.Errorf("kv: leader read %s, %v: headers: %w", l.stream, req, err))
+			return nil, backoff.Permanent(fmt.Errorf("headers: %w", err))
 		}
 		out.Header = h
 	}
