@@ -115,9 +115,18 @@ func newLeader(js jetstream.JetStream, stream string) leader {
 // ctx has none). No such message is record.ErrNotFound.
 func (l leader) get(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err)
+	if err == nil {
+		var m *jetstream.RawStreamMsg
+		if m, err = l.resend(ctx, body); err == nil {
+			return m, nil
+		}
 	}
+	return nil, fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err)
+}
+
+// resend sends body with backoff until it is answered or ctx ends; the
+// deadline's error then carries the last attempt's.
+func (l leader) resend(ctx context.Context, body []byte) (*jetstream.RawStreamMsg, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.wait)
@@ -130,12 +139,9 @@ func (l leader) get(ctx context.Context, req msgGetRequest) (*jetstream.RawStrea
 		return m, err
 	}, backoff.WithContext(resendBackoff(), ctx))
 	if err != nil && err == ctx.Err() && last != nil {
-		err = fmt.Errorf("%w (last attempt: %w)", err, last)
+		return nil, fmt.Errorf("%w (last attempt: %w)", err, last)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err)
-	}
-	return m, nil
+	return m, err
 }
 
 func resendBackoff() backoff.BackOff {
