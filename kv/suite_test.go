@@ -65,6 +65,11 @@ func runSuite(t *testing.T, open opener) {
 func ensure(t *testing.T, url string, replicas int) {
 	t.Helper()
 	_, js := natstest.Connect(t, url)
+	ensureJS(t, js, replicas)
+}
+
+func ensureJS(t *testing.T, js jetstream.JetStream, replicas int) {
+	t.Helper()
 	// A fresh cluster may not know all its peers yet ("no suitable peers
 	// for placement"), and on a loaded two-core machine its meta leader can
 	// take long to answer: each attempt gets 10 s, retried for a minute.

@@ -27,7 +27,7 @@ check ./wire '^$'
 check ./runtime "^$mod/(wire|subjects|record)\$"
 check ./record "^$mod/(subjects|wire)\$"
 check ./kv "^$mod/(subjects|wire|record)\$"
-check ./handoff "^$mod/(record|subjects|protocol|internal/jsx)\$"
+check ./handoff "^$mod/(record|subjects|protocol)\$"
 check ./protocol "^$mod/(wire|subjects)\$"
 owner_side="^$mod/(runtime/driver|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"

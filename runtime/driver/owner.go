@@ -268,6 +268,12 @@ type Owner struct {
 	checker  *runtime.Checker
 	blobs    *blobs // out-of-line state, event and input content (blobs.go)
 
+	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
+	// messages by sequence (retired.go), the appenders' last events.
+	backlog   kv.Backlog
+	inboxMsgs kv.Stream
+	events    kv.Stream
+
 	lease    leaseState
 	peers    peerSet
 	wakeSem  chan struct{}
@@ -314,6 +320,8 @@ func New(cfg Config) (*Owner, error) {
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
 		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}), segs: newSegmentCache(),
+		backlog: kv.NewBacklog(cfg.JS, cfg.Names), inboxMsgs: kv.NewStream(cfg.JS, cfg.Names.InboxStream()),
+		events: kv.NewStream(cfg.JS, cfg.Names.EventsStream()),
 	}
 	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
 	if err != nil {
@@ -324,7 +332,7 @@ func New(cfg Config) (*Owner, error) {
 		o.txn = &handoff.Txn{
 			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
 			Starter: handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
-			Backlog: handoff.StreamBacklog{NC: cfg.NC, Names: cfg.Names},
+			Backlog: o.backlog,
 			Hooks:   cfg.Faults.handoffSource(),
 		}
 	}
@@ -767,4 +775,7 @@ func (o *Owner) reconnected() <-chan struct{} {
 }
 
 // The handoff transaction's store and backlog check are kv's.
-var _ handoff.Store = (*kv.Store)(nil)
+var (
+	_ handoff.Store   = (*kv.Store)(nil)
+	_ handoff.Backlog = kv.Backlog{}
+)

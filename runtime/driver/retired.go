@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-rt/baton/internal/jsx"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
@@ -105,7 +104,7 @@ func (o *Owner) forcedMove(ctx context.Context, tokens []string, applied runtime
 		if err != nil || seq == 0 {
 			return false, err
 		}
-		m, err := jsx.LeaderGet(ctx, o.cfg.NC, o.cfg.Names.InboxStream(), jsx.Query{Seq: seq})
+		m, err := o.inboxMsgs.Get(ctx, seq)
 		if err != nil {
 			return false, err
 		}
