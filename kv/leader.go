@@ -17,7 +17,7 @@ import (
 // Leader reads. nats.go's kv.Get, GetRevision, GetMsg and
 // GetLastMsgForSubject use direct get whenever the stream allows it, and on
 // a cluster any current replica answers a direct get, so right after a
-// write it may return an older message (NATS.md). The JetStream API's
+// write it may return an older message (docs/nats-layout.md, "NATS facts"). The JetStream API's
 // STREAM.MSG.GET is answered by the stream leader only, which has applied
 // every write it acknowledged. jetstream has no way to force it on a stream
 // with AllowDirect, hence this raw request, sent under the API prefix (or

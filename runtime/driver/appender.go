@@ -17,7 +17,7 @@ import (
 // appender appends one session's committed events to its event subject,
 // exactly once and contiguously: message ID <sessionID>/<seq>, expected last
 // subject sequence, and on any uncertain or rejected append a leader read of
-// the subject's last message decides (never a blind retry; NATS.md).
+// the subject's last message decides (never a blind retry; docs/nats-layout.md, "NATS facts").
 type appender struct {
 	js        jetstream.JetStream
 	events    kv.Stream // leader reads of the events stream

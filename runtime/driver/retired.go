@@ -12,7 +12,7 @@ import (
 	"github.com/baton-rt/baton/wire"
 )
 
-// Retired deployments (issue 9; docs/driver.md, "Retired deployments"). "No
+// Retired deployments (docs/driver.md, "Retired deployments"). "No
 // responders" is not "gone": only an operator's retirement, stored in
 // baton_owners, lets another deployment adopt a session whose owner is
 // gone. The adopter claims it by CAS from the record's revision (the dead
