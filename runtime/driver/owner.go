@@ -679,7 +679,9 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 		case s.hibernated && ctx.Err() == nil:
 			o.recheckHibernated(ctx, s)
 		case errors.Is(err, ErrFenced) || errors.Is(context.Cause(ctx), ErrFenced):
-			s.log.Warn("session stopped: process fenced")
+			// One WARN for the process ("fenced: stopping every session");
+			// the session resumes by a fresh claim once the lease is back.
+			s.log.Debug("session stopped: process fenced")
 		case err != nil && ctx.Err() == nil:
 			s.log.Error("session stopped", "err", err)
 			o.restartLater(s.id, time.Since(began))
