@@ -83,7 +83,7 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 	_, js := natstest.Connect(t, c.URL())
 	ensure(t, js, 3)
 	stream := "KV_" + names.SessionsBucket()
-	lead := streamLeader(t, c.Servers(), stream)
+	lead := natstest.StreamLeader(t, c.Servers(), stream)
 	survivors := c.Servers()
 	survivors[lead] = nil
 	src := connect(t, survivors[(lead+1)%3])
@@ -100,7 +100,7 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 			return nil
 		}
 		killed = time.Now()
-		go func() { elected <- newLeader(survivors, stream, killed.Add(time.Minute)) }()
+		go func() { elected <- natstest.NewLeader(survivors, stream, killed.Add(time.Minute)) }()
 		c.Stop(lead)
 		return handoff.ErrReplyLost
 	}
@@ -118,34 +118,4 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 	if len(green.runs) != 1 {
 		t.Fatalf("%d activations", len(green.runs))
 	}
-}
-
-// streamLeader returns the index of the node leading stream.
-func streamLeader(t *testing.T, nodes []*server.Server, stream string) int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for i, s := range nodes {
-			if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
-				return i
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no leader of %s", stream)
-	return -1
-}
-
-// newLeader polls nodes (nil entries skipped) until one leads stream and
-// returns when it first saw it (the deadline if none did).
-func newLeader(nodes []*server.Server, stream string, deadline time.Time) time.Time {
-	for time.Now().Before(deadline) {
-		for _, s := range nodes {
-			if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
-				return time.Now()
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return deadline
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/subjects"
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // TestLeaderReadFailover: the node leading the sessions stream is stopped
@@ -20,7 +19,7 @@ func TestLeaderReadFailover(t *testing.T) {
 	c := natstest.RestartableCluster(t)
 	ensure(t, c.URL(), 3)
 	stream := "KV_" + subjects.Default().SessionsBucket()
-	lead := streamLeader(t, c.Servers(), stream)
+	lead := natstest.StreamLeader(t, c.Servers(), stream)
 	st := open(t, c.Servers()[(lead+1)%3].ClientURL())
 	id := uid("s")
 	rev, err := st.CreateSession(ctx(t), sessionRec(id, "r1"))
@@ -32,7 +31,7 @@ func TestLeaderReadFailover(t *testing.T) {
 	survivors[lead] = nil
 	killed := time.Now()
 	elected := make(chan time.Time, 1)
-	go func() { elected <- newLeader(survivors, stream, killed.Add(30*time.Second)) }()
+	go func() { elected <- natstest.NewLeader(survivors, stream, killed.Add(30*time.Second)) }()
 	c.Stop(lead)
 	stopped := time.Now()
 
@@ -46,34 +45,4 @@ func TestLeaderReadFailover(t *testing.T) {
 	e := <-elected
 	t.Logf("stop took %s; the read returned %s after the stop began, %s after the new leader was seen (elected %s after the stop began)",
 		stopped.Sub(killed), returned.Sub(killed), returned.Sub(e), e.Sub(killed))
-}
-
-// streamLeader returns the index of the node leading stream.
-func streamLeader(t *testing.T, nodes []*server.Server, stream string) int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for i, s := range nodes {
-			if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
-				return i
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no leader of %s", stream)
-	return -1
-}
-
-// newLeader polls nodes (nil entries skipped) until one leads stream and
-// returns when it first saw it (the deadline if none did).
-func newLeader(nodes []*server.Server, stream string, deadline time.Time) time.Time {
-	for time.Now().Before(deadline) {
-		for _, s := range nodes {
-			if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
-				return time.Now()
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return deadline
 }
