@@ -1,7 +1,9 @@
 package handoff_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/natstest"
@@ -67,4 +69,53 @@ func split(t *testing.T, nodes []*server.Server, leader string) (*server.Server,
 func connect(t *testing.T, s *server.Server) *natsServer {
 	nc, js := natstest.Connect(t, s.ClientURL())
 	return &natsServer{url: s.ClientURL(), nc: nc, js: js, st: openStore(t, js)}
+}
+
+// TestHandoffAfterLeaderStop: the handoff's stage write lands, then the
+// node leading the sessions stream stops before the source sees the
+// answer (the reply is dropped), so the source settles the write by a
+// leader read while the stream has no leader. The source and the candidate
+// are connected to the two nodes that stay up. The handoff must complete
+// (Moved): the settle read waits for the new leader instead of failing at
+// the resolve timeout. The figures are logged, not asserted.
+func TestHandoffAfterLeaderStop(t *testing.T) {
+	c := natstest.RestartableCluster(t)
+	_, js := natstest.Connect(t, c.URL())
+	ensure(t, js, 3)
+	stream := "KV_" + names.SessionsBucket()
+	lead := natstest.StreamLeader(t, c.Servers(), stream)
+	survivors := c.Servers()
+	survivors[lead] = nil
+	src := connect(t, survivors[(lead+1)%3])
+	cand := connect(t, survivors[(lead+2)%3])
+	green := serve(t, cand.nc, cand.st, candDeployment)
+	b := src.backend(t)
+	req := natsRequest(t, src, b)
+
+	var killed time.Time
+	elected := make(chan time.Time, 1)
+	txn := natsTxn(src)
+	txn.Hooks.After = func(s handoff.Step) error {
+		if s != handoff.StepStage || !killed.IsZero() {
+			return nil
+		}
+		killed = time.Now()
+		go func() { elected <- natstest.NewLeader(survivors, stream, killed.Add(time.Minute)) }()
+		c.Stop(lead)
+		return handoff.ErrReplyLost
+	}
+	// As the owner runs it: no deadline but the transaction's own timeouts.
+	res, err := txn.Run(context.Background(), req)
+	done := time.Now()
+	if err != nil || res.Outcome != handoff.Moved {
+		t.Fatalf("handoff after the leader stopped (%s): %v (failure %+v, steps %v) %v", done.Sub(killed), res.Outcome, res.Failure, res.Steps, err)
+	}
+	e := <-elected
+	t.Logf("the handoff completed %s after the stop began, %s after the new leader was seen (elected %s after the stop began); steps %v",
+		done.Sub(killed), done.Sub(e), e.Sub(killed), res.Steps)
+	green.mu.Lock()
+	defer green.mu.Unlock()
+	if len(green.runs) != 1 {
+		t.Fatalf("%d activations", len(green.runs))
+	}
 }

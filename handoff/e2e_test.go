@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/nats-io/nats.go"
@@ -60,7 +61,7 @@ func natsRequest(t *testing.T, n *natsServer, b *backend) handoff.Request {
 
 func natsTxn(n *natsServer) handoff.Txn {
 	return handoff.Txn{Store: n.st, Starter: handoff.NATSStarter{NC: n.nc, Names: names},
-		Backlog: handoff.StreamBacklog{NC: n.nc, Names: names}}
+		Backlog: kv.NewBacklog(n.js, names)}
 }
 
 // TestOverNATS: the whole transaction over a real server — NATS start
@@ -173,38 +174,4 @@ func TestOverNATS(t *testing.T) {
 			t.Fatalf("late candidate: %+v %v", reply, err)
 		}
 	})
-}
-
-// TestStreamBacklog: what counts as a backlog — only a later message on
-// one of the session's own inbox subjects.
-func TestStreamBacklog(t *testing.T) {
-	n := newNATS(t)
-	b := n.backend(t)
-	bl := handoff.StreamBacklog{NC: n.nc, Names: names}
-	id := newID("b")
-	tokens := []string{id, "al-" + id}
-	early := b.publish(t, "al-"+id)
-	trigger := b.publish(t, id)
-	after := func() uint64 {
-		seq, err := bl.After(testCtx(t), tokens, trigger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return seq
-	}
-	if seq := after(); seq != 0 {
-		t.Fatalf("only the trigger (and an earlier %d): backlog %d", early, seq)
-	}
-	b.publish(t, "other-"+id)
-	if seq := after(); seq != 0 {
-		t.Fatalf("another session's command counted: %d", seq)
-	}
-	later := b.publish(t, "al-"+id)
-	b.publish(t, id)
-	if seq := after(); seq != later {
-		t.Fatalf("backlog %d, want %d", seq, later)
-	}
-	if _, err := (handoff.StreamBacklog{NC: n.nc}).After(testCtx(t), tokens, trigger); !errors.Is(err, handoff.ErrInvalid) {
-		t.Fatalf("zero names: %v", err)
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
-	"github.com/baton-rt/baton/internal/jsx"
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
@@ -73,7 +72,7 @@ func newNATS(t *testing.T) *natsServer {
 
 func (n *natsServer) backend(t *testing.T) *backend {
 	return &backend{
-		name: "nats", store: n.st, backlog: handoff.StreamBacklog{NC: n.nc, Names: names},
+		name: "nats", store: n.st, backlog: kv.NewBacklog(n.js, names),
 		publish: func(tt tb, tok string) uint64 {
 			ack, err := n.js.Publish(testCtx(t), names.Inbox(tok), []byte(`{"cmd":"test"}`))
 			if err != nil {
@@ -83,7 +82,7 @@ func (n *natsServer) backend(t *testing.T) *backend {
 			return ack.Sequence
 		},
 		holds: func(_ tb, seq uint64) bool {
-			m, err := jsx.LeaderGet(testCtx(t), n.nc, names.InboxStream(), jsx.Query{Seq: seq})
+			m, err := kv.NewStream(n.js, names.InboxStream()).Get(testCtx(t), seq)
 			return err == nil && m.Sequence == seq
 		},
 	}

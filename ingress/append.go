@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/baton-rt/baton/internal/jsx"
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -26,8 +26,8 @@ const appendTries = 5
 // lastEvent reads the session's last event from the stream leader: its
 // stream sequence and its event seq (0, 0 for an empty subject).
 func (s *Server) lastEvent(ctx context.Context, id string) (streamSeq, seq uint64, err error) {
-	m, err := jsx.LeaderGet(ctx, s.cfg.NC, s.cfg.Names.EventsStream(), jsx.Query{LastFor: s.cfg.Names.Events(id)})
-	if errors.Is(err, jsx.ErrNotFound) {
+	m, err := kv.NewStream(s.cfg.JS, s.cfg.Names.EventsStream()).Last(ctx, s.cfg.Names.Events(id))
+	if errors.Is(err, record.ErrNotFound) {
 		return 0, 0, nil
 	}
 	if err != nil {

@@ -35,6 +35,10 @@ func TestReceiptWithoutDigestMatches(t *testing.T) {
 	if _, err := receipts.Put(t.Context(), key, []byte(`{"created":false,"deploymentId":"v1"}`)); err != nil {
 		t.Fatal(err)
 	}
+	// The first command settled and its events appended (they are appended
+	// after the commit, in the background): nothing of it moves on later.
+	e.eventually(10*time.Second, "the session idle", func() bool { return e.status(id).Idle })
+	e.eventually(10*time.Second, "the first command's events", func() bool { return len(outputs(e.events(id, 0))) == 1 })
 	before := e.durable()
 	if again := e.deliver(`{"sessionId":"` + id + `","text":"two","idempotencyKey":"old-1"}`); again != first {
 		t.Fatalf("repeat against a receipt without digest = %+v, want the first %+v", again, first)

@@ -92,7 +92,7 @@ func (s *Store) RetireDeployment(ctx context.Context, id string) (Deployment, bo
 // retireOnce is one round of the loop; only a lost CAS is retried.
 func (s *Store) retireOnce(ctx context.Context, id, key string) (Deployment, bool, error) {
 	now := s.now()
-	e, err := s.leaderLastRetry(ctx, s.owners, key)
+	e, err := s.leaderLast(ctx, s.owners, key)
 	if errors.Is(err, record.ErrNotFound) || err == nil && !e.live() { // no record, or a deleted one
 		d := Deployment{ID: id, Retired: true, RetiredAt: now, UpdatedAt: now}
 		_, data, err := s.encodeDeployment(d)
@@ -140,7 +140,7 @@ func (s *Store) DeploymentRetired(ctx context.Context, id string) (bool, error) 
 	if err := subjects.ValidateDeployment(id); err != nil {
 		return false, invalid("%w", err)
 	}
-	e, err := s.leaderLastRetry(ctx, s.owners, subjects.DeploymentKey(id))
+	e, err := s.leaderLast(ctx, s.owners, subjects.DeploymentKey(id))
 	if errors.Is(err, record.ErrNotFound) {
 		return false, nil
 	}

@@ -3,7 +3,8 @@
 // session indexes and deployment records, in the buckets baton_sessions,
 // baton_hooks and baton_owners (created by topology.Ensure; every key is
 // built by package subjects). docs/kv-records.md shows each record layout
-// and the `nats kv get` command that prints it.
+// and the `nats kv get` command that prints it. It also holds the leader
+// reads of Baton's streams (Stream, Backlog).
 //
 // # The contract
 //
@@ -21,9 +22,22 @@
 //     direct gets: any replica may answer, so on a cluster they can be stale
 //     and are hints. LeaderSession, SessionAt, Settle, GetMarker and every
 //     read inside a create or a retire loop ask the stream leader
-//     ($JS.API.STREAM.MSG.GET), which holds every write it acknowledged;
-//     SessionAt retries briefly until the leader holds the revision asked
-//     for (just after a leader change it may not yet).
+//     (STREAM.MSG.GET under the jetstream.JetStream's API prefix or domain),
+//     which holds every write it acknowledged; SessionAt retries briefly
+//     until the leader holds the revision asked for (just after a leader
+//     change it may not yet).
+//   - A leader read outlives a leader change. A stream without a leader (a
+//     few seconds after its leader's node dies) leaves the request
+//     unanswered, so each request waits at most a second (or the jetstream
+//     default timeout if shorter) and is sent again with backoff until the
+//     caller's deadline, or the jetstream default timeout when ctx has none.
+//     An answer — the message, not found, an API error other than
+//     "temporarily unavailable" — is final.
+//   - Stream and Backlog are the same leader reads on any stream: a message
+//     by sequence, the last one on a subject, the next one on a subject
+//     from a sequence (the appender's last event, an inbox command), and the
+//     handoff's backlog check over the inbox stream (Backlog implements
+//     handoff.Backlog).
 //   - An uncertain write (lost reply) is settled by Settle: a leader read of
 //     the record's writer run ID and write counter. Never retry blindly at
 //     the same revision: a landed write would make the retry conflict with

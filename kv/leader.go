@@ -9,36 +9,42 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/subjects"
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Leader reads. nats.go's kv.Get and GetRevision use direct get whenever the
-// stream allows it, and on a cluster any current replica answers a direct
-// get, so right after a write it may return an older revision (NATS.md).
-// The JetStream API's STREAM.MSG.GET is answered by the stream leader only,
-// which has applied every write it acknowledged. jetstream has no way to
-// force it on a stream with AllowDirect, hence this raw request.
+// Leader reads. nats.go's kv.Get, GetRevision, GetMsg and
+// GetLastMsgForSubject use direct get whenever the stream allows it, and on
+// a cluster any current replica answers a direct get, so right after a
+// write it may return an older message (docs/nats-layout.md, "NATS facts"). The JetStream API's
+// STREAM.MSG.GET is answered by the stream leader only, which has applied
+// every write it acknowledged. jetstream has no way to force it on a stream
+// with AllowDirect, hence this raw request, sent under the API prefix (or
+// domain) of the caller's jetstream.JetStream.
+//
+// A stream without a leader does not answer it: for a few seconds after the
+// leader's node dies the followers still believe in the old leader and stay
+// silent. So every request waits at most requestTimeout and is sent again,
+// with backoff, until the caller's deadline; an answer (a message, not
+// found, an API error other than "temporarily unavailable") is final.
 
-// Header names of KV markers (nats.go keeps its own constants private).
+// Bounds of one leader read.
 const (
-	kvOpHeader = "KV-Operation"
-	kvOpDelete = "DEL"
-	kvOpPurge  = "PURGE"
+	// requestTimeout bounds one request (or the jetstream default timeout,
+	// when that is shorter).
+	requestTimeout = time.Second
+	// defaultTimeout bounds a whole read whose ctx has no deadline when the
+	// JetStream context has no default timeout either.
+	defaultTimeout = 5 * time.Second
+	resendFirst    = 20 * time.Millisecond
+	resendMax      = 500 * time.Millisecond
 )
 
-// defaultTimeout bounds a leader read whose ctx has no deadline when the
-// JetStream context has no default timeout either.
-const defaultTimeout = 5 * time.Second
-
-// Retry bounds of leader reads that wait for a revision to become visible.
-const (
-	retryFirst   = 5 * time.Millisecond
-	retryMax     = 200 * time.Millisecond
-	retryElapsed = 3 * time.Second
-)
+// codeClusterNotAvail is the server's JSClusterNotAvailErr ("JetStream
+// system temporarily unavailable"), the answer of a stream group member
+// that knows its group has no leader. nats.go has no constant for it.
+const codeClusterNotAvail jetstream.ErrorCode = 10008
 
 // apiPrefix is the JetStream API prefix js sends its requests under.
 func apiPrefix(o jetstream.JetStreamOptions) string {
@@ -53,148 +59,140 @@ func apiPrefix(o jetstream.JetStreamOptions) string {
 
 // msgGetSubject is the leader-only message get subject of a stream. It is a
 // JetStream API subject, not a Baton name, so subjects/ has no builder for
-// it; the stream name comes from the server (the bucket's status).
+// it; the stream name comes from the caller or the server.
 func msgGetSubject(prefix, stream string) string { return prefix + "STREAM.MSG.GET." + stream }
 
+// msgGetRequest selects one message: Seq alone, LastFor alone, or NextFor
+// with Seq as the first sequence to consider.
 type msgGetRequest struct {
-	Seq        uint64 `json:"seq,omitempty"`
-	LastBySubj string `json:"last_by_subj,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+}
+
+func (r msgGetRequest) String() string {
+	switch {
+	case r.LastFor != "":
+		return "last message on " + r.LastFor
+	case r.NextFor != "":
+		return fmt.Sprintf("first message on %s from %d", r.NextFor, r.Seq)
+	}
+	return fmt.Sprintf("message %d", r.Seq)
 }
 
 type msgGetResponse struct {
 	Error   *jetstream.APIError `json:"error,omitempty"`
 	Message *struct {
-		Subject string `json:"subject"`
-		Seq     uint64 `json:"seq"`
-		Header  []byte `json:"hdrs,omitempty"`
-		Data    []byte `json:"data,omitempty"`
+		Subject string    `json:"subject"`
+		Seq     uint64    `json:"seq"`
+		Header  []byte    `json:"hdrs,omitempty"`
+		Data    []byte    `json:"data,omitempty"`
+		Time    time.Time `json:"time"`
 	} `json:"message,omitempty"`
 }
 
-// leaderLast reads key's newest message (value or marker) from the leader.
-// A key with no message at all is record.ErrNotFound.
-func (s *Store) leaderLast(ctx context.Context, b bucket, key string) (entry, error) {
-	return s.leaderGet(ctx, b, key, msgGetRequest{LastBySubj: subjects.KVSubject(b.name, key)})
+// leader sends leader-only message gets for one stream.
+type leader struct {
+	nc      *nats.Conn
+	stream  string
+	subject string        // <API prefix>STREAM.MSG.GET.<stream>
+	try     time.Duration // bound of one request
+	wait    time.Duration // bound of a read whose ctx has no deadline
 }
 
-func (s *Store) leaderGet(ctx context.Context, b bucket, key string, req msgGetRequest) (entry, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return entry{}, err
+func newLeader(js jetstream.JetStream, stream string) leader {
+	o := js.Options()
+	l := leader{nc: js.Conn(), stream: stream, subject: msgGetSubject(apiPrefix(o), stream),
+		try: requestTimeout, wait: defaultTimeout}
+	if o.DefaultTimeout > 0 {
+		l.try, l.wait = min(l.try, o.DefaultTimeout), o.DefaultTimeout
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		timeout := s.js.Options().DefaultTimeout
-		if timeout <= 0 {
-			timeout = defaultTimeout
+	return l
+}
+
+// get reads the message req selects from the stream leader, sending the
+// request again while nobody answers it, until ctx's deadline (l.wait when
+// ctx has none). No such message is record.ErrNotFound.
+func (l leader) get(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	body, err := json.Marshal(req)
+	if err == nil {
+		var m *jetstream.RawStreamMsg
+		if m, err = l.resend(ctx, body); err == nil {
+			return m, nil
 		}
+	}
+	return nil, fmt.Errorf("kv: leader read %s, %v: %w", l.stream, req, err)
+}
+
+// resend sends body with backoff until it is answered or ctx ends; the
+// deadline's error then carries the last attempt's.
+func (l leader) resend(ctx context.Context, body []byte) (*jetstream.RawStreamMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, l.wait)
 		defer cancel()
 	}
-	msg, err := s.nc.RequestWithContext(ctx, b.msgGet, body)
-	if err != nil {
-		return entry{}, fmt.Errorf("kv: leader read %s/%s: %w", b.name, key, err)
+	var last error
+	m, err := backoff.RetryWithData(func() (*jetstream.RawStreamMsg, error) {
+		m, err := l.once(ctx, body)
+		last = err
+		return m, err
+	}, backoff.WithContext(resendBackoff(), ctx))
+	if err != nil && err == ctx.Err() && last != nil {
+		return nil, fmt.Errorf("%w (last attempt: %w)", err, last)
 	}
-	return parseMsgGet(b, key, msg.Data)
+	return m, err
 }
 
-func parseMsgGet(b bucket, key string, data []byte) (entry, error) {
+func resendBackoff() backoff.BackOff {
+	return backoff.NewExponentialBackOff(backoff.WithInitialInterval(resendFirst),
+		backoff.WithMaxInterval(resendMax), backoff.WithMaxElapsedTime(0))
+}
+
+// once sends one request and waits at most l.try for its answer. An error
+// worth sending the request again for is returned as is; every other one
+// is backoff.Permanent. get adds the stream and the request to the text.
+func (l leader) once(ctx context.Context, body []byte) (*jetstream.RawStreamMsg, error) {
+	rctx, cancel := context.WithTimeout(ctx, l.try)
+	defer cancel()
+	msg, err := l.nc.RequestWithContext(rctx, l.subject, body)
+	switch {
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrBadSubject):
+		return nil, backoff.Permanent(err)
+	case err != nil: // no answer in time, no responders, disconnected: again
+		return nil, err
+	}
+	return parseMsgGet(msg.Data)
+}
+
+func parseMsgGet(data []byte) (*jetstream.RawStreamMsg, error) {
 	var resp msgGetResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return entry{}, fmt.Errorf("kv: leader read %s/%s: %w", b.name, key, err)
+		return nil, backoff.Permanent(err)
 	}
-	if resp.Error != nil {
-		// A raw API answer: the error code is all there is to match on.
-		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return entry{}, fmt.Errorf("%w: %s/%s", record.ErrNotFound, b.name, key)
-		}
-		return entry{}, fmt.Errorf("kv: leader read %s/%s: %w", b.name, key, resp.Error)
+	switch {
+	// A raw API answer: the error code is all there is to match on.
+	case resp.Error != nil && resp.Error.ErrorCode == codeClusterNotAvail:
+		return nil, resp.Error // the group has no leader yet: again
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, backoff.Permanent(fmt.Errorf("%w: %w", record.ErrNotFound, resp.Error))
+	case resp.Error != nil:
+		return nil, backoff.Permanent(resp.Error)
+	case resp.Message == nil:
+		return nil, backoff.Permanent(errors.New("empty answer"))
 	}
+	return rawMsg(resp)
+}
+
+func rawMsg(resp msgGetResponse) (*jetstream.RawStreamMsg, error) {
 	m := resp.Message
-	if m == nil || m.Subject != subjects.KVSubject(b.name, key) {
-		return entry{}, fmt.Errorf("%w: %s/%s", record.ErrNotFound, b.name, key)
-	}
-	e := entry{key: key, rev: m.Seq, data: m.Data}
+	out := &jetstream.RawStreamMsg{Subject: m.Subject, Sequence: m.Seq, Data: m.Data, Time: m.Time}
 	if len(m.Header) > 0 {
 		h, err := nats.DecodeHeadersMsg(m.Header)
 		if err != nil {
-			return entry{}, fmt.Errorf("kv: leader read %s/%s headers: %w", b.name, key, err)
+			return nil, backoff.Permanent(fmt.Errorf("headers: %w", err))
 		}
-		e.op = markerOp(h)
+		out.Header = h
 	}
-	return e, nil
-}
-
-// markerOp classifies a message the way nats.go's KV does: a KV-Operation
-// header (Delete, Purge), else a server marker (TTL expiry is "MaxAge").
-func markerOp(h nats.Header) jetstream.KeyValueOp {
-	switch h.Get(kvOpHeader) {
-	case kvOpDelete:
-		return jetstream.KeyValueDelete
-	case kvOpPurge:
-		return jetstream.KeyValuePurge
-	}
-	switch h.Get(jetstream.MarkerReasonHeader) {
-	case "MaxAge", "Purge":
-		return jetstream.KeyValuePurge
-	case "Remove":
-		return jetstream.KeyValueDelete
-	}
-	return jetstream.KeyValuePut
-}
-
-// errNotYet marks a leader answer older than the revision asked for.
-var errNotYet = errors.New("kv: revision not yet visible")
-
-// leaderAt returns key's value at exactly rev from the leader, retrying
-// briefly while the leader does not have it yet (just after a leader
-// change) or cannot be reached. A newer revision is record.ErrConflict; rev being a
-// marker, or never appearing, is record.ErrNotFound.
-func (s *Store) leaderAt(ctx context.Context, b bucket, key string, rev uint64) (entry, error) {
-	if rev == 0 {
-		return entry{}, invalid("read %s at revision 0", key)
-	}
-	e, err := retry(ctx, func() (entry, error) {
-		cur, err := s.leaderLast(ctx, b, key)
-		switch {
-		case errors.Is(err, record.ErrNotFound):
-			return entry{}, errNotYet
-		case err != nil:
-			return entry{}, err
-		case cur.rev < rev:
-			return entry{}, errNotYet
-		case cur.rev > rev:
-			return entry{}, backoff.Permanent(fmt.Errorf("%w: %s/%s is at revision %d, not %d", record.ErrConflict, b.name, key, cur.rev, rev))
-		case !cur.live():
-			return entry{}, backoff.Permanent(fmt.Errorf("%w: %s/%s revision %d is a delete marker", record.ErrNotFound, b.name, key, rev))
-		}
-		return cur, nil
-	})
-	if errors.Is(err, errNotYet) {
-		return entry{}, fmt.Errorf("%w: %s/%s revision %d (the stream leader does not hold it)", record.ErrNotFound, b.name, key, rev)
-	}
-	return e, err
-}
-
-// leaderLastRetry is leaderLast that retries an unreachable leader briefly.
-// record.ErrNotFound is an answer, not retried.
-func (s *Store) leaderLastRetry(ctx context.Context, b bucket, key string) (entry, error) {
-	return retry(ctx, func() (entry, error) {
-		e, err := s.leaderLast(ctx, b, key)
-		if errors.Is(err, record.ErrNotFound) {
-			return e, backoff.Permanent(err)
-		}
-		return e, err
-	})
-}
-
-// retry runs op with exponential backoff bounded by retryElapsed and ctx.
-// Errors other than those marked backoff.Permanent are retried.
-func retry[T any](ctx context.Context, op func() (T, error)) (T, error) {
-	b := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(retryFirst),
-		backoff.WithMaxInterval(retryMax),
-		backoff.WithMaxElapsedTime(retryElapsed),
-	)
-	return backoff.RetryWithData(op, backoff.WithContext(b, ctx))
+	return out, nil
 }

@@ -157,7 +157,7 @@ func (s *Store) GetLease(ctx context.Context, processID string) (Lease, uint64, 
 	if err := validProcess(processID); err != nil {
 		return Lease{}, 0, err
 	}
-	e, err := s.leaderLastRetry(ctx, s.owners, subjects.LeaseKey(processID))
+	e, err := s.leaderLast(ctx, s.owners, subjects.LeaseKey(processID))
 	if err != nil {
 		return Lease{}, 0, err
 	}

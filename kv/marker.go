@@ -44,7 +44,7 @@ func (s *Store) GetMarker(ctx context.Context, sessionID string) (record.Marker,
 	if err := subjects.ValidateSessionID(sessionID); err != nil {
 		return record.Marker{}, 0, invalid("%w", err)
 	}
-	e, err := s.leaderLastRetry(ctx, s.hooks, subjects.MarkerKey(sessionID))
+	e, err := s.leaderLast(ctx, s.hooks, subjects.MarkerKey(sessionID))
 	if err != nil {
 		return record.Marker{}, 0, err
 	}

@@ -99,7 +99,7 @@ func (s *Store) LeaderSession(ctx context.Context, id string) (record.Session, e
 	if err := subjects.ValidateSessionID(id); err != nil {
 		return record.Session{}, invalid("%w", err)
 	}
-	e, err := s.leaderLastRetry(ctx, s.sessions, subjects.SessionKey(id))
+	e, err := s.leaderLast(ctx, s.sessions, subjects.SessionKey(id))
 	if err != nil {
 		return record.Session{}, err
 	}

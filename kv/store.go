@@ -9,7 +9,6 @@ import (
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,7 +21,6 @@ const headerRoom = 128
 // mutable state and is safe for concurrent use.
 type Store struct {
 	js       jetstream.JetStream
-	nc       *nats.Conn
 	sessions bucket
 	hooks    bucket
 	owners   bucket
@@ -34,7 +32,7 @@ type Store struct {
 type bucket struct {
 	kv        jetstream.KeyValue
 	name      string
-	msgGet    string        // leader-only message get subject of its stream
+	leader    leader        // leader reads of its stream
 	maxValue  int           // largest value accepted, headers excluded; 0 = unbounded
 	history   int64         // revisions kept per key
 	markerTTL time.Duration // TTL of delete markers (0 = no per-key TTL)
@@ -58,14 +56,13 @@ func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*S
 	if names == (subjects.Names{}) {
 		return nil, invalid("zero subjects.Names (use subjects.Default or subjects.New)")
 	}
-	s := &Store{js: js, nc: js.Conn(), now: func() time.Time { return time.Now().UTC() }}
-	prefix := apiPrefix(js.Options())
+	s := &Store{js: js, now: func() time.Time { return time.Now().UTC() }}
 	for _, b := range []struct {
 		dst  *bucket
 		name string
 	}{{&s.sessions, names.SessionsBucket()}, {&s.hooks, names.HooksBucket()}, {&s.owners, names.OwnersBucket()}} {
 		var err error
-		if *b.dst, err = openBucket(ctx, js, prefix, b.name); err != nil {
+		if *b.dst, err = openBucket(ctx, js, b.name); err != nil {
 			return nil, err
 		}
 	}
@@ -90,7 +87,7 @@ func minLeaseTTL(b bucket) time.Duration {
 	return max(MinLeaseTTL, b.markerTTL)
 }
 
-func openBucket(ctx context.Context, js jetstream.JetStream, prefix, name string) (bucket, error) {
+func openBucket(ctx context.Context, js jetstream.JetStream, name string) (bucket, error) {
 	h, err := js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return bucket{}, fmt.Errorf("kv: bucket %s does not exist (create it with topology.Ensure): %w", name, err)
@@ -107,7 +104,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, prefix, name string
 		return bucket{}, fmt.Errorf("kv: bucket %s: unexpected status type %T", name, st)
 	}
 	cfg := bs.StreamInfo().Config
-	b := bucket{kv: h, name: name, msgGet: msgGetSubject(prefix, cfg.Name),
+	b := bucket{kv: h, name: name, leader: newLeader(js, cfg.Name),
 		history: cfg.MaxMsgsPerSubject, markerTTL: cfg.SubjectDeleteMarkerTTL}
 	if cfg.MaxMsgSize > headerRoom {
 		b.maxValue = int(cfg.MaxMsgSize) - headerRoom

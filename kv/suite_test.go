@@ -65,11 +65,19 @@ func runSuite(t *testing.T, open opener) {
 func ensure(t *testing.T, url string, replicas int) {
 	t.Helper()
 	_, js := natstest.Connect(t, url)
+	ensureJS(t, js, replicas)
+}
+
+func ensureJS(t *testing.T, js jetstream.JetStream, replicas int) {
+	t.Helper()
 	// A fresh cluster may not know all its peers yet ("no suitable peers
-	// for placement"): retry until a deadline.
-	deadline := time.Now().Add(15 * time.Second)
+	// for placement"), and on a loaded two-core machine its meta leader can
+	// take long to answer: each attempt gets 10 s, retried for a minute.
+	deadline := time.Now().Add(time.Minute)
 	for {
-		_, err := topology.Ensure(ctx(t), js, topology.Config{Replicas: replicas})
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := topology.Ensure(c, js, topology.Config{Replicas: replicas})
+		cancel()
 		if err == nil {
 			break
 		}

@@ -170,3 +170,34 @@ func (c *Nodes) Start(i int, timeout time.Duration) error {
 	c.mu.Unlock()
 	return natsd.WaitMetaLeader(all, timeout)
 }
+
+// StreamLeader returns the index of the node leading stream (nil entries
+// skipped), polling for up to 10 s.
+func StreamLeader(t testing.TB, nodes []*server.Server, stream string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, s := range nodes {
+			if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+				return i
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no leader of %s", stream)
+	return -1
+}
+
+// NewLeader polls nodes (nil entries skipped) until one leads stream and
+// returns when it first saw it (the deadline if none did).
+func NewLeader(nodes []*server.Server, stream string, deadline time.Time) time.Time {
+	for time.Now().Before(deadline) {
+		for _, s := range nodes {
+			if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+				return time.Now()
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return deadline
+}

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-rt/baton/internal/jsx"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,11 +17,10 @@ import (
 // appender appends one session's committed events to its event subject,
 // exactly once and contiguously: message ID <sessionID>/<seq>, expected last
 // subject sequence, and on any uncertain or rejected append a leader read of
-// the subject's last message decides (never a blind retry; NATS.md).
+// the subject's last message decides (never a blind retry; docs/nats-layout.md, "NATS facts").
 type appender struct {
-	nc        *nats.Conn
 	js        jetstream.JetStream
-	stream    string
+	events    kv.Stream // leader reads of the events stream
 	subject   string
 	sessionID string
 	streamSeq uint64 // stream sequence of the last event on the subject
@@ -28,14 +28,14 @@ type appender struct {
 	loaded    bool
 }
 
-func newAppender(nc *nats.Conn, js jetstream.JetStream, stream, subject, sessionID string) *appender {
-	return &appender{nc: nc, js: js, stream: stream, subject: subject, sessionID: sessionID}
+func newAppender(js jetstream.JetStream, events kv.Stream, subject, sessionID string) *appender {
+	return &appender{js: js, events: events, subject: subject, sessionID: sessionID}
 }
 
 // load reads the subject's last event from the stream leader.
 func (a *appender) load(ctx context.Context) error {
-	m, err := jsx.LeaderGet(ctx, a.nc, a.stream, jsx.Query{LastFor: a.subject})
-	if errors.Is(err, jsx.ErrNotFound) {
+	m, err := a.events.Last(ctx, a.subject)
+	if errors.Is(err, record.ErrNotFound) {
 		a.streamSeq, a.eventSeq, a.loaded = 0, 0, true
 		return nil
 	}

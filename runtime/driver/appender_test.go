@@ -7,19 +7,21 @@ import (
 
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestAppenderExactlyOnceAndContiguous(t *testing.T) {
 	s := natstest.Server(t)
-	nc, js := natstest.Connect(t, s.ClientURL())
+	_, js := natstest.Connect(t, s.ClientURL())
 	ctx := t.Context()
 	if _, err := topology.Ensure(ctx, js, topology.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	n := subjects.Default()
-	a := newAppender(nc, js, n.EventsStream(), n.Events("S1"), "S1")
+	events := kv.NewStream(js, n.EventsStream())
+	a := newAppender(js, events, n.Events("S1"), "S1")
 	for seq := uint64(1); seq <= 3; seq++ {
 		if err := a.Append(ctx, seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
 			t.Fatal(err)
@@ -30,7 +32,7 @@ func TestAppenderExactlyOnceAndContiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second appender with stale state (a successor) learns from the leader.
-	b := newAppender(nc, js, n.EventsStream(), n.Events("S1"), "S1")
+	b := newAppender(js, events, n.Events("S1"), "S1")
 	for seq := uint64(1); seq <= 5; seq++ {
 		if err := b.Append(ctx, seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
 			t.Fatal(err)

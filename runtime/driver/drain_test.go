@@ -40,12 +40,15 @@ func TestGracefulDrain(t *testing.T) {
 	p2 := e.owner("v1", "p2", hibernating(time.Hour, 0))
 
 	stopped := make(chan error, 1)
+	p1.cancel()
 	go func() {
-		p1.cancel()
 		stopped <- <-p1.done
 		p1.done <- nil // for Cleanup's stop
 	}()
-	// A command during the drain: p1 takes no new work; p2 applies it.
+	// A command during the drain, once the drain hibernated the idle
+	// session (sent earlier, the still-loaded session would apply it on p1,
+	// as it should): p1 takes no new work; p2 applies it.
+	e.waitHibernated(idle)
 	e.send(idle, deliver("during"))
 	e.wake("v1", idle)
 	select {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -167,13 +166,12 @@ func (o *Owner) recheckHibernated(ctx context.Context, s *session) {
 // unprocessed returns the lowest inbox sequence on tokens that applied has
 // not processed, by leader reads, or 0 when there is none.
 func (o *Owner) unprocessed(ctx context.Context, tokens []string, applied runtime.Applied) (uint64, error) {
-	b := handoff.StreamBacklog{NC: o.cfg.NC, Names: o.cfg.Names}
 	from := applied.Next
 	if from > 0 {
 		from--
 	}
 	for {
-		seq, err := b.After(ctx, tokens, from)
+		seq, err := o.backlog.After(ctx, tokens, from)
 		if err != nil || seq == 0 {
 			return 0, err
 		}

@@ -81,7 +81,10 @@ func TestHibernateAndWake(t *testing.T) {
 	e.wake("v1", id)
 	evs := e.waitOutput(id, "again")
 	after, _ := e.session(id)
-	if after.Record.Epoch != before.Record.Epoch+1 || after.Record.OwnerProcess != "p1" {
+	// A fresh claim: epoch+1, or more when a second wake (the hibernation's
+	// own re-check finding "again", then the test's wake arriving after the
+	// session hibernated once more) claims it again.
+	if after.Record.Epoch <= before.Record.Epoch || after.Record.OwnerProcess != "p1" {
 		t.Fatalf("woken record: epoch %d → %d, owner %q", before.Record.Epoch, after.Record.Epoch, after.Record.OwnerProcess)
 	}
 	checkStream(t, evs)
@@ -392,8 +395,9 @@ func parallel(t *testing.T, n, workers int, f func(i int) error) {
 }
 
 // The owner's Prometheus metrics count what happened: a step with its
-// outcome, an inbox read, a hibernation, an ingress wake that loaded the
-// session, a lease renewal.
+// outcome, an inbox read, a hibernation, a wake that loaded the session (the
+// test's ingress wake, or the hibernation's own re-check when it saw
+// "again" first: on a loaded machine either can win), a lease renewal.
 func TestOwnerMetrics(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -412,7 +416,7 @@ func TestOwnerMetrics(t *testing.T) {
 		return got[`baton_owner_step_seconds{outcome="done"}`] >= 2 &&
 			got["baton_owner_inbox_lag_seconds"] >= 2 &&
 			got["baton_owner_hibernations_total"] >= 1 &&
-			got[`baton_owner_wakes_total{outcome="loaded",source="ingress"}`] >= 1 &&
+			got[`baton_owner_wakes_total{outcome="loaded",source="ingress"}`]+got[`baton_owner_wakes_total{outcome="loaded",source="self"}`] >= 1 &&
 			got[`baton_owner_lease_renewals_total{result="ok"}`] >= 1 &&
 			got["baton_owner_sessions_loaded"] <= 1 &&
 			got["baton_owner_sessions_hibernated"] >= 1 // set by the orphan sweep (1 s here)

@@ -284,6 +284,12 @@ type Owner struct {
 	checker   *runtime.Checker
 	blobs     *blobs // out-of-line state, event and input content (blobs.go)
 
+	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
+	// messages by sequence (retired.go), the appenders' last events.
+	backlog   kv.Backlog
+	inboxMsgs kv.Stream
+	events    kv.Stream
+
 	lease    leaseState
 	peers    peerSet
 	wakeSem  chan struct{}
@@ -330,6 +336,8 @@ func New(cfg Config) (*Owner, error) {
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{}, retrying: map[string]bool{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
 		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}), segs: newSegmentCache(),
+		backlog: kv.NewBacklog(cfg.JS, cfg.Names), inboxMsgs: kv.NewStream(cfg.JS, cfg.Names.InboxStream()),
+		events: kv.NewStream(cfg.JS, cfg.Names.EventsStream()),
 	}
 	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
 	if err != nil {
@@ -340,7 +348,7 @@ func New(cfg Config) (*Owner, error) {
 		o.txn = &handoff.Txn{
 			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
 			Starter: handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
-			Backlog: handoff.StreamBacklog{NC: cfg.NC, Names: cfg.Names},
+			Backlog: o.backlog,
 			Hooks:   cfg.Faults.handoffSource(),
 		}
 	}
@@ -705,7 +713,9 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 		case s.hibernated && ctx.Err() == nil:
 			o.recheckHibernated(ctx, s)
 		case errors.Is(err, ErrFenced) || errors.Is(context.Cause(ctx), ErrFenced):
-			s.log.Warn("session stopped: process fenced")
+			// One WARN for the process ("fenced: stopping every session");
+			// the session resumes by a fresh claim once the lease is back.
+			s.log.Debug("session stopped: process fenced")
 		case err != nil && ctx.Err() == nil:
 			s.log.Error("session stopped", "err", err)
 			o.restartLater(s.id, time.Since(began))
@@ -801,4 +811,7 @@ func (o *Owner) reconnected() <-chan struct{} {
 }
 
 // The handoff transaction's store and backlog check are kv's.
-var _ handoff.Store = (*kv.Store)(nil)
+var (
+	_ handoff.Store   = (*kv.Store)(nil)
+	_ handoff.Backlog = kv.Backlog{}
+)

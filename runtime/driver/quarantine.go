@@ -173,7 +173,7 @@ func (o *Owner) publishPending(ctx context.Context, app *appender, rec record.Se
 
 // appender is a fresh appender of session id's events.
 func (o *Owner) appender(id string) *appender {
-	return newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(id), id)
+	return newAppender(o.cfg.JS, o.events, o.cfg.Names.Events(id), id)
 }
 
 // operatorEvent encodes an event appended outside a commit, stamped with

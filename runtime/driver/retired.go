@@ -6,13 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-rt/baton/internal/jsx"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
-// Retired deployments (issue 9; docs/driver.md, "Retired deployments"). "No
+// Retired deployments (docs/driver.md, "Retired deployments"). "No
 // responders" is not "gone": only an operator's retirement, stored in
 // baton_owners, lets another deployment adopt a session whose owner is
 // gone. The adopter claims it by CAS from the record's revision (the dead
@@ -114,7 +113,7 @@ func (o *Owner) forcedMove(ctx context.Context, tokens []string, applied runtime
 		if err != nil || seq == 0 {
 			return false, err
 		}
-		m, err := jsx.LeaderGet(ctx, o.cfg.NC, o.cfg.Names.InboxStream(), jsx.Query{Seq: seq})
+		m, err := o.inboxMsgs.Get(ctx, seq)
 		if err != nil {
 			return false, err
 		}

@@ -66,7 +66,7 @@ func (o *Owner) newSession(rec record.SessionRecord, rev uint64, snap runtime.Sn
 		cmds:  make(chan runtime.Command, 64),
 		steps: make(chan runtime.StepDone, 1),
 		hib:   make(chan struct{}, 1),
-		app:   newAppender(o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream(), o.cfg.Names.Events(rec.SessionID), rec.SessionID),
+		app:   newAppender(o.cfg.JS, o.events, o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
 	s.hist = o.newHistory()
 	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens, lag: o.metrics.inboxLag}
