@@ -53,7 +53,7 @@ type SessionRecord struct {
 	// BootAttempts counts the boot attempts since the session was last
 	// settled (docs/driver.md, "Quarantine"): a claim of a record that
 	// shows work in flight, or an attempt that failed before its claim.
-	// A commit with no step in flight resets it.
+	// A commit that shows progress (Commit) resets it.
 	BootAttempts int `json:"bootAttempts,omitempty"`
 	// LastBootError is the error of the last attempt that failed before
 	// its claim; a counted claim clears it (that run, if it vanished,

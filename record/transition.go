@@ -216,11 +216,12 @@ func Hibernate(r SessionRecord, by Ownership) (SessionRecord, error) {
 // the session's settled state (active, paused or ended) and the writer
 // stamp {run, counter} that settles an uncertain write. A completed handoff
 // is confirmed by it (its events are in this commit or an earlier one). An
-// ended session never becomes live again. A commit with no step in flight
-// (settled: idle, parked on a wait, paused or ended) resets the boot
-// attempts; a boot or admission commit (a step is due) does not. Every
-// commit covers the record's floor event (the run continued from it).
-func Commit(r SessionRecord, by Ownership, st State, counter uint64, checkpoint []byte, settled bool) (SessionRecord, error) {
+// ended session never becomes live again. A commit that shows progress —
+// no step in flight (idle, parked on a wait, paused or ended), or the step
+// due at the last commit folded or cancelled — resets the boot attempts; a
+// boot or admission commit (the same step, or a first one, due) does not.
+// Every commit covers the record's floor event (the run continued from it).
+func Commit(r SessionRecord, by Ownership, st State, counter uint64, checkpoint []byte, progress bool) (SessionRecord, error) {
 	if err := held("commit", r, by); err != nil {
 		return SessionRecord{}, err
 	}
@@ -235,7 +236,7 @@ func Commit(r SessionRecord, by Ownership, st State, counter uint64, checkpoint 
 	r.Writer, r.WriteCounter = by.OwnerRunID, counter
 	r.Checkpoint = checkpoint
 	r.FloorEvent = nil
-	if settled {
+	if progress {
 		r.BootAttempts, r.LastBootError, r.BootAttemptAt = 0, "", time.Time{}
 	}
 	return r, nil

@@ -75,7 +75,7 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	}
 	switch {
 	case err == nil:
-		s.rec, s.rev, s.outbox = rec, rev, outbox
+		s.rec, s.rev, s.outbox, s.due = rec, rev, outbox, dueStep(c.Snapshot)
 		if rec.BootAttempts == 0 {
 			s.o.dropSuspect(s.id) // settled: it did not kill the process
 		}
@@ -89,7 +89,7 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
 	default:
 		s.log.Warn("commit outcome uncertain, settling by leader read", "err", err)
-		s.pendingRec, s.pendingOutbox = rec, outbox
+		s.pendingRec, s.pendingOutbox, s.pendingDue = rec, outbox, dueStep(c.Snapshot)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitUncertain}}, nil
 	}
 }
@@ -111,7 +111,7 @@ func (s *session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runti
 		s.log.Warn("uncertain commit did not land: fenced, stopping")
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
 	}
-	s.rec, s.rev, s.outbox = s.pendingRec, cur.Revision, s.pendingOutbox
+	s.rec, s.rev, s.outbox, s.due = s.pendingRec, cur.Revision, s.pendingOutbox, s.pendingDue
 	s.committedState(ctx)
 	return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 }

@@ -47,7 +47,7 @@ func (s *session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 	}
 	// This commit holds (or follows) a completed handoff's events: Commit
 	// confirms it.
-	rec, err := record.Commit(s.rec, s.rec.Ownership(), stateOf(snap), snap.Writer.Write, cp, !inFlight(snap))
+	rec, err := record.Commit(s.rec, s.rec.Ownership(), stateOf(snap), snap.Writer.Write, cp, s.progressed(snap))
 	if err != nil {
 		return record.SessionRecord{}, nil, err
 	}
@@ -104,6 +104,28 @@ func settledState(snap runtime.Snapshot) record.State {
 // may have died of that step; one parked on a wait, idle or paused did not.
 func inFlight(snap runtime.Snapshot) bool {
 	return snap.Ended == "" && !snap.Paused && snap.Turn != nil && snap.Turn.Open
+}
+
+// dueStep names the step a snapshot has due, "<turnId>/<step>", or "" when
+// none is in flight.
+func dueStep(snap runtime.Snapshot) string {
+	if !inFlight(snap) {
+		return ""
+	}
+	return snap.Turn.ID + "/" + itoa(uint64(snap.Turn.Steps+1))
+}
+
+// progressed reports whether a commit of snap shows progress, which resets
+// the boot attempts: no step is in flight (idle, parked on a wait, paused,
+// ended), or the step that was due at the last commit is not due any more
+// (its result is folded, or its turn was cancelled). A boot or admission
+// commit leaves that step, or a first one, due: no progress. (A session
+// with queued deliveries admits the next turn in the commit that completes
+// one: it is never without a step in flight while the queue lasts, yet
+// each of those commits folds a step that did not kill the process.)
+func (s *session) progressed(snap runtime.Snapshot) bool {
+	due := dueStep(snap)
+	return due == "" || s.due != "" && due != s.due
 }
 
 func stateOf(snap runtime.Snapshot) record.State {

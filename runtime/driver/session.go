@@ -45,6 +45,8 @@ type session struct {
 	nextStateRef  *wire.BlobRef        // the state blob of the commit in flight
 	pendingRec    record.SessionRecord // the record of an uncertain commit
 	pendingOutbox []wire.Event
+	pendingDue    string
+	due           string // the step due as of the last commit (dueStep)
 	stopped       bool
 	hibernated    bool          // stopped by hibernating
 	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
@@ -68,7 +70,7 @@ func (o *Owner) newSession(rec record.SessionRecord, rev uint64, snap runtime.Sn
 		hib:   make(chan struct{}, 1),
 		app:   newAppender(o.cfg.JS, o.events, o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
-	s.hist = o.newHistory()
+	s.hist, s.due = o.newHistory(), dueStep(snap)
 	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens, lag: o.metrics.inboxLag}
 	return s, nil
 }
