@@ -22,7 +22,7 @@ import (
 // session is quarantined, and from then on no process dies. The pool's
 // other sessions receive commands throughout; every accepted command is
 // applied once, in order, and none of them is ever quarantined. Two of them
-// take quick steps, two take 300 ms steps, so that at each death some
+// take quick steps, two take 200 ms steps, so that at each death some
 // neighbour is mid-step there and is re-run as a suspect next to the
 // culprit; one suspect at a time per process keeps its re-run apart from
 // the culprit's. Repeated (2 rounds, 10 under make soak): a collateral
@@ -38,7 +38,7 @@ func TestCrashingSessionQuarantined(t *testing.T) {
 	}
 	tr := c.traffic(map[string]load{
 		healthy[0]: {"quick", 150 * time.Millisecond}, healthy[1]: {"quick", 150 * time.Millisecond},
-		healthy[2]: {"/sleep 300ms", 500 * time.Millisecond}, healthy[3]: {"/sleep 300ms", 500 * time.Millisecond},
+		healthy[2]: {"/sleep 200ms", 600 * time.Millisecond}, healthy[3]: {"/sleep 200ms", 600 * time.Millisecond},
 	})
 
 	rounds := testsize.Pick(2, 10)
