@@ -242,12 +242,15 @@ func (tr *traffic) answered(c *cluster, t *testing.T) map[string][]string {
 			continue
 		}
 		last := cids[len(cids)-1]
-		c.waitFor(id, "command "+last+" applied", func(evs []wire.Event) bool {
-			return slices.ContainsFunc(evs, func(e wire.Event) bool {
+		evs := c.waitFor(id, "command "+last+" applied", func(evs []wire.Event) bool {
+			return count(evs, wire.EventSessionQuarantined) > 0 || slices.ContainsFunc(evs, func(e wire.Event) bool {
 				var d wire.CommandApplied
 				return e.Kind == wire.EventCommandApplied && json.Unmarshal(e.Data, &d) == nil && d.CommandID == last
 			})
 		})
+		if count(evs, wire.EventSessionQuarantined) > 0 {
+			t.Fatalf("healthy session %s quarantined: %+v", id, c.record(id).Quarantine)
+		}
 	}
 	return sent
 }
