@@ -93,13 +93,7 @@ func (o *Owner) isLoaded(id string) bool {
 // attempt, and the attempt that reaches Config.QuarantineAfter
 // quarantines the session instead of claiming it (quarantine.go).
 func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error) {
-	switch {
-	case cur.Record.Quarantined():
-		return nil, ErrQuarantined
-	case cur.Record.Terminated():
-		return nil, o.terminated(ctx, cur.Record)
-	}
-	if err := o.deferBoot(cur.Record); err != nil {
+	if err := o.mayBoot(ctx, cur.Record); err != nil {
 		return nil, err
 	}
 	hist := o.newHistory()
@@ -108,30 +102,53 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error)
 		return nil, o.bootFailed(ctx, cur, err)
 	}
 	withFloor(&d, cur.Record)
-	switch n := record.Attempt(cur.Record, inFlight(d.snap)); {
-	case n >= o.cfg.QuarantineAfter:
-		return nil, o.quarantine(ctx, cur, n, record.Failure(cur.Record), &d)
-	case n > 0 && !o.takeSuspect(cur.Record.SessionID):
-		o.retryAt(cur.Record.SessionID, cur.Record.OwnerProcess, suspectRetry+jitter(cur.Record.SessionID, n, suspectRetry))
-		return nil, ErrDeferred
-	}
-	if len(cur.Record.FloorEvent) > 0 {
-		// The event appended outside a commit must be on the stream before
-		// this run's first one.
-		if _, err := o.publishPending(ctx, o.appender(cur.Record.SessionID), cur.Record, nil); err != nil {
-			return nil, fmt.Errorf("driver: claim %s: floor event: %w", cur.Record.SessionID, err)
-		}
-	}
-	rec, err := o.claimCAS(ctx, cur, d)
-	if err != nil {
-		o.dropSuspect(cur.Record.SessionID)
+	if err := o.gate(ctx, cur, &d); err != nil {
 		return nil, err
 	}
-	s, err := o.claimed(ctx, cur, rec, d, hist)
+	rec, err := o.claimCAS(ctx, cur, d)
+	var s *session
+	if err == nil {
+		s, err = o.claimed(ctx, cur, rec, d, hist)
+	}
 	if err != nil {
 		o.dropSuspect(cur.Record.SessionID)
 	}
 	return s, err
+}
+
+// mayBoot refuses a record no owner runs (quarantined, or ended by an
+// operator) and defers an attempt before the quarantine backoff passed.
+func (o *Owner) mayBoot(ctx context.Context, rec record.SessionRecord) error {
+	switch {
+	case rec.Quarantined():
+		return ErrQuarantined
+	case rec.Terminated():
+		return o.terminated(ctx, rec)
+	}
+	return o.deferBoot(rec)
+}
+
+// gate decides a readable record's attempt: the one that reaches
+// QuarantineAfter quarantines the session, a counted one waits for this
+// process's suspect slot (quarantine.go), and the floor event goes on the
+// stream before this run's first event.
+func (o *Owner) gate(ctx context.Context, cur record.Session, d *decoded) error {
+	id := cur.Record.SessionID
+	switch n := record.Attempt(cur.Record, inFlight(d.snap)); {
+	case n >= o.cfg.QuarantineAfter:
+		return o.quarantine(ctx, cur, n, record.Failure(cur.Record), d)
+	case n > 0 && !o.takeSuspect(id):
+		o.retryAt(id, cur.Record.OwnerProcess, suspectRetry+jitter(id, n, suspectRetry))
+		return ErrDeferred
+	}
+	if len(cur.Record.FloorEvent) == 0 {
+		return nil
+	}
+	if _, err := o.publishPending(ctx, o.appender(id), cur.Record, nil); err != nil {
+		o.dropSuspect(id)
+		return fmt.Errorf("driver: claim %s: floor event: %w", id, err)
+	}
+	return nil
 }
 
 // claimCAS is the claim's one write: record.Claim at the revision read

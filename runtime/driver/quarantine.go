@@ -69,31 +69,18 @@ func (o *Owner) bootFailed(ctx context.Context, cur record.Session, cause error)
 func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int, cause string, d *decoded) error {
 	id := cur.Record.SessionID
 	app := o.appender(id)
-	var outbox []wire.Event
-	seq := cur.Record.EventSeqFloor
-	if d != nil {
-		outbox, seq = d.outbox, max(seq, d.snap.EventSeq)
-	}
-	last, err := o.publishPending(ctx, app, cur.Record, outbox)
+	seq, err := o.nextSeq(ctx, app, cur.Record, d)
 	if err != nil {
 		return fmt.Errorf("driver: quarantine %s: events: %w", id, err)
 	}
-	seq = max(seq, last) + 1
-	writer := "quarantine-" + newID()
-	data, err := o.operatorEvent(id, seq, writer, wire.EventSessionQuarantined,
-		wire.SessionQuarantined{Attempts: attempts, Error: cause, DeploymentID: o.cfg.Deployment})
-	if err != nil {
-		return err
-	}
-	q := record.QuarantineInfo{Attempts: attempts, Error: cause, Since: o.now().UTC(), DeploymentID: o.cfg.Deployment}
-	rec, err := record.Quarantine(cur.Record, q, writer, record.Appended{Seq: seq, Event: data})
+	rec, err := o.parked(cur.Record, attempts, cause, seq)
 	if err != nil {
 		return err
 	}
 	if err := o.casRecord(ctx, rec, cur.Revision); err != nil {
 		return fmt.Errorf("driver: quarantine %s: %w", id, err)
 	}
-	if err := app.Append(ctx, seq, data); err != nil {
+	if err := app.Append(ctx, seq, rec.FloorEvent); err != nil {
 		o.log.Debug("session.quarantined not appended; the next reader of the record appends it", "session", id, "err", err)
 	}
 	if prev := cur.Record.Consumer; prev != "" {
@@ -103,6 +90,36 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 	}
 	o.log.Warn("session quarantined", "session", id, "attempts", attempts, "error", cause, "event_seq", seq)
 	return ErrQuarantined
+}
+
+// nextSeq is the seq of an event appended outside a commit: one past the
+// larger of the subject's last event (after what the stream lacks is
+// appended: d's committed outbox, when the checkpoint could be read, and
+// the record's floor event), the floor and the checkpoint's event seq.
+func (o *Owner) nextSeq(ctx context.Context, app *appender, rec record.SessionRecord, d *decoded) (uint64, error) {
+	var outbox []wire.Event
+	seq := rec.EventSeqFloor
+	if d != nil {
+		outbox, seq = d.outbox, max(seq, d.snap.EventSeq)
+	}
+	last, err := o.publishPending(ctx, app, rec, outbox)
+	if err != nil {
+		return 0, err
+	}
+	return max(seq, last) + 1, nil
+}
+
+// parked is the quarantined record: record.Quarantine carrying
+// session.quarantined at seq.
+func (o *Owner) parked(r record.SessionRecord, attempts int, cause string, seq uint64) (record.SessionRecord, error) {
+	writer := "quarantine-" + newID()
+	data, err := o.operatorEvent(r.SessionID, seq, writer, wire.EventSessionQuarantined,
+		wire.SessionQuarantined{Attempts: attempts, Error: cause, DeploymentID: o.cfg.Deployment})
+	if err != nil {
+		return record.SessionRecord{}, err
+	}
+	q := record.QuarantineInfo{Attempts: attempts, Error: cause, Since: o.now().UTC(), DeploymentID: o.cfg.Deployment}
+	return record.Quarantine(r, q, writer, record.Appended{Seq: seq, Event: data})
 }
 
 // terminated handles a wake or claim of a session an operator ended while
