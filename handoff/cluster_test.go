@@ -2,12 +2,14 @@ package handoff_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // TestClusterActivations: on a three-node cluster with R3 buckets (direct
@@ -33,6 +35,10 @@ func TestClusterActivations(t *testing.T) {
 	src := connect(t, leader)
 	cand := connect(t, follower)
 	green := serve(t, cand.nc, cand.st, candDeployment)
+	// The candidate subscribed on another node: its interest reaches the
+	// source's node over the routes a moment later (longer on a loaded
+	// machine), and a start sent before meets "no responders".
+	waitResponders(t, src.nc, names.Start(candDeployment))
 	b := src.backend(t)
 	txn := natsTxn(src)
 	for i := range 50 {
@@ -117,5 +123,22 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 	defer green.mu.Unlock()
 	if len(green.runs) != 1 {
 		t.Fatalf("%d activations", len(green.runs))
+	}
+}
+
+// waitResponders polls until a request on subject from nc reaches a
+// responder (any answer will do).
+func waitResponders(t *testing.T, nc *nats.Conn, subject string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := nc.Request(subject, []byte(`{}`), time.Second)
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no responders on %s: %v", subject, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
