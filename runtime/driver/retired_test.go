@@ -80,8 +80,12 @@ func TestAdoptRetired(t *testing.T) {
 	mv.Move.Force = true
 	mvSeq := e.send(asking, withDep("v2", mv))
 	e.wake("v2", asking)
-	evs = e.waitFor(asking, "forced adoption and hello?", func(evs []wire.Event) bool {
-		return slices.ContainsFunc(evs, isOutput("hello?"))
+	// The move is applied after hello? (inbox order), in the same or a
+	// later commit, whose events are appended in the background: wait for
+	// both.
+	evs = e.waitFor(asking, "forced adoption, hello? and the move applied", func(evs []wire.Event) bool {
+		return slices.ContainsFunc(evs, isOutput("hello?")) &&
+			slices.ContainsFunc(appliedOrder(evs), func(a wire.CommandApplied) bool { return a.Seq == mvSeq })
 	})
 	checkAdopted(t, e, asking, evs, true)
 	if !slices.ContainsFunc(appliedOrder(evs), func(a wire.CommandApplied) bool { return a.Seq == mvSeq && a.Kind == "move" }) {
