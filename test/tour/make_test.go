@@ -47,7 +47,7 @@ type stack struct {
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make is not installed")
+		t.Fatal("make is not installed: the README commands need it")
 	}
 	binOnce.Do(func() {
 		d, err := os.MkdirTemp("", "baton-tour-bin-")
