@@ -35,7 +35,7 @@
 //     "temporarily unavailable" — is final.
 //   - Stream and Backlog are the same leader reads on any stream: a message
 //     by sequence, the last one on a subject, the next one on a subject
-//     from a sequence (the appender's last event, an inbox command), and the
+//     from a sequence (the Appender's last event, an inbox command), and the
 //     handoff's backlog check over the inbox stream (Backlog implements
 //     handoff.Backlog).
 //   - An uncertain write (lost reply) is settled by Settle: a leader read of

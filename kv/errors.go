@@ -47,6 +47,10 @@ func mapPublishErr(op, key string, err error) error {
 	return mapErr(op, key, err)
 }
 
+// ErrEventGap means an event would leave a hole in a session's seq: the
+// Appender refuses it.
+var ErrEventGap = errors.New("kv: event seq gap")
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{record.ErrInvalid}, args...)...)
 }

@@ -1,10 +1,15 @@
 package driver
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/baton-rt/baton/kv"
+)
 
 var (
-	// ErrEventGap means an event would leave a hole in a session's seq.
-	ErrEventGap = errors.New("driver: event seq gap")
+	// ErrEventGap means an event would leave a hole in a session's seq (the
+	// kv.Appender's refusal).
+	ErrEventGap = kv.ErrEventGap
 	// ErrUnbootable reports a session whose checkpoint cannot be read by
 	// this build, on any attempt: it does not decode (an unsupported state
 	// version, an invalid shape), or its out-of-line content (a history

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
@@ -96,7 +97,7 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 // larger of the subject's last event (after what the stream lacks is
 // appended: d's committed outbox, when the checkpoint could be read, and
 // the record's floor event), the floor and the checkpoint's event seq.
-func (o *Owner) nextSeq(ctx context.Context, app *appender, rec record.SessionRecord, d *decoded) (uint64, error) {
+func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.SessionRecord, d *decoded) (uint64, error) {
 	var outbox []wire.Event
 	seq := rec.EventSeqFloor
 	if d != nil {
@@ -160,7 +161,7 @@ func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uin
 // cannot fill (events of an unreadable checkpoint's outbox) is left: the
 // next event follows the last one on the subject. It returns the seq of
 // the subject's last event.
-func (o *Owner) publishPending(ctx context.Context, app *appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
+func (o *Owner) publishPending(ctx context.Context, app *kv.Appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
 	type pending struct {
 		seq  uint64
 		data []byte
@@ -182,15 +183,16 @@ func (o *Owner) publishPending(ctx context.Context, app *appender, rec record.Se
 			return 0, err
 		}
 	}
-	if err := app.load(ctx); err != nil {
+	last, err := app.Last(ctx)
+	if err != nil {
 		return 0, err
 	}
-	return app.eventSeq, nil
+	return last, nil
 }
 
 // appender is a fresh appender of session id's events.
-func (o *Owner) appender(id string) *appender {
-	return newAppender(o.cfg.JS, o.events, o.cfg.Names.Events(id), id)
+func (o *Owner) appender(id string) *kv.Appender {
+	return kv.NewAppender(o.cfg.JS, o.events, o.cfg.Names.Events(id), id)
 }
 
 // operatorEvent encodes an event appended outside a commit, stamped with

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -28,7 +29,7 @@ type session struct {
 	rev     uint64
 	tokens  []string // encoded tokens: stable first, then aliases
 	inbox   *inbox
-	app     *appender
+	app     *kv.Appender
 	outbox  []wire.Event // events of the last commit, stamped
 	cmds    chan runtime.Command
 	steps   chan runtime.StepDone
@@ -68,7 +69,7 @@ func (o *Owner) newSession(rec record.SessionRecord, rev uint64, snap runtime.Sn
 		cmds:  make(chan runtime.Command, 64),
 		steps: make(chan runtime.StepDone, 1),
 		hib:   make(chan struct{}, 1),
-		app:   newAppender(o.cfg.JS, o.events, o.cfg.Names.Events(rec.SessionID), rec.SessionID),
+		app:   kv.NewAppender(o.cfg.JS, o.events, o.cfg.Names.Events(rec.SessionID), rec.SessionID),
 	}
 	s.hist, s.due = o.newHistory(), dueStep(snap)
 	s.inbox = &inbox{js: o.cfg.JS, names: o.cfg.Names, name: rec.Consumer, tokens: tokens, lag: o.metrics.inboxLag}

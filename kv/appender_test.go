@@ -1,4 +1,4 @@
-package driver
+package kv_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -21,7 +22,7 @@ func TestAppenderExactlyOnceAndContiguous(t *testing.T) {
 	}
 	n := subjects.Default()
 	events := kv.NewStream(js, n.EventsStream())
-	a := newAppender(js, events, n.Events("S1"), "S1")
+	a := kv.NewAppender(js, events, n.Events("S1"), "S1")
 	for seq := uint64(1); seq <= 3; seq++ {
 		if err := a.Append(ctx, seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
 			t.Fatal(err)
@@ -32,7 +33,7 @@ func TestAppenderExactlyOnceAndContiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second appender with stale state (a successor) learns from the leader.
-	b := newAppender(js, events, n.Events("S1"), "S1")
+	b := kv.NewAppender(js, events, n.Events("S1"), "S1")
 	for seq := uint64(1); seq <= 5; seq++ {
 		if err := b.Append(ctx, seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
 			t.Fatal(err)
@@ -43,7 +44,7 @@ func TestAppenderExactlyOnceAndContiguous(t *testing.T) {
 	if err := a.Append(ctx, 6, []byte("e6")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Append(ctx, 8, []byte("e8")); !errors.Is(err, ErrEventGap) {
+	if err := a.Append(ctx, 8, []byte("e8")); !errors.Is(err, kv.ErrEventGap) {
 		t.Fatalf("gap not refused: %v", err)
 	}
 	assertEvents(t, js, n.EventsStream(), n.Events("S1"), 6)
@@ -65,8 +66,8 @@ func assertEvents(t *testing.T, js jetstream.JetStream, stream, subject string, 
 		if got := string(m.Data()); got != fmt.Sprintf("e%d", i) {
 			t.Fatalf("event %d = %q", i, got)
 		}
-		if m.Headers().Get(HeaderEventSeq) != fmt.Sprint(i) {
-			t.Fatalf("event %d header %q", i, m.Headers().Get(HeaderEventSeq))
+		if m.Headers().Get(wire.HeaderEventSeq) != fmt.Sprint(i) {
+			t.Fatalf("event %d header %q", i, m.Headers().Get(wire.HeaderEventSeq))
 		}
 	}
 	if i != want {
