@@ -63,7 +63,7 @@ func (s *Store) PutDeployment(ctx context.Context, d Deployment, rev uint64) (ui
 	if rev == 0 {
 		return s.claim(ctx, s.owners, key, s.owners.kvWrite(key, data), func(entry) *record.OwnedError { return nil })
 	}
-	return s.owners.update(ctx, key, data, rev)
+	return s.update(ctx, s.owners, key, data, rev)
 }
 
 // RetireDeployment marks deployment id retired in baton_owners and returns
@@ -123,7 +123,7 @@ func (s *Store) retireOnce(ctx context.Context, id, key string) (Deployment, boo
 	if err != nil {
 		return Deployment{}, false, backoff.Permanent(err)
 	}
-	_, err = s.owners.update(ctx, key, data, e.rev)
+	_, err = s.update(ctx, s.owners, key, data, e.rev)
 	if errors.Is(err, record.ErrConflict) {
 		return Deployment{}, false, err
 	}

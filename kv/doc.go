@@ -65,5 +65,11 @@
 // publish path and the raw leader read are not KV methods; there, and only
 // there, the API error code is read (see mapPublishErr).
 //
+// A replicated stream also refuses a CAS with 10164 while the key's previous
+// write is acknowledged but not yet applied, though nothing else wrote. A
+// conditional update or delete that loses therefore asks the stream leader
+// where the key is: still at the expected revision, the same CAS is sent
+// again (a few times, backing off); moved, it is a conflict.
+//
 // A *Store is safe for concurrent use and keeps no state besides handles.
 package kv

@@ -59,7 +59,7 @@ func (s *Store) UpdateHook(ctx context.Context, h record.Hook, rev uint64) (uint
 	if err != nil {
 		return 0, err
 	}
-	return s.hooks.update(ctx, key, data, rev)
+	return s.update(ctx, s.hooks, key, data, rev)
 }
 
 // Tombstone marks the hook at rev as belonging to an ended session. The hook
@@ -85,7 +85,7 @@ func (s *Store) Tombstone(ctx context.Context, token string, rev uint64) (uint64
 	if err != nil {
 		return 0, err
 	}
-	return s.hooks.update(ctx, key, data, rev)
+	return s.update(ctx, s.hooks, key, data, rev)
 }
 
 // DeleteHook deletes a hook at rev; the address can then be claimed again.
@@ -94,5 +94,5 @@ func (s *Store) DeleteHook(ctx context.Context, token string, rev uint64) error 
 	if !subjects.ValidToken(token) {
 		return invalid("hook token %q is not a canonical encoded token", token)
 	}
-	return s.hooks.remove(ctx, subjects.HookKey(token), rev)
+	return s.remove(ctx, s.hooks, subjects.HookKey(token), rev)
 }

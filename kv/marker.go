@@ -61,7 +61,7 @@ func (s *Store) UpdateMarker(ctx context.Context, m record.Marker, rev uint64) (
 	if err != nil {
 		return 0, err
 	}
-	return s.hooks.update(ctx, key, data, rev)
+	return s.update(ctx, s.hooks, key, data, rev)
 }
 
 // DeleteMarker deletes the marker at rev; a stale rev is record.ErrConflict.
@@ -69,5 +69,5 @@ func (s *Store) DeleteMarker(ctx context.Context, sessionID string, rev uint64) 
 	if err := subjects.ValidateSessionID(sessionID); err != nil {
 		return invalid("%w", err)
 	}
-	return s.hooks.remove(ctx, subjects.MarkerKey(sessionID), rev)
+	return s.remove(ctx, s.hooks, subjects.MarkerKey(sessionID), rev)
 }

@@ -47,7 +47,7 @@ func (s *Store) UpdateSession(ctx context.Context, rec record.SessionRecord, rev
 	if err != nil {
 		return 0, err
 	}
-	return s.sessions.update(ctx, key, data, rev)
+	return s.update(ctx, s.sessions, key, data, rev)
 }
 
 // DeleteSession deletes the record if it is still at rev; a stale rev is
@@ -56,7 +56,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string, rev uint64) error 
 	if err := subjects.ValidateSessionID(id); err != nil {
 		return invalid("%w", err)
 	}
-	return s.sessions.remove(ctx, subjects.SessionKey(id), rev)
+	return s.remove(ctx, s.sessions, subjects.SessionKey(id), rev)
 }
 
 // ListSessions returns the IDs of every live session record (deleted ones

@@ -134,21 +134,59 @@ func (b bucket) get(ctx context.Context, key string) (entry, error) {
 }
 
 // update is a revision CAS of an encoded value.
-func (b bucket) update(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
+func (s *Store) update(ctx context.Context, b bucket, key string, data []byte, rev uint64) (uint64, error) {
 	if rev == 0 {
 		return 0, invalid("update %s: revision 0 (a conditional write needs the revision read)", key)
 	}
-	n, err := b.kv.Update(ctx, key, data, rev)
-	return n, mapErr("update", key, err)
+	return s.settleCAS(ctx, b, key, rev, func() (uint64, error) {
+		n, err := b.kv.Update(ctx, key, data, rev)
+		return n, mapErr("update", key, err)
+	})
 }
 
 // remove writes a delete marker only if key is at rev. A stale rev deletes
 // nothing. rev 0 is refused: jetstream would delete unconditionally.
-func (b bucket) remove(ctx context.Context, key string, rev uint64) error {
+func (s *Store) remove(ctx context.Context, b bucket, key string, rev uint64) error {
 	if rev == 0 {
 		return invalid("delete %s: revision 0 (a conditional delete needs the revision read)", key)
 	}
-	return mapErr("delete", key, b.kv.Delete(ctx, key, jetstream.LastRevision(rev)))
+	_, err := s.settleCAS(ctx, b, key, rev, func() (uint64, error) {
+		return 0, mapErr("delete", key, b.kv.Delete(ctx, key, jetstream.LastRevision(rev)))
+	})
+	return err
+}
+
+// casAttempts bounds settleCAS: how many times one CAS is sent while the
+// leader still shows the key at the revision it expects.
+const casAttempts = 4
+
+// settleCAS runs a revision CAS and, when it loses, asks the stream leader
+// whether the key really moved. On a replicated stream the server refuses a
+// CAS on a key whose previous write it acknowledged but has not finished
+// applying (10164, "wrong last sequence", mapped to record.ErrConflict) even
+// though nothing else wrote: if the leader still shows the key at rev, the
+// same CAS is sent again (at most casAttempts times, a short backoff between).
+// A key that moved is a real conflict and is returned as one. Sending the same
+// CAS again is safe: a refused CAS wrote nothing, and if an earlier one did
+// land the key is no longer at rev, so the retry conflicts.
+func (s *Store) settleCAS(ctx context.Context, b bucket, key string, rev uint64, cas func() (uint64, error)) (uint64, error) {
+	wait := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		n, err := cas()
+		if !errors.Is(err, record.ErrConflict) || attempt == casAttempts {
+			return n, err
+		}
+		cur, lerr := s.leaderLast(ctx, b, key)
+		if lerr != nil || cur.rev != rev {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 // writeFunc writes one value at an expected last revision (0 = the key's
