@@ -3,10 +3,13 @@ package tour
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -206,7 +209,34 @@ func (j *job) ready(dep string) string {
 	return j.waitFor(`baton: deployment `+dep+` is running\n  ingress   (http://127\.0\.0\.1:\d+)`, 3*time.Minute)[1]
 }
 
+// port is a port for the stack to listen on, below the kernel's ephemeral
+// range (32768–60999 on Linux) so that no outgoing connection of a test
+// running beside this one holds it. make deployment listens on the first
+// free ports after HTTP_PORT and METRICS_PORT: from the ephemeral range,
+// port+1 was often the local port of some connection, which a listening
+// check cannot see, and the owner's bind failed. The next few ports are
+// checked free too; a listener started meanwhile by another test is what
+// make deployment's free-port search steps over.
 func port(t *testing.T) string {
 	t.Helper()
-	return strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		if bindable(p, 4) {
+			return strconv.Itoa(p)
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
+}
+
+// bindable reports whether ports p … p+n-1 can be listened on now.
+func bindable(p, n int) bool {
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+i))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -292,15 +291,4 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-}
-
-// freeAddr returns 127.0.0.1:<a port that was free a moment ago>.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
