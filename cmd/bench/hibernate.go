@@ -13,7 +13,7 @@ import (
 
 	"github.com/baton-rt/baton/internal/bench"
 	"github.com/baton-rt/baton/protocol"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -29,7 +29,7 @@ func benchHibernate(ctx context.Context, e *env, r *bench.Reporter) error {
 }
 
 func benchWake(ctx context.Context, e *env, r *bench.Reporter) error {
-	rig, err := newRigFor(ctx, e, "hib", "hib-1", func(c *driver.Config) {
+	rig, err := newRigFor(ctx, e, "hib", "hib-1", func(c *pool.Config) {
 		c.HibernateAfter, c.TickInterval = 20*time.Millisecond, 10*time.Millisecond
 		c.DrainTimeout = 10 * time.Second // closing hibernates what is loaded
 	})
@@ -92,7 +92,7 @@ func (r *rig) waitHibernated(ctx context.Context, id string) error {
 // Default 10,000 sessions; -scale 10 holds 100,000.
 func benchHeld(ctx context.Context, e *env, r *bench.Reporter) error {
 	const maxLoaded = 1000
-	rig, err := newRigFor(ctx, e, "held", "held-1", func(c *driver.Config) {
+	rig, err := newRigFor(ctx, e, "held", "held-1", func(c *pool.Config) {
 		c.HibernateAfter, c.MaxLoaded = 100*time.Millisecond, maxLoaded
 		c.TickInterval = 100 * time.Millisecond
 	})

@@ -16,7 +16,7 @@ import (
 
 	"github.com/baton-rt/baton/internal/bench"
 	"github.com/baton-rt/baton/protocol"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -404,7 +404,7 @@ func benchPoolFailover(ctx context.Context, e *env, r *bench.Reporter) error {
 		}
 	}
 	// A crash comes at any phase of the renewal cycle (as failover.go).
-	time.Sleep(rand.N(driver.DefaultLeaseTTL / 4))
+	time.Sleep(rand.N(pool.DefaultLeaseTTL / 4))
 	// Crash: the connection is cut first (nothing more is written, the lease
 	// is not released and must expire), then the owner's Run is stopped.
 	victim.nc.Close()
@@ -446,7 +446,7 @@ func benchPoolFailover(ctx context.Context, e *env, r *bench.Reporter) error {
 		return fmt.Errorf("%d of %d sessions of the crashed owner never resumed", missing, len(dead))
 	}
 	r.Latencies("failover_resume_pool", samples, 0, bench.Baseline("js_publish_consume_rtt"),
-		bench.Field("lease_ttl", driver.DefaultLeaseTTL), bench.Field("owners", 3),
+		bench.Field("lease_ttl", pool.DefaultLeaseTTL), bench.Field("owners", 3),
 		bench.Field("sessions", n), bench.Field("start_spread", joinInts(spread)),
 		bench.Field("sessions_moved", len(samples)), bench.Field("spread", joinInts(took)),
 		bench.Field("first_us", fmt.Sprintf("%.1f", float64(slices.Min(samples))/float64(time.Microsecond))),
@@ -477,7 +477,7 @@ func poolDiag(ctx context.Context, r *rig, id string, rigs []*rig) {
 
 // poolLog: with BENCH_POOL_LOG=1 the pool's owners log warnings and errors
 // only, with BENCH_POOL_LOG=info from level info (debug logging of 1,000 sessions slows the run enough to fence).
-func poolLog(c *driver.Config) {
+func poolLog(c *pool.Config) {
 	switch os.Getenv("BENCH_POOL_LOG") {
 	case "1":
 		c.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
