@@ -47,10 +47,3 @@ func (o *Owner) drain(ctx context.Context) {
 		}
 	}
 }
-
-// drainable: while draining, a session hibernates as soon as no step runs,
-// even with commands queued or a turn open (they stay unprocessed in the
-// inbox, and the checkpoint resumes the turn on the next owner).
-func (s *session) drainable() bool {
-	return !s.stopped && s.cancel == nil && len(s.steps) == 0
-}

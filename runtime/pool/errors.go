@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/session"
 )
 
 var (
@@ -16,7 +17,7 @@ var (
 	// segment, the state, an input's text) is gone or corrupt. Each such
 	// attempt is counted in the record (docs/driver.md, "Quarantine"); a
 	// store that merely did not answer is not.
-	ErrUnbootable = errors.New("driver: session checkpoint unreadable")
+	ErrUnbootable = session.ErrUnbootable
 	// ErrQuarantined reports a session that is quarantined (by this
 	// attempt or before): no owner runs it until an operator retries or
 	// ends it.
@@ -25,6 +26,11 @@ var (
 	// attempts failed and the quarantine backoff has not passed. The
 	// process that deferred it tries again when it has.
 	ErrDeferred = errors.New("driver: boot attempt deferred (quarantine backoff)")
+	// ErrFenced reports that this owner process does not hold a valid
+	// lease: it could not renew it in time, or another process took it
+	// over. A fenced process runs no step, commits nothing and serves no
+	// request until it has acquired its lease again.
+	ErrFenced = session.ErrFenced
 	// errTerminated: an operator ended the session while it was
 	// quarantined; nothing is left to run (the wake outcome "ended").
 	errTerminated = errors.New("driver: session ended by an operator")

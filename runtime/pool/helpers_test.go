@@ -12,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,8 +44,8 @@ func (e *env) session(id string) (record.Session, runtime.Snapshot) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	d, err := decodeCheckpoint(cur.Record.Checkpoint)
-	snap := d.snap
+	d, err := session.DecodeCheckpoint(cur.Record.Checkpoint)
+	snap := d.Snap
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -21,164 +21,25 @@ import (
 // active sessions. The record says `hibernated`; any owner process of the
 // deployment loads it again on a wake.
 
-// touch records activity: hibernation picks the least recently active.
-func (s *session) touch() { s.active.Store(time.Now().UnixNano()) }
-
-// idleFor is how long the session has had no activity.
-func (s *session) idleFor() time.Duration {
-	return time.Since(time.Unix(0, s.active.Load()))
-}
-
-// quiet reports whether the session may hibernate now: no step running, no
-// command read but not handled, nothing queued or in flight in the machine.
-// Waiting for input, an authorization, a background task's result, or a
-// resume is allowed: each of those arrives as an inbox command, and a
-// command wakes the session.
-func (s *session) quiet() bool {
-	if s.stopped || s.cancel != nil || len(s.cmds) > 0 || len(s.steps) > 0 {
-		return false
-	}
-	switch s.m.IdleReason() {
-	case "", runtime.SkipInput, runtime.SkipAuthorization, runtime.SkipTask, runtime.SkipPaused:
-		return true
-	}
-	return false
-}
-
-// maybeHibernate hibernates the session when it is quiet and either idle for
-// HibernateAfter or asked to by the loaded-session cap (force).
-func (s *session) maybeHibernate(ctx context.Context, force bool) error {
-	if s.o.draining.Load() {
-		if !s.drainable() {
-			return nil
-		}
-		return s.hibernate(ctx)
-	}
-	after := s.o.cfg.HibernateAfter
-	if force {
-		// Even under the cap a session stays a moment: one just loaded
-		// looks quiet until its consumer delivers the command that woke it.
-		after = minResident
-	}
-	if after <= 0 || s.idleFor() < after {
-		return nil
-	}
-	if !s.quiet() {
-		return nil
-	}
-	return s.hibernate(ctx)
-}
-
-// minResident is how long a session stays loaded, idle, before the
-// loaded-session cap may hibernate it.
-const minResident = 200 * time.Millisecond
-
-// hibernate CASes the record to hibernated, deletes the consumer and drops
-// the index entry; the session then stops. The caller (spawn) re-checks the
-// inbox with a leader read once the session has left memory, and loads it
-// again if a command slipped in (see recheckHibernated).
-func (s *session) hibernate(ctx context.Context) error {
-	if err := s.awaitPublish(); err != nil {
-		return err
-	}
-	s.flushPurge(ctx) // best effort: processed commands off the inbox
-	rec, err := record.Hibernate(s.rec, s.rec.Ownership())
-	if err != nil {
-		return err
-	}
-	rec.UpdatedAt = s.o.now()
-	rev, err := s.o.cfg.Store.UpdateSession(ctx, rec, s.rev)
-	if err != nil && !errors.Is(err, record.ErrConflict) && ctx.Err() == nil {
-		rev, err = s.settleHibernate(ctx, rec, err)
-	}
-	switch {
-	case errors.Is(err, record.ErrConflict):
-		s.o.metrics.conflicts.WithLabelValues("hibernate").Inc()
-		s.log.Warn("hibernation lost the CAS: ownership moved on, stopping", "rev", s.rev)
-		s.stopped = true
-		return nil
-	case err != nil:
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.log.Warn("hibernation not written; staying loaded", "err", err)
-		return nil
-	}
-	s.rec, s.rev = rec, rev
-	s.o.faults.hibernating(s.id, "cas")
-	if err := s.inbox.remove(ctx); err != nil {
-		// The consumer expires by its inactivity threshold.
-		s.log.Debug("delete consumer of hibernated session", "err", err)
-	}
-	if err := s.o.cfg.Store.RemoveIndex(ctx, s.o.cfg.ProcessID, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
-		s.log.Debug("remove index entry of hibernated session", "err", err)
-	}
-	s.o.faults.hibernating(s.id, "consumer")
-	s.stopped, s.hibernated = true, true
-	s.o.metrics.hibernated()
-	s.log.Debug("session hibernated", "idle", s.idleFor().Round(time.Millisecond))
-	return nil
-}
-
-// settleHibernate resolves a hibernation CAS whose reply was lost by a
-// leader read: the record carrying this write means it landed; an unchanged
-// revision means it did not; anything else lost ownership.
-func (s *session) settleHibernate(ctx context.Context, rec record.SessionRecord, cause error) (uint64, error) {
-	cur, err := s.o.cfg.Store.LeaderSession(ctx, s.id)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%w (settling: %v)", cause, err)
-	case cur.Record.Writer == rec.Writer && cur.Record.WriteCounter == rec.WriteCounter && cur.Record.State == record.StateHibernated:
-		return cur.Revision, nil
-	case cur.Revision == s.rev:
-		return 0, cause
-	}
-	return 0, record.ErrConflict
-}
-
-// recheckHibernated closes the hibernate/publish race: a command published
-// before the session left memory may have reached neither the consumer (now
-// deleted) nor a wake (answered "running"). After the session is out of the
-// loaded set, a leader read of its inbox subjects finds any unprocessed
-// command, and the session is loaded again here. A wake arriving after the
-// session left memory finds the record hibernated and loads it anyway.
-func (o *Owner) recheckHibernated(ctx context.Context, s *session) {
-	o.faults.hibernating(s.id, "left")
-	applied := s.m.Snapshot().Applied
-	seq, err := o.unprocessed(ctx, s.tokens, applied)
+// recheckHibernated re-checks a session that hibernated, once it is out
+// of the loaded set (session.Recheck), and loads it again when a command
+// slipped in: here, or, while draining, on a peer of the pool.
+func (o *Owner) recheckHibernated(ctx context.Context, s *session.Session) {
+	again, err := s.Recheck(ctx)
 	if err != nil {
 		// Unknown: load it, a loaded quiet session hibernates again.
-		s.log.Warn("re-check after hibernation failed; loading again", "err", err)
+		o.log.Warn("re-check after hibernation failed; loading again", "session", s.ID(), "err", err)
 	}
-	if err == nil && seq == 0 {
+	if !again {
 		return
 	}
 	if o.draining.Load() {
 		// Not here: a peer of the pool loads it.
-		o.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: s.id, Source: protocol.WakeSelf})
+		o.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: s.ID(), Source: protocol.WakeSelf})
 		return
 	}
-	if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: s.id, Source: protocol.WakeSelf}); rep.Error != nil {
-		s.log.Warn("wake after hibernation failed; the sweeper retries", "err", rep.Error.Message)
-	}
-}
-
-// unprocessed returns the lowest inbox sequence on tokens that applied has
-// not processed, by leader reads, or 0 when there is none.
-func (o *Owner) unprocessed(ctx context.Context, tokens []string, applied runtime.Applied) (uint64, error) {
-	from := applied.Next
-	if from > 0 {
-		from--
-	}
-	for {
-		seq, err := o.backlog.After(ctx, tokens, from)
-		if err != nil || seq == 0 {
-			return 0, err
-		}
-		if !applied.Has(seq) {
-			return seq, nil
-		}
-		from = seq
+	if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: s.ID(), Source: protocol.WakeSelf}); rep.Error != nil {
+		o.log.Warn("wake after hibernation failed; the sweeper retries", "session", s.ID(), "err", rep.Error.Message)
 	}
 }
 
@@ -243,17 +104,12 @@ func (o *Owner) leastActive(n int) []*loaded {
 			all = append(all, l)
 		}
 	}
-	slices.SortFunc(all, func(a, b *loaded) int { return cmp.Compare(a.s.active.Load(), b.s.active.Load()) })
+	slices.SortFunc(all, func(a, b *loaded) int { return cmp.Compare(a.s.Active(), b.s.Active()) })
 	return all[:min(n, len(all))]
 }
 
 // askHibernate asks a loaded session to hibernate if it is quiet.
-func (l *loaded) askHibernate() {
-	select {
-	case l.s.hib <- struct{}{}:
-	default:
-	}
-}
+func (l *loaded) askHibernate() { l.s.AskHibernate() }
 
 // inboxSweepLoop runs the inbox sweeper every InboxSweepInterval (±10 %).
 func (o *Owner) inboxSweepLoop(ctx context.Context) {
@@ -328,6 +184,6 @@ func (o *Owner) hibernatedWithWork(ctx context.Context, id, tok string) bool {
 	if err != nil {
 		return true // unreadable here: let a load report it
 	}
-	seq, err := o.unprocessed(ctx, []string{tok}, runtime.Applied{Next: max(cp.Applied.Low, 1), Above: cp.Applied.Above})
+	seq, err := session.Unprocessed(ctx, o.backlog, []string{tok}, runtime.Applied{Next: max(cp.Applied.Low, 1), Above: cp.Applied.Above})
 	return err != nil || seq > 0
 }

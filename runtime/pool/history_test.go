@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -34,22 +35,15 @@ func TestHistorySegmentsSurviveRestart(t *testing.T) {
 		t.Fatalf("record checkpoint is %d bytes", size)
 	}
 	first.stop()
-	e.owner("v1", "p1")
+	second := e.owner("v1", "p1")
 	e.send(id, withID("after", deliver("after restart")))
 	e.waitOutput(id, "after restart")
 	cur, _ = e.session(id)
-	d, err := decodeCheckpoint(cur.Record.Checkpoint)
+	d, err := session.ReadCheckpoint(t.Context(), second.env, id, cur.Record.Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := e.js.ObjectStore(t.Context(), e.names.StateBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := (&history{obs: obs}).load(t.Context(), d.segments, d.snap.History)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := d.Snap.History
 	if got := len(full); got < 2*n+2 {
 		t.Fatalf("history after restart has %d entries, want at least %d", got, 2*n+2)
 	}

@@ -2,18 +2,18 @@ package pool
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/cenkalti/backoff/v4"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Load claims an existing session for this process (epoch+1) and runs it:
@@ -54,7 +54,7 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	if !o.leaseValid() {
 		return false, ErrFenced
 	}
-	s, err := o.claim(ctx, cur)
+	b, err := o.claim(ctx, cur)
 	if errors.Is(err, ErrQuarantined) {
 		// No owner holds a quarantined session: no index entry either.
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil && !errors.Is(err, record.ErrNotFound) {
@@ -68,11 +68,15 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	switch {
 	case adopt != nil:
 		a := *adopt
-		a.ID, a.From, a.Epoch = "adopt-"+s.runID, from, s.rec.Epoch
-		s.adoption, s.arrival, reason = &a, nil, runtime.BootAdopt
+		a.ID, a.From, a.Epoch = "adopt-"+b.Record.OwnerRunID, from, b.Record.Epoch
+		b.Adoption, b.Arrival, reason = &a, nil, runtime.BootAdopt
 		o.log.Info("adopted a session of a retired deployment", "session", id, "from", from, "epoch", a.Epoch, "force", a.Force)
-	case s.arrival != nil:
+	case b.Arrival != nil:
 		reason = runtime.BootHandoff
+	}
+	s, err := o.newSession(b)
+	if err != nil {
+		return false, err
 	}
 	o.spawn(s, reason)
 	return true, nil
@@ -92,28 +96,27 @@ func (o *Owner) isLoaded(id string) bool {
 // passed is deferred (ErrDeferred); an unreadable checkpoint is a counted
 // attempt, and the attempt that reaches Config.QuarantineAfter
 // quarantines the session instead of claiming it (quarantine.go).
-func (o *Owner) claim(ctx context.Context, cur record.Session) (*session, error) {
+func (o *Owner) claim(ctx context.Context, cur record.Session) (session.Boot, error) {
 	if err := o.mayBoot(ctx, cur.Record); err != nil {
-		return nil, err
+		return session.Boot{}, err
 	}
-	hist := o.newHistory()
-	d, err := o.readCheckpoint(ctx, cur.Record.SessionID, hist, cur.Record.Checkpoint)
+	d, err := session.ReadCheckpoint(ctx, o.env, cur.Record.SessionID, cur.Record.Checkpoint)
 	if err != nil {
-		return nil, o.bootFailed(ctx, cur, err)
+		return session.Boot{}, o.bootFailed(ctx, cur, err)
 	}
-	withFloor(&d, cur.Record)
+	d.SetFloor(cur.Record)
 	if err := o.gate(ctx, cur, &d); err != nil {
-		return nil, err
+		return session.Boot{}, err
 	}
 	rec, err := o.claimCAS(ctx, cur, d)
-	var s *session
+	var b session.Boot
 	if err == nil {
-		s, err = o.claimed(ctx, cur, rec, d, hist)
+		b, err = o.claimed(ctx, cur, rec, d)
 	}
 	if err != nil {
 		o.dropSuspect(cur.Record.SessionID)
 	}
-	return s, err
+	return b, err
 }
 
 // mayBoot refuses a record no owner runs (quarantined, or ended by an
@@ -132,9 +135,9 @@ func (o *Owner) mayBoot(ctx context.Context, rec record.SessionRecord) error {
 // QuarantineAfter quarantines the session, a counted one waits for this
 // process's suspect slot (quarantine.go), and the floor event goes on the
 // stream before this run's first event.
-func (o *Owner) gate(ctx context.Context, cur record.Session, d *decoded) error {
+func (o *Owner) gate(ctx context.Context, cur record.Session, d *session.Checkpoint) error {
 	id := cur.Record.SessionID
-	switch n := record.Attempt(cur.Record, inFlight(d.snap)); {
+	switch n := record.Attempt(cur.Record, session.InFlight(d.Snap)); {
 	case n >= o.cfg.QuarantineAfter:
 		return o.quarantine(ctx, cur, n, record.Failure(cur.Record), d)
 	case n > 0 && !o.takeSuspect(id):
@@ -154,8 +157,8 @@ func (o *Owner) gate(ctx context.Context, cur record.Session, d *decoded) error 
 // claimCAS is the claim's one write: record.Claim at the revision read
 // (a staged record whose source died is adopted: the handoff failed), a
 // lost reply settled by a leader read.
-func (o *Owner) claimCAS(ctx context.Context, cur record.Session, d decoded) (claimedRec, error) {
-	boot := record.Boot{Settled: settledState(d.snap), InFlight: inFlight(d.snap), At: o.now().UTC()}
+func (o *Owner) claimCAS(ctx context.Context, cur record.Session, d session.Checkpoint) (claimedRec, error) {
+	boot := record.Boot{Settled: session.SettledState(d.Snap), InFlight: session.InFlight(d.Snap), At: o.now().UTC()}
 	rec, err := record.Claim(cur.Record, o.newOwner(), boot)
 	if err != nil {
 		return claimedRec{}, err
@@ -183,67 +186,27 @@ type claimedRec struct {
 	rev uint64
 }
 
-// claimed builds the session a claim took: the handoff marker cleaned, the
-// owned tokens, the machine at the checkpoint.
-func (o *Owner) claimed(ctx context.Context, cur record.Session, c claimedRec, d decoded, hist *history) (*session, error) {
+// claimed is the boot of the session a claim took: the handoff marker
+// cleaned, the owned tokens, the machine at the checkpoint.
+func (o *Owner) claimed(ctx context.Context, cur record.Session, c claimedRec, d session.Checkpoint) (session.Boot, error) {
 	rec := c.rec
 	if _, err := handoff.Clean(ctx, o.cfg.Store, rec.SessionID); err != nil {
 		o.log.Debug("clean handoff marker", "session", rec.SessionID, "err", err)
 	}
-	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.snap.Aliases)
+	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.Snap.Aliases)
 	if err != nil {
-		return nil, err
+		return session.Boot{}, err
 	}
-	s, err := o.newSession(rec, c.rev, d.snap, tokens, 0)
-	if err != nil {
-		return nil, err
-	}
-	s.prev, s.hist, s.stateRef = cur.Record.Consumer, hist, d.stateRef
-	s.outbox = d.outbox // boot re-publishes it as committed, stamps and all
+	// The boot re-publishes the checkpoint's outbox as committed, stamps
+	// and all.
+	b := session.Boot{Record: rec, Revision: c.rev, Checkpoint: d, Tokens: tokens, Predecessor: cur.Record.Consumer}
 	if h := record.Unconfirmed(cur.Record); h != nil {
 		// A handoff successor that died before its first commit: this run
 		// records handoff.started/completed in its boot commit instead.
-		s.arrival = &runtime.HandoffInfo{ID: h.ID, From: h.From, Epoch: rec.Epoch,
+		b.Arrival = &runtime.HandoffInfo{ID: h.ID, From: h.From, Epoch: rec.Epoch,
 			Trigger: runtime.Ref{Seq: h.TriggerSeq, ID: h.TriggerCommandID}}
 	}
-	return s, nil
-}
-
-// withFloor raises the snapshot's event seq to the record's floor: events
-// appended outside a commit (session.quarantined, session.retried) follow
-// the checkpoint's.
-func withFloor(d *decoded, rec record.SessionRecord) {
-	d.snap.EventSeq = rec.EventSeq(d.snap.EventSeq)
-}
-
-// readCheckpoint decodes a session's checkpoint and reads its out-of-line
-// content (history segments, state, input texts) back into the snapshot:
-// what an owner must be able to read before it claims the session.
-func (o *Owner) readCheckpoint(ctx context.Context, id string, hist *history, cp []byte) (decoded, error) {
-	d, err := decodeCheckpoint(cp)
-	if err != nil {
-		return decoded{}, fmt.Errorf("%w: session %s checkpoint: %w", ErrUnbootable, id, err)
-	}
-	if d.snap.History, err = hist.load(ctx, d.segments, d.snap.History); err != nil {
-		return decoded{}, unbootable(fmt.Errorf("driver: session %s history: %w", id, err))
-	}
-	if err := o.blobs.hydrate(ctx, id, &d); err != nil {
-		return decoded{}, unbootable(err)
-	}
-	return d, nil
-}
-
-// unbootable marks an error reading out-of-line content that will recur:
-// the object is gone, does not match its digest, or does not decode. A
-// store that did not answer is left as it is (the attempt is not counted).
-func unbootable(err error) error {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	if errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, wire.ErrDigestMismatch) ||
-		errors.As(err, &syntax) || errors.As(err, &typ) {
-		return fmt.Errorf("%w: %w", ErrUnbootable, err)
-	}
-	return err
+	return b, nil
 }
 
 // ownedTokens is the token set a booting owner filters on: the stable token
@@ -262,7 +225,9 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 		var owned *record.OwnedError
 		switch {
 		case err == nil || errors.As(err, &owned) && owned.SessionID == id:
-			tokens = appendUnique(tokens, tok)
+			if !slices.Contains(tokens, tok) {
+				tokens = append(tokens, tok)
+			}
 		case errors.As(err, &owned):
 			o.log.Warn("alias held by another session; not filtered", "session", id, "alias", a, "owner", owned.SessionID)
 		default:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/wire"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -194,3 +195,24 @@ func (m *metrics) stepFailed(code string) {
 		m.stepFailures.WithLabelValues(code).Inc()
 	}
 }
+
+// The metrics observe every session of the process (session.Observer).
+var _ session.Observer = (*metrics)(nil)
+
+// Committed counts a commit's events.
+func (m *metrics) Committed(events []wire.Event) { m.committed(events) }
+
+// Conflict counts a lost CAS of op ("commit", "hibernate").
+func (m *metrics) Conflict(op string) { m.conflicts.WithLabelValues(op).Inc() }
+
+// StepDone observes a finished step.
+func (m *metrics) StepDone(d runtime.StepDone, took time.Duration) { m.stepDone(d, took) }
+
+// StepFailed counts a failed step by its code.
+func (m *metrics) StepFailed(code string) { m.stepFailed(code) }
+
+// Hibernated counts a hibernation.
+func (m *metrics) Hibernated() { m.hibernated() }
+
+// InboxLag observes how long a command waited in the inbox.
+func (m *metrics) InboxLag(d time.Duration) { m.inboxLag.Observe(d.Seconds()) }

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -254,12 +255,6 @@ func (f *Faults) afterClaim(id string) {
 	}
 }
 
-// ErrFenced reports that this owner process does not hold a valid lease: it
-// could not renew it in time, or another process took it over. A fenced
-// process runs no step, commits nothing and serves no request until it has
-// acquired its lease again.
-var ErrFenced = errors.New("driver: owner process fenced (lease lost or not renewed in time)")
-
 // Owner runs the sessions of one owner process.
 type Owner struct {
 	cfg      Config
@@ -275,14 +270,12 @@ type Owner struct {
 	retrying  map[string]bool // boot attempts scheduled after the quarantine backoff
 	suspect   string          // the counted boot this process runs now (quarantine.go)
 	suspectAt time.Time
-	wg        sync.WaitGroup  // session goroutines
-	bg        sync.WaitGroup  // adoption, wake and restart goroutines
-	ctx       context.Context // the serving context of the current lease period
-	state     jetstream.ObjectStore
-	segs      *segmentCache // history segments written or read (history.go)
-	txn       *handoff.Txn  // nil: handoff disabled
-	checker   *runtime.Checker
-	blobs     *blobs // out-of-line state, event and input content (blobs.go)
+	wg        sync.WaitGroup        // session goroutines
+	bg        sync.WaitGroup        // adoption, wake and restart goroutines
+	ctx       context.Context       // the serving context of the current lease period
+	state     jetstream.ObjectStore // baton_state (set by Run)
+	txn       *handoff.Txn          // nil: handoff disabled
+	env       *session.Env          // what every session of this process shares
 
 	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
 	// messages by sequence (retired.go), the appenders' last events.
@@ -304,7 +297,7 @@ type Owner struct {
 }
 
 type loaded struct {
-	s      *session
+	s      *session.Session
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -331,11 +324,10 @@ func New(cfg Config) (*Owner, error) {
 		}
 		cfg.Events = reg
 	}
-	o := &Owner{checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
-		cfg: cfg, faults: cfg.Faults, born: time.Now(),
+	o := &Owner{cfg: cfg, faults: cfg.Faults, born: time.Now(),
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{}, retrying: map[string]bool{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
-		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}), segs: newSegmentCache(),
+		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}),
 		backlog: kv.NewBacklog(cfg.JS, cfg.Names), inboxMsgs: kv.NewStream(cfg.JS, cfg.Names.InboxStream()),
 		events: kv.NewStream(cfg.JS, cfg.Names.EventsStream()),
 	}
@@ -353,6 +345,9 @@ func New(cfg Config) (*Owner, error) {
 		}
 	}
 	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
+	if err := o.newEnv(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -462,7 +457,6 @@ func (o *Owner) Run(ctx context.Context) error {
 		return fmt.Errorf("driver: state object store: %w", err)
 	}
 	o.state = state
-	o.blobs = newBlobs(state)
 	// With a drain timeout, the end of ctx starts a graceful drain; the
 	// process's own context ends when the drain is done (or timed out).
 	runCtx := ctx
@@ -678,17 +672,17 @@ func (o *Owner) endLoad(id string) {
 // Wait is a WaitGroup misuse. The cancel under o.mu orders this check with
 // stopAll, as in goBG; the session is resumed by the next claim (this
 // process's resume after it re-acquires its lease, or a peer's adoption).
-func (o *Owner) spawn(s *session, reason runtime.BootReason) {
-	s.touch()
+func (o *Owner) spawn(s *session.Session, reason runtime.BootReason) {
+	s.Touch()
 	o.mu.Lock()
 	if o.ctx.Err() != nil {
 		o.mu.Unlock()
-		s.log.Warn("claimed after the lease period ended; not running it here now (the next claim resumes it)")
+		o.log.Warn("claimed after the lease period ended; not running it here now (the next claim resumes it)", "session", s.ID())
 		return
 	}
 	ctx, cancel := context.WithCancel(o.ctx)
 	l := &loaded{s: s, cancel: cancel, done: make(chan struct{})}
-	o.sessions[s.id] = l
+	o.sessions[s.ID()] = l
 	o.metrics.loadedNow(len(o.sessions))
 	o.wg.Add(1)
 	o.mu.Unlock()
@@ -697,56 +691,64 @@ func (o *Owner) spawn(s *session, reason runtime.BootReason) {
 		defer close(l.done)
 		defer cancel()
 		began := time.Now()
-		err := s.run(ctx, reason)
-		o.dropSuspect(s.id)
-		o.mu.Lock()
-		if o.sessions[s.id] == l {
-			delete(o.sessions, s.id)
-			o.metrics.loadedNow(len(o.sessions))
-			o.freed()
-		}
-		if s.hibernated {
-			o.settling++ // until its re-check is done (drain waits)
-		}
-		o.mu.Unlock()
-		switch {
-		case s.hibernated && ctx.Err() == nil:
-			o.recheckHibernated(ctx, s)
-		case errors.Is(err, ErrFenced) || errors.Is(context.Cause(ctx), ErrFenced):
-			// One WARN for the process ("fenced: stopping every session");
-			// the session resumes by a fresh claim once the lease is back.
-			s.log.Debug("session stopped: process fenced")
-		case err != nil && ctx.Err() == nil:
-			s.log.Error("session stopped", "err", err)
-			o.restartLater(s.id, time.Since(began))
-		case err != nil:
-			s.log.Debug("session stopped", "err", err)
-		case ctx.Err() == nil && s.m.Ended() == "":
-			o.lost(ctx, s)
-		}
-		if s.hibernated {
-			o.mu.Lock()
-			o.settling--
-			o.freed()
-			o.mu.Unlock()
-		}
+		err := s.Run(ctx, reason)
+		o.stopped(ctx, l, err, time.Since(began))
 	}()
+}
+
+// stopped is what follows a session's run: it leaves the loaded set, and
+// is re-checked (hibernated), restarted (failed) or let go (moved on).
+func (o *Owner) stopped(ctx context.Context, l *loaded, err error, ran time.Duration) {
+	s, id := l.s, l.s.ID()
+	log := o.log.With(slog.String("session", id), slog.Uint64("epoch", s.Epoch()))
+	o.dropSuspect(id)
+	o.mu.Lock()
+	if o.sessions[id] == l {
+		delete(o.sessions, id)
+		o.metrics.loadedNow(len(o.sessions))
+		o.freed()
+	}
+	if s.Hibernated() {
+		o.settling++ // until its re-check is done (drain waits)
+	}
+	o.mu.Unlock()
+	switch {
+	case s.Hibernated() && ctx.Err() == nil:
+		o.recheckHibernated(ctx, s)
+	case errors.Is(err, ErrFenced) || errors.Is(context.Cause(ctx), ErrFenced):
+		// One WARN for the process ("fenced: stopping every session");
+		// the session resumes by a fresh claim once the lease is back.
+		log.Debug("session stopped: process fenced")
+	case err != nil && ctx.Err() == nil:
+		log.Error("session stopped", "err", err)
+		o.restartLater(id, ran)
+	case err != nil:
+		log.Debug("session stopped", "err", err)
+	case ctx.Err() == nil && s.Ended() == "":
+		o.lost(ctx, id)
+	}
+	if s.Hibernated() {
+		o.mu.Lock()
+		o.settling--
+		o.freed()
+		o.mu.Unlock()
+	}
 }
 
 // lost handles a session that stopped because its record moved on (a lost
 // CAS, a successor's claim): if the record now names another process, this
 // process's index entry is stale and removed; if it still names this
 // process (its own write landed late), the session is claimed afresh.
-func (o *Owner) lost(ctx context.Context, s *session) {
-	cur, err := o.cfg.Store.LeaderSession(ctx, s.id)
+func (o *Owner) lost(ctx context.Context, id string) {
+	cur, err := o.cfg.Store.LeaderSession(ctx, id)
 	switch {
 	case err != nil:
 		return // the sweeper decides later
 	case cur.Record.OwnerProcess == o.cfg.ProcessID:
-		o.restartLater(s.id, 0)
+		o.restartLater(id, 0)
 	default:
-		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, s.id); err != nil {
-			s.log.Debug("remove stale index entry", "err", err)
+		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
+			o.log.Debug("remove stale index entry", "session", id, "err", err)
 		}
 	}
 }

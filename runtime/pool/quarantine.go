@@ -13,6 +13,7 @@ import (
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -67,7 +68,7 @@ func (o *Owner) bootFailed(ctx context.Context, cur record.Session, cause error)
 // so the event follows every committed event. It returns ErrQuarantined
 // once the record is quarantined (load then removes this process's index
 // entry; the dead owner's goes with its takeover).
-func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int, cause string, d *decoded) error {
+func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int, cause string, d *session.Checkpoint) error {
 	id := cur.Record.SessionID
 	app := o.appender(id)
 	seq, err := o.nextSeq(ctx, app, cur.Record, d)
@@ -97,11 +98,11 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 // larger of the subject's last event (after what the stream lacks is
 // appended: d's committed outbox, when the checkpoint could be read, and
 // the record's floor event), the floor and the checkpoint's event seq.
-func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.SessionRecord, d *decoded) (uint64, error) {
+func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.SessionRecord, d *session.Checkpoint) (uint64, error) {
 	var outbox []wire.Event
 	seq := rec.EventSeqFloor
 	if d != nil {
-		outbox, seq = d.outbox, max(seq, d.snap.EventSeq)
+		outbox, seq = d.Outbox, max(seq, d.Snap.EventSeq)
 	}
 	last, err := o.publishPending(ctx, app, rec, outbox)
 	if err != nil {

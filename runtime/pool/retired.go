@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -79,20 +80,20 @@ var ErrWaitsPending = errors.New("driver: session of a retired deployment has pe
 // cancelled. It reports whether it claimed the session.
 func (o *Owner) adoptRetired(ctx context.Context, cur record.Session) (bool, error) {
 	id := cur.Record.SessionID
-	d, err := decodeCheckpoint(cur.Record.Checkpoint)
+	d, err := session.DecodeCheckpoint(cur.Record.Checkpoint)
 	if err != nil {
 		// The claim reads it again, and counts the failed attempt.
 		return o.load(ctx, id, runtime.BootAdopt, &cur, &runtime.AdoptInfo{})
 	}
-	w := d.snap.Waits
+	w := d.Snap.Waits
 	waits := w.Input != nil || w.Auth != nil || len(w.Tasks) > 0
 	force := cur.Record.Retry != nil && cur.Record.Retry.Force
 	if waits && !force {
-		tokens, err := encodedTokens(id, d.snap.Aliases)
+		tokens, err := session.EncodedTokens(id, d.Snap.Aliases)
 		if err != nil {
 			return false, err
 		}
-		if force, err = o.forcedMove(ctx, tokens, d.snap.Applied); err != nil {
+		if force, err = o.forcedMove(ctx, tokens, d.Snap.Applied); err != nil {
 			return false, err
 		}
 		if !force {
@@ -109,7 +110,7 @@ const maxForcedScan = 16
 // session's first unprocessed commands (leader reads).
 func (o *Owner) forcedMove(ctx context.Context, tokens []string, applied runtime.Applied) (bool, error) {
 	for range maxForcedScan {
-		seq, err := o.unprocessed(ctx, tokens, applied)
+		seq, err := session.Unprocessed(ctx, o.backlog, tokens, applied)
 		if err != nil || seq == 0 {
 			return false, err
 		}

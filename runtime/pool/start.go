@@ -12,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -91,7 +92,7 @@ func (o *Owner) checkStart(req protocol.StartRequest) (time.Duration, []string, 
 		}
 		timeout = d
 	}
-	toks, err := encodedTokens("x", req.Aliases)
+	toks, err := session.EncodedTokens("x", req.Aliases)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -100,12 +101,11 @@ func (o *Owner) checkStart(req protocol.StartRequest) (time.Duration, []string, 
 
 // create writes the new session's durable state; on a taken alias it undoes
 // what it wrote and returns the holder.
-func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session, *record.OwnedError, error) {
+func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session.Session, *record.OwnedError, error) {
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
 		return nil, nil, err
 	}
-	snap := runtime.Snapshot{Aliases: aliases}
-	cp, err := encodeCheckpoint(id, tokens, snap, nil, nil)
+	cp, err := session.EncodeNew(id, aliases)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +121,7 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 		o.undoCreate(ctx, id, rev, tokens)
 		return nil, holder, err
 	}
-	s, err := o.newSession(rec, rev, snap, tokens, timeout)
+	s, err := o.newSession(session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases), Tokens: tokens, Timeout: timeout})
 	return s, nil, err
 }
 
@@ -185,13 +185,12 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 	indexed := make(chan error, 1)
 	go func() { indexed <- o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id) }()
 	waitIndex := sync.OnceValue(func() error { return <-indexed })
-	var d decoded
-	hist := o.newHistory()
+	var d session.Checkpoint
 	validate := func(cp []byte) error {
 		if o.faults.refuseActivation(id) {
 			return errors.New("fault: checkpoint refused")
 		}
-		dd, err := o.readCheckpoint(ctx, id, hist, cp)
+		dd, err := session.ReadCheckpoint(ctx, o.env, id, cp)
 		if err != nil {
 			return err
 		}
@@ -207,14 +206,14 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 	respond(msg, handoff.Reply(req, act, err))
 	switch {
 	case err == nil && !act.Replayed:
-		s, err := o.adopted(ctx, act, d, hist)
+		arrival := &runtime.HandoffInfo{ID: req.HandoffID, From: act.From, Epoch: act.Session.Record.Epoch,
+			Trigger: runtime.Ref{Seq: act.Trigger.Seq, ID: act.Trigger.CommandID}}
+		s, err := o.adopted(ctx, act, d, arrival)
 		if err != nil {
 			o.log.Error("handed-off session could not start; restarting", "session", id, "err", err)
 			o.restartLater(id, 0)
 			return
 		}
-		s.arrival = &runtime.HandoffInfo{ID: req.HandoffID, From: act.From, Epoch: act.Session.Record.Epoch,
-			Trigger: runtime.Ref{Seq: act.Trigger.Seq, ID: act.Trigger.CommandID}}
 		o.spawn(s, runtime.BootHandoff)
 		o.log.Info("session handed off to this process", "session", id, "handoff", req.HandoffID, "epoch", act.Session.Record.Epoch)
 	case errors.Is(err, handoff.ErrUncertain):
@@ -231,19 +230,14 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 }
 
 // adopted builds the session a handoff activated in this process, as claim
-// does after its CAS; d and hist are what the candidate's validation read.
-func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d decoded, hist *history) (*session, error) {
+// does after its CAS; d is what the candidate's validation read.
+func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d session.Checkpoint, arrival *runtime.HandoffInfo) (*session.Session, error) {
 	rec := act.Session.Record
-	withFloor(&d, rec)
-	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.snap.Aliases)
+	d.SetFloor(rec)
+	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.Snap.Aliases)
 	if err != nil {
 		return nil, err
 	}
-	s, err := o.newSession(rec, act.Session.Revision, d.snap, tokens, 0)
-	if err != nil {
-		return nil, err
-	}
-	s.prev, s.hist, s.stateRef = act.Predecessor, hist, d.stateRef
-	s.outbox = d.outbox
-	return s, nil
+	return o.newSession(session.Boot{Record: rec, Revision: act.Session.Revision, Checkpoint: d, Tokens: tokens,
+		Predecessor: act.Predecessor, Arrival: arrival})
 }

@@ -150,37 +150,3 @@ func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, 
 	o.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: t.SessionID, Source: protocol.WakeTask})
 	return nil
 }
-
-// restartTasks publishes again each live task that the last commit before
-// this boot started: the previous owner may have crashed between that
-// commit and its StartTask. The message ID makes it a no-op within the
-// task stream's duplicate window when the task was published. The
-// checkpoint keeps a task's ID and duration only (wire.TaskWait), which is
-// all the built-in "sleep" kind needs.
-func (s *session) restartTasks(ctx context.Context, bootOutbox []wire.Event) error {
-	if s.stopped || len(bootOutbox) == 0 {
-		return nil
-	}
-	live := s.m.Snapshot().Waits.Tasks
-	for _, e := range bootOutbox {
-		if e.Kind != wire.EventTaskStarted {
-			continue
-		}
-		var d wire.TaskStarted
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			continue
-		}
-		for _, t := range live {
-			if t.ID != d.TaskID {
-				continue
-			}
-			if !s.o.leaseValid() {
-				return ErrFenced
-			}
-			if err := s.o.startTask(ctx, s.id, runtime.TaskSpec{ID: t.ID, Duration: t.Duration}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}

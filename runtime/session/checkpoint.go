@@ -1,16 +1,26 @@
-package pool
+package session
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
-// encodeCheckpoint maps the machine's snapshot onto the versioned wire
-// checkpoint (wire owns the durable shape) and encodes it; everything must
-// fit inline (a new session's first checkpoint). tokens[0] is the stable
-// token; the raw addresses are the session ID plus the snapshot's aliases.
-func encodeCheckpoint(sessionID string, tokens []string, snap runtime.Snapshot, outbox []wire.Event, segs []wire.BlobRef) ([]byte, error) {
-	return wire.EncodeCheckpoint(toCheckpoint(sessionID, snap, outbox, segs))
+// EncodeNew is the first checkpoint of a new session with these aliases
+// (the versioned wire checkpoint: wire owns the durable shape), for
+// record.New; NewCheckpoint is the same checkpoint for Boot.
+func EncodeNew(sessionID string, aliases []string) ([]byte, error) {
+	return wire.EncodeCheckpoint(toCheckpoint(sessionID, runtime.Snapshot{Aliases: aliases}, nil, nil))
+}
+
+// NewCheckpoint is a new session's checkpoint, as EncodeNew encodes it.
+func NewCheckpoint(aliases []string) Checkpoint {
+	return Checkpoint{Snap: runtime.Snapshot{Aliases: aliases}}
 }
 
 // toCheckpoint is the wire checkpoint of a snapshot, all content inline.
@@ -37,16 +47,16 @@ func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, 
 	return cp
 }
 
-// decodeCheckpoint is the inverse: the snapshot, the encoded tokens and the
+// DecodeCheckpoint is the inverse: the snapshot, the encoded tokens and the
 // outbox as stamped by the run that committed it (a successor re-publishes
 // exactly those events). A checkpoint of an unknown state version is refused
 // (wire.ErrUnsupportedState) before anything is claimed or run.
 // The snapshot's History is only the inline tail; segments are the sealed
-// history segments before it (history.load reads them).
-func decodeCheckpoint(b []byte) (decoded, error) {
+// history segments before it (ReadCheckpoint reads them back).
+func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	cp, err := wire.DecodeCheckpoint(b)
 	if err != nil {
-		return decoded{}, err
+		return Checkpoint{}, err
 	}
 	snap := runtime.Snapshot{
 		Started: cp.Started, Ended: cp.Ended, EventSeq: cp.EventSeq, Paused: cp.Paused, State: cp.State,
@@ -66,24 +76,71 @@ func decodeCheckpoint(b []byte) (decoded, error) {
 	if t := cp.Timer; t != nil {
 		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
 	}
-	tokens, err := encodedTokens(cp.SessionID, snap.Aliases)
-	d := decoded{snap: snap, tokens: tokens, outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}
+	tokens, err := EncodedTokens(cp.SessionID, snap.Aliases)
+	d := Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}
 	for _, in := range cp.Turn.Inputs {
 		d.inputRefs = append(d.inputRefs, in.TextRef)
 	}
 	return d, err
 }
 
-// decoded is a checkpoint read back. Out-of-line content is not read yet:
-// segments (history), stateRef and inputRefs (per turn input, nil when
-// inline) name the blobs Owner.hydrate reads.
-type decoded struct {
-	snap      runtime.Snapshot
-	tokens    []string
-	outbox    []wire.Event
+// Checkpoint is a checkpoint read back. After DecodeCheckpoint alone,
+// out-of-line content is not read yet: segments (history), stateRef and
+// inputRefs (per turn input, nil when inline) name the blobs ReadCheckpoint
+// reads.
+type Checkpoint struct {
+	// Snap is the machine's snapshot (its History only the inline tail
+	// until ReadCheckpoint).
+	Snap runtime.Snapshot
+	// Tokens are the encoded address tokens: the stable token first.
+	Tokens []string
+	// Outbox is the committed outbox as stamped by the run that wrote it
+	// (a successor re-publishes exactly those events).
+	Outbox    []wire.Event
 	segments  []wire.BlobRef
 	stateRef  *wire.BlobRef
 	inputRefs []*wire.BlobRef
+	hist      *history // the segments as read (ReadCheckpoint)
+}
+
+// ReadCheckpoint decodes a session's checkpoint and reads its out-of-line
+// content (history segments, state, input texts) back into the snapshot:
+// what an owner must be able to read before it claims the session. An error
+// that will recur (it does not decode, content missing or corrupt) matches
+// ErrUnbootable.
+func ReadCheckpoint(ctx context.Context, env *Env, id string, cp []byte) (Checkpoint, error) {
+	d, err := DecodeCheckpoint(cp)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("%w: session %s checkpoint: %w", ErrUnbootable, id, err)
+	}
+	d.hist = newHistory(env)
+	if d.Snap.History, err = d.hist.load(ctx, d.segments, d.Snap.History); err != nil {
+		return Checkpoint{}, unbootable(fmt.Errorf("session %s history: %w", id, err))
+	}
+	if err := env.blobs.hydrate(ctx, id, &d); err != nil {
+		return Checkpoint{}, unbootable(err)
+	}
+	return d, nil
+}
+
+// unbootable marks an error reading out-of-line content that will recur:
+// the object is gone, does not match its digest, or does not decode. A
+// store that did not answer is left as it is (the attempt is not counted).
+func unbootable(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.Is(err, ErrBlobNotFound) || errors.Is(err, wire.ErrDigestMismatch) ||
+		errors.As(err, &syntax) || errors.As(err, &typ) {
+		return fmt.Errorf("%w: %w", ErrUnbootable, err)
+	}
+	return err
+}
+
+// SetFloor raises the snapshot's event seq to the record's floor: events
+// appended outside a commit (session.quarantined, session.retried) follow
+// the checkpoint's.
+func (c *Checkpoint) SetFloor(rec record.SessionRecord) {
+	c.Snap.EventSeq = rec.EventSeq(c.Snap.EventSeq)
 }
 
 func toWireTurn(snap runtime.Snapshot) wire.TurnState {

@@ -1,4 +1,4 @@
-package pool
+package session
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 // step: a panic is recovered (agent_panic), a step past the step timeout
 // fails (step_timeout) whether or not it returns, and an invalid result
 // fails with its code. A result that comes after the timeout is discarded.
-func (s *session) runStep(ctx context.Context, r runtime.RunStep) {
+func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 	stepCtx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	go func() {
 		defer cancel()
 		began := time.Now()
-		d := s.o.execStep(stepCtx, s, r.Input)
-		s.o.metrics.stepDone(d, time.Since(began))
+		d := s.execStep(stepCtx, r.Input)
+		s.env.Observer.StepDone(d, time.Since(began))
 		select {
 		case s.steps <- d:
 		case <-ctx.Done():
@@ -31,13 +31,13 @@ func (s *session) runStep(ctx context.Context, r runtime.RunStep) {
 }
 
 // execStep runs one step under the step timeout and checks its result.
-func (o *Owner) execStep(ctx context.Context, s *session, in runtime.StepInput) runtime.StepDone {
-	deadline := time.Now().Add(o.cfg.StepTimeout)
+func (s *Session) execStep(ctx context.Context, in runtime.StepInput) runtime.StepDone {
+	deadline := time.Now().Add(s.stepTimeout())
 	tctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	res := make(chan runtime.StepDone, 1)
 	go func() {
-		d, perr := runtime.Run(tctx, o.cfg.Agent, in)
+		d, perr := runtime.Run(tctx, s.env.Agent, in)
 		if perr != nil {
 			s.log.Error("agent panicked in a step; the step fails", "turn", in.TurnID, "step", in.Step,
 				"panic", fmt.Sprint(perr.Value), "stack", string(perr.Stack))
@@ -46,10 +46,10 @@ func (o *Owner) execStep(ctx context.Context, s *session, in runtime.StepInput) 
 	}()
 	d, ok := awaitStep(ctx, tctx, res, deadline)
 	if !ok || ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
-		return o.timedOut(s, in)
+		return s.timedOut(in)
 	}
-	d.Result = o.checker.Check(d.Result)
-	o.metrics.stepFailed(d.Result.Code)
+	d.Result = s.env.Checker.Check(d.Result)
+	s.env.Observer.StepFailed(d.Result.Code)
 	return d
 }
 
@@ -76,9 +76,19 @@ func awaitStep(ctx, tctx context.Context, res <-chan runtime.StepDone, deadline 
 }
 
 // timedOut is the failed step of a step past the step timeout.
-func (o *Owner) timedOut(s *session, in runtime.StepInput) runtime.StepDone {
-	s.log.Warn("step timed out; it fails", "turn", in.TurnID, "step", in.Step, "timeout", o.cfg.StepTimeout.String())
-	o.metrics.stepFailed(runtime.CodeStepTimeout)
-	err := fmt.Errorf("step %s ran past the step timeout (%v)", in.Key(), o.cfg.StepTimeout)
+func (s *Session) timedOut(in runtime.StepInput) runtime.StepDone {
+	s.log.Warn("step timed out; it fails", "turn", in.TurnID, "step", in.Step, "timeout", s.stepTimeout().String())
+	s.env.Observer.StepFailed(runtime.CodeStepTimeout)
+	err := fmt.Errorf("step %s ran past the step timeout (%v)", in.Key(), s.stepTimeout())
 	return runtime.StepDone{TurnID: in.TurnID, Step: in.Step, Result: runtime.Failed(runtime.CodeStepTimeout, err)}
+}
+
+// noStepTimeout stands for "no step timeout" (Env.StepTimeout 0).
+const noStepTimeout = 100 * 365 * 24 * time.Hour
+
+func (s *Session) stepTimeout() time.Duration {
+	if s.env.StepTimeout <= 0 {
+		return noStepTimeout
+	}
+	return s.env.StepTimeout
 }

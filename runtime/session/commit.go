@@ -1,4 +1,4 @@
-package pool
+package session
 
 import (
 	"context"
@@ -10,11 +10,7 @@ import (
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
-	"github.com/nats-io/nats.go/jetstream"
 )
-
-// errReplyLost is the injected fault "the CAS landed but its reply was lost".
-var errReplyLost = errors.New("driver: commit reply lost (injected)")
 
 // record builds the session record a commit writes: ownership unchanged, the
 // state derived from the snapshot, and the checkpoint with the new outbox
@@ -22,8 +18,8 @@ var errReplyLost = errors.New("driver: commit reply lost (injected)")
 // long message.output text, agent state, an admitted delivery's text) is
 // written to the session's blobs first, so the record stays small and
 // always fits the bucket.
-func (s *session) record(ctx context.Context, snap runtime.Snapshot) (record.SessionRecord, []wire.Event, error) {
-	now := s.o.now()
+func (s *Session) record(ctx context.Context, snap runtime.Snapshot) (record.SessionRecord, []wire.Event, error) {
+	now := s.now()
 	outbox := make([]wire.Event, len(snap.Outbox))
 	for i, e := range snap.Outbox {
 		w, err := s.restamp(ctx, e, now)
@@ -38,12 +34,12 @@ func (s *session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 	}
 	snap.History = tail
 	c := toCheckpoint(s.id, snap, outbox, segs)
-	if err := s.o.blobs.externalise(ctx, &c); err != nil {
+	if err := s.env.blobs.externalise(ctx, &c); err != nil {
 		return record.SessionRecord{}, nil, err
 	}
 	cp, err := wire.EncodeCheckpoint(c)
 	if err != nil {
-		return record.SessionRecord{}, nil, fmt.Errorf("driver: session %s checkpoint: %w", s.id, err)
+		return record.SessionRecord{}, nil, fmt.Errorf("session %s checkpoint: %w", s.id, err)
 	}
 	// This commit holds (or follows) a completed handoff's events: Commit
 	// confirms it.
@@ -59,57 +55,56 @@ func (s *session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 // restamp keeps the stamp of an event already committed by this run (so a
 // re-committed outbox does not change), and stamps a new one, storing a
 // long message.output text out of line.
-func (s *session) restamp(ctx context.Context, e runtime.Event, now time.Time) (wire.Event, error) {
+func (s *Session) restamp(ctx context.Context, e runtime.Event, now time.Time) (wire.Event, error) {
 	if w, ok := s.stamped(e); ok {
 		return w, nil
 	}
 	if e.Kind == wire.EventMessageOutput {
-		data, err := s.o.blobs.outputRef(ctx, s.id, e.Data)
+		data, err := s.env.blobs.outputRef(ctx, s.id, e.Data)
 		if err != nil {
 			return wire.Event{}, err
 		}
 		e.Data = data
 	}
-	return toWireEvent(s.id, s.runID, s.o.cfg.Deployment, now, e), nil
+	return toWireEvent(s.id, s.runID, s.env.Deployment, now, e), nil
 }
 
 // committedState records the state blob of the commit that just landed and
 // deletes the one it superseded (no committed record references it).
-func (s *session) committedState(ctx context.Context) {
+func (s *Session) committedState() {
 	old, cur := s.stateRef, s.nextStateRef
 	s.stateRef = cur
 	if old == nil || cur != nil && cur.Digest == old.Digest {
 		return
 	}
-	sctx := s.o.servingCtx()
-	s.o.goBG(sctx, func() {
-		if err := s.o.blobs.remove(sctx, s.id, *old); err != nil {
+	s.env.Host.Go(func(ctx context.Context) {
+		if err := s.env.blobs.remove(ctx, s.id, *old); err != nil {
 			s.log.Debug("superseded state blob not deleted", "err", err)
 		}
 	})
 }
 
-// settledState is the state a claimed session is in: paused or active (an
+// SettledState is the state a claimed session is in: paused or active (an
 // ended record stays ended whatever this says).
-func settledState(snap runtime.Snapshot) record.State {
+func SettledState(snap runtime.Snapshot) record.State {
 	if snap.Paused {
 		return record.StatePaused
 	}
 	return record.StateActive
 }
 
-// inFlight reports a snapshot with a step due: an admitted turn that is
+// InFlight reports a snapshot with a step due: an admitted turn that is
 // open (the agent asked for another step, or an input reopened it) in a
 // session that is neither paused nor ended. A process that dies with it so
 // may have died of that step; one parked on a wait, idle or paused did not.
-func inFlight(snap runtime.Snapshot) bool {
+func InFlight(snap runtime.Snapshot) bool {
 	return snap.Ended == "" && !snap.Paused && snap.Turn != nil && snap.Turn.Open
 }
 
 // dueStep names the step a snapshot has due, "<turnId>/<step>", or "" when
 // none is in flight.
 func dueStep(snap runtime.Snapshot) string {
-	if !inFlight(snap) {
+	if !InFlight(snap) {
 		return ""
 	}
 	return snap.Turn.ID + "/" + itoa(uint64(snap.Turn.Steps+1))
@@ -123,7 +118,7 @@ func dueStep(snap runtime.Snapshot) string {
 // with queued deliveries admits the next turn in the commit that completes
 // one: it is never without a step in flight while the queue lasts, yet
 // each of those commits folds a step that did not kill the process.)
-func (s *session) progressed(snap runtime.Snapshot) bool {
+func (s *Session) progressed(snap runtime.Snapshot) bool {
 	due := dueStep(snap)
 	return due == "" || s.due != "" && due != s.due
 }
@@ -142,37 +137,26 @@ func stateOf(snap runtime.Snapshot) record.State {
 // consumer recreated at Applied.Next over the new token set, since an
 // in-place filter update never rewinds (docs/nats-layout.md). A taken alias is
 // dropped with a log line.
-func (s *session) claimAlias(ctx context.Context, alias string) error {
+func (s *Session) claimAlias(ctx context.Context, alias string) error {
 	tok, err := subjects.EncodeToken(alias)
 	if err != nil {
 		s.log.Warn("alias refused", "alias", alias, "err", err)
 		return nil
 	}
-	_, err = s.o.cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: alias, SessionID: s.id, WireV: wire.CurrentVersion})
+	_, err = s.env.Records.CreateHook(ctx, record.Hook{Token: tok, Address: alias, SessionID: s.id, WireV: wire.CurrentVersion})
 	var owned *record.OwnedError
 	if errors.As(err, &owned) && owned.SessionID != s.id {
 		s.log.Warn("alias taken by another session; dropped", "alias", alias, "owner", owned.SessionID)
 		return nil
 	}
 	if err != nil && !errors.As(err, &owned) {
-		return fmt.Errorf("driver: claim alias %q: %w", alias, err)
+		return fmt.Errorf("session: claim alias %q: %w", alias, err)
 	}
-	s.o.faults.aliasHooked(s.id, alias)
+	if f := s.env.Faults; f != nil && f.AliasHooked != nil {
+		f.AliasHooked(s.id, alias)
+	}
 	s.tokens = appendUnique(s.tokens, tok)
-	s.inbox.tokens = s.tokens
 	return s.reopen(ctx)
-}
-
-// reopen recreates the consumer at Applied.Next with a fresh command
-// channel. Commands the old consumer delivered that the machine has not seen
-// yet are dropped with the old channel: the new consumer delivers them again
-// in stream order. Read from the old channel, they would reach the machine
-// ahead of a new alias's earlier command, and a commit would raise
-// Applied.Next past that command, which would then be skipped as processed.
-func (s *session) reopen(ctx context.Context) error {
-	s.inbox.close()
-	s.cmds = make(chan runtime.Command, cap(s.cmds))
-	return s.inbox.open(ctx, s.m.Snapshot().Applied.Next, s.cmds)
 }
 
 func appendUnique(list []string, v string) []string {
@@ -187,27 +171,20 @@ func appendUnique(list []string, v string) []string {
 // flushPurge purges this session's processed commands below the lowest
 // unapplied sequence, on each of its inbox subjects. It runs on the tick,
 // not after every commit, to keep purges off the delivery path.
-func (s *session) flushPurge(ctx context.Context) {
-	if s.purgeAt <= s.purged+1 || !s.o.leaseValid() {
+func (s *Session) flushPurge(ctx context.Context) {
+	if s.purgeAt <= s.purged+1 || !s.env.Host.LeaseValid() {
 		return
 	}
-	stream, err := s.o.cfg.JS.Stream(ctx, s.o.cfg.Names.InboxStream())
-	if err != nil {
+	if err := s.env.Inbox.Purge(ctx, s.tokens, s.purgeAt); err != nil {
+		s.log.Debug("purge failed; retried on the next tick", "err", err)
 		return
-	}
-	for _, t := range s.tokens {
-		err := stream.Purge(ctx, jetstream.WithPurgeSubject(s.o.cfg.Names.Inbox(t)), jetstream.WithPurgeSequence(s.purgeAt))
-		if err != nil {
-			s.log.Debug("purge failed; retried on the next tick", "err", err)
-			return
-		}
 	}
 	s.purged = s.purgeAt - 1
 }
 
 // cleanup is the idempotent clean-up after finalization: tombstone every
 // address, delete the consumer, purge the timer, drop the index entry.
-func (s *session) cleanup(ctx context.Context, c runtime.Cleanup) error {
+func (s *Session) cleanup(ctx context.Context, c runtime.Cleanup) error {
 	if err := s.awaitPublish(); err != nil {
 		return err
 	}
@@ -216,12 +193,15 @@ func (s *session) cleanup(ctx context.Context, c runtime.Cleanup) error {
 			return err
 		}
 	}
-	if err := s.inbox.remove(ctx); err != nil {
-		return fmt.Errorf("driver: delete consumer of ended %s: %w", s.id, err)
+	s.closeCursor()
+	if err := s.env.Inbox.Delete(ctx, s.cursor); err != nil {
+		return fmt.Errorf("session: delete consumer of ended %s: %w", s.id, err)
 	}
-	s.o.cancelTimer(ctx, s.id)
+	if err := s.env.Timers.Cancel(ctx, s.id); err != nil {
+		s.log.Warn("cancel timer failed", "err", err)
+	}
 	s.flushPurge(ctx)
-	if err := s.o.cfg.Store.RemoveIndex(ctx, s.o.cfg.ProcessID, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
+	if err := s.env.Host.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		return err
 	}
 	s.log.Info("session ended", "reason", c.Reason)
@@ -229,16 +209,16 @@ func (s *session) cleanup(ctx context.Context, c runtime.Cleanup) error {
 	return nil
 }
 
-func (s *session) tombstone(ctx context.Context, tok string) error {
-	h, rev, err := s.o.cfg.Store.GetHook(ctx, tok)
+func (s *Session) tombstone(ctx context.Context, tok string) error {
+	h, rev, err := s.env.Records.GetHook(ctx, tok)
 	if errors.Is(err, record.ErrNotFound) || err == nil && (h.Tombstone || h.SessionID != s.id) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := s.o.cfg.Store.Tombstone(ctx, tok, rev); err != nil && !errors.Is(err, record.ErrConflict) {
-		return fmt.Errorf("driver: tombstone %s: %w", tok, err)
+	if _, err := s.env.Records.Tombstone(ctx, tok, rev); err != nil && !errors.Is(err, record.ErrConflict) {
+		return fmt.Errorf("session: tombstone %s: %w", tok, err)
 	}
 	return nil
 }

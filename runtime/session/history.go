@@ -1,4 +1,4 @@
-package pool
+package session
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // segmentBytes is the inline history tail at which the owner seals the tail
@@ -24,14 +23,14 @@ const segmentBytes = 8 << 10
 // points at a missing object; a segment of a commit that lost its CAS is an
 // unreferenced object.
 type history struct {
-	obs     jetstream.ObjectStore
+	obs     Blobs
 	cache   *segmentCache // the owner's segments (nil: none)
 	segs    []wire.BlobRef
 	covered int    // history entries in the segments
 	first   string // fingerprint of entry 0, to notice a rewritten history
 }
 
-func (o *Owner) newHistory() *history { return &history{obs: o.state, cache: o.segs} }
+func newHistory(env *Env) *history { return &history{obs: env.Blobs, cache: env.segments} }
 
 // layout splits the full history into segments and an inline tail, sealing
 // the tail into a new segment when it grew past segmentBytes.
@@ -57,15 +56,12 @@ func (h *history) layout(ctx context.Context, full []runtime.Entry) ([]wire.Blob
 }
 
 func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error {
-	if h.obs == nil {
-		return errors.New("driver: history segment needs the state object store")
-	}
-	if _, err := h.obs.GetInfo(ctx, ref.Digest); err == nil {
+	if ok, err := h.obs.Has(ctx, ref.Digest); err == nil && ok {
 		h.cache.add(ref, data)
 		return nil // content-addressed: already there
 	}
-	if _, err := h.obs.PutBytes(ctx, ref.Digest, data); err != nil {
-		return fmt.Errorf("driver: store history segment: %w", err)
+	if err := h.obs.Put(ctx, ref.Digest, data); err != nil {
+		return fmt.Errorf("session: store history segment: %w", err)
 	}
 	h.cache.add(ref, data)
 	return nil
@@ -105,12 +101,9 @@ func (h *history) load(ctx context.Context, segs []wire.BlobRef, tail []runtime.
 }
 
 func (h *history) segment(ctx context.Context, ref wire.BlobRef) ([]runtime.Entry, error) {
-	if h.obs == nil {
-		return nil, errors.New("driver: history segments need the state object store")
-	}
-	data, err := h.obs.GetBytes(ctx, ref.Digest)
+	data, err := h.obs.Get(ctx, ref.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("driver: history segment %s: %w", ref.Digest, err)
+		return nil, fmt.Errorf("session: history segment %s: %w", ref.Digest, err)
 	}
 	if err := ref.Verify(data); err != nil {
 		return nil, err

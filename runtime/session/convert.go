@@ -1,4 +1,4 @@
-package pool
+package session
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package pool
+package session
 
 import (
 	"context"
@@ -10,15 +10,16 @@ import (
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"github.com/cenkalti/backoff/v4"
+	"github.com/oklog/ulid/v2"
 )
 
 // perform carries out one effect and returns the inputs its synchronous
 // result feeds back.
-func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Input, error) {
+func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Input, error) {
 	// A process whose lease is not valid does nothing more for its
 	// sessions (no commit, publish, step, timer, task...): it may have been
 	// frozen past its lease while a peer took the session over.
-	if _, cancel := e.(runtime.CancelStep); !cancel && !s.o.leaseValid() {
+	if _, cancel := e.(runtime.CancelStep); !cancel && !s.env.Host.LeaseValid() {
 		if s.cancel != nil {
 			s.cancel()
 		}
@@ -40,9 +41,9 @@ func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.Handoff:
 		return s.handoff(ctx, e)
 	case runtime.ArmTimer:
-		return nil, s.o.armTimer(ctx, s.id, e.Timer)
+		return nil, s.env.Timers.Arm(ctx, s.id, e.Timer)
 	case runtime.StartTask:
-		return nil, s.o.startTask(ctx, s.id, e.Task)
+		return nil, s.env.Host.StartTask(ctx, s.id, e.Task)
 	case runtime.ClaimAlias:
 		return nil, s.claimAlias(ctx, e.Token)
 	case runtime.Purge:
@@ -50,13 +51,13 @@ func (s *session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.Cleanup:
 		return nil, s.cleanup(ctx, e)
 	default:
-		return nil, fmt.Errorf("driver: unknown effect %T", e)
+		return nil, fmt.Errorf("session: unknown effect %T", e)
 	}
 	return nil, nil
 }
 
 // commit is the one CAS of the session record.
-func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
+func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
 	if err := s.awaitPublish(); err != nil {
 		return nil, err
 	}
@@ -64,8 +65,8 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	if err != nil {
 		return nil, err
 	}
-	rev, err := s.o.cfg.Store.UpdateSession(ctx, rec, s.rev)
-	if err == nil && s.o.faults.loseCommitReply(s.id) {
+	rev, err := s.env.Records.UpdateSession(ctx, rec, s.rev)
+	if err == nil && s.loseCommitReply() {
 		err = errReplyLost // the write landed; pretend its reply was lost
 	}
 	if err != nil && ctx.Err() != nil {
@@ -77,14 +78,16 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	case err == nil:
 		s.rec, s.rev, s.outbox, s.due = rec, rev, outbox, dueStep(c.Snapshot)
 		if rec.BootAttempts == 0 {
-			s.o.dropSuspect(s.id) // settled: it did not kill the process
+			s.env.Host.Settled(s.id) // it did not kill the process
 		}
-		s.committedState(ctx)
-		s.o.metrics.committed(outbox)
-		s.o.faults.afterCommit(s.id)
+		s.committedState()
+		s.env.Observer.Committed(outbox)
+		if f := s.env.Faults; f != nil && f.AfterCommit != nil {
+			f.AfterCommit(s.id)
+		}
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, record.ErrConflict):
-		s.o.metrics.conflicts.WithLabelValues("commit").Inc()
+		s.env.Observer.Conflict("commit")
 		s.log.Warn("commit lost the CAS: ownership moved on, stopping", "rev", s.rev)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
 	default:
@@ -96,28 +99,28 @@ func (s *session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 
 // resolve settles an uncertain commit: the record carries this run's write
 // → it landed; anything else → this owner is fenced.
-func (s *session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runtime.Input, error) {
+func (s *Session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runtime.Input, error) {
 	var landed bool
 	var cur record.Session
 	op := func() error {
 		var err error
-		cur, landed, err = s.o.cfg.Store.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
+		cur, landed, err = s.env.Records.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
 		return err
 	}
 	if err := backoff.Retry(op, backoff.WithContext(backoff.NewExponentialBackOff(), ctx)); err != nil {
-		return nil, fmt.Errorf("driver: settle commit of %s: %w", s.id, err)
+		return nil, fmt.Errorf("session: settle commit of %s: %w", s.id, err)
 	}
 	if !landed {
 		s.log.Warn("uncertain commit did not land: fenced, stopping")
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
 	}
 	s.rec, s.rev, s.outbox, s.due = s.pendingRec, cur.Revision, s.pendingOutbox, s.pendingDue
-	s.committedState(ctx)
+	s.committedState()
 	return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 }
 
 // publish appends committed events; they are in s.outbox, stamped at commit.
-func (s *session) publish(ctx context.Context, p runtime.Publish) error {
+func (s *Session) publish(ctx context.Context, p runtime.Publish) error {
 	if err := s.awaitPublish(); err != nil {
 		return err
 	}
@@ -129,14 +132,14 @@ func (s *session) publish(ctx context.Context, p runtime.Publish) error {
 	for _, e := range p.Events {
 		we, ok := s.stamped(e)
 		if !ok {
-			return fmt.Errorf("driver: session %s: event %d is not in the committed outbox", s.id, e.Seq)
+			return fmt.Errorf("session %s: event %d is not in the committed outbox", s.id, e.Seq)
 		}
 		// Envelope only: the data was validated once, when the step's result
 		// was checked, and a committed event of a data version newer than
 		// this build knows is re-published unchanged.
 		data, err := wire.EncodeEvent(nil, we)
 		if err != nil {
-			return fmt.Errorf("driver: session %s: %w", s.id, err)
+			return fmt.Errorf("session %s: %w", s.id, err)
 		}
 		batch = append(batch, encoded{we.Seq, data})
 	}
@@ -158,19 +161,19 @@ func (s *session) publish(ctx context.Context, p runtime.Publish) error {
 // Publish to complete before the next Commit; the driver also waits before
 // clean-up and shutdown. A failed append stops the session: its events stay
 // in the record's outbox for the next owner.
-func (s *session) awaitPublish() error {
+func (s *Session) awaitPublish() error {
 	if s.pubWait == nil {
 		return nil
 	}
 	err := <-s.pubWait
 	s.pubWait = nil
 	if err != nil {
-		return fmt.Errorf("driver: session %s: publish events: %w", s.id, err)
+		return fmt.Errorf("session %s: publish events: %w", s.id, err)
 	}
 	return nil
 }
 
-func (s *session) stamped(e runtime.Event) (wire.Event, bool) {
+func (s *Session) stamped(e runtime.Event) (wire.Event, bool) {
 	for _, w := range s.outbox {
 		if w.Seq == e.Seq {
 			return w, true
@@ -179,40 +182,36 @@ func (s *session) stamped(e runtime.Event) (wire.Event, bool) {
 	return wire.Event{}, false
 }
 
-// handoff runs the handoff transaction for the machine's decision. The
-// inbox stops first, so nothing but the trigger reaches this owner while
-// the record is staged. Kept: the session continues at the record the
-// transaction left (the consumer is reopened at Applied.Next). Moved or
-// Lost: the machine stops without writing; the successor deletes the
-// consumer. Any error but ErrInvalid stops the session unresolved: a later
-// claim (restart) settles the record.
-func (s *session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Input, error) {
-	if s.o.txn == nil {
-		s.log.Info("handoff requested but handoff is disabled; keeping the session", "target", h.Target)
-		return []runtime.Input{runtime.HandoffDone{}}, nil
-	}
-	s.inbox.close()
+// handoff hands the machine's decision to the host's handoff transaction.
+// The cursor closes first, so nothing but the trigger reaches this owner
+// while the record is staged. Kept: the session continues at the record the
+// transaction left (the cursor is reopened at Applied.Next). Moved or Lost:
+// the machine stops without writing; the successor deletes the cursor. Any
+// error but handoff.ErrInvalid stops the session unresolved: a later claim
+// (restart) settles the record.
+func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Input, error) {
+	s.closeCursor()
 	req := handoff.Request{
-		HandoffID: newID(), SessionID: s.id, SourceRun: s.runID, Source: s.o.cfg.Deployment, Target: h.Target,
+		HandoffID: newID(), SessionID: s.id, SourceRun: s.runID, Source: s.env.Deployment, Target: h.Target,
 		Trigger: handoff.Trigger{CommandID: h.Trigger.ID, Seq: h.Trigger.Seq},
 		Tokens:  append([]string(nil), s.tokens...), Record: record.Session{Record: s.rec, Revision: s.rev},
 	}
-	res, err := s.o.txn.Run(ctx, req)
+	res, err := s.env.Host.Handoff(ctx, req)
 	switch {
+	case errors.Is(err, ErrHandoffDisabled):
+		s.log.Info("handoff requested but handoff is disabled; keeping the session", "target", h.Target)
+		return []runtime.Input{runtime.HandoffDone{}}, s.reopen(ctx)
 	case errors.Is(err, handoff.ErrInvalid):
 		s.log.Warn("handoff request invalid; keeping the session", "target", h.Target, "err", err)
-		if rerr := s.reopen(ctx); rerr != nil {
-			return nil, rerr
-		}
-		return []runtime.Input{runtime.HandoffDone{}}, nil
+		return []runtime.Input{runtime.HandoffDone{}}, s.reopen(ctx)
 	case err != nil:
-		return nil, fmt.Errorf("driver: session %s: handoff %s to %s unresolved: %w", s.id, req.HandoffID, h.Target, err)
+		return nil, fmt.Errorf("session %s: handoff %s to %s unresolved: %w", s.id, req.HandoffID, h.Target, err)
 	}
 	switch res.Outcome {
 	case handoff.Moved, handoff.Lost:
 		s.log.Info("session handed off", "handoff", req.HandoffID, "target", h.Target, "outcome", res.Outcome,
 			"owner", res.Session.Record.OwnerProcess, "epoch", res.Session.Record.Epoch)
-		if rerr := s.o.cfg.Store.RemoveIndex(context.WithoutCancel(ctx), s.o.cfg.ProcessID, s.id); rerr != nil {
+		if rerr := s.env.Host.RemoveIndex(context.WithoutCancel(ctx), s.id); rerr != nil {
 			s.log.Debug("remove index entry after handoff", "err", rerr)
 		}
 		return []runtime.Input{runtime.HandoffDone{Moved: true, HandoffID: req.HandoffID}}, nil
@@ -231,3 +230,10 @@ func (s *session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 	}
 	return []runtime.Input{done}, nil
 }
+
+func (s *Session) loseCommitReply() bool {
+	f := s.env.Faults
+	return f != nil && f.LoseCommitReply != nil && f.LoseCommitReply(s.id)
+}
+
+func newID() string { return ulid.Make().String() }
