@@ -1,27 +1,21 @@
-// Package pool runs session machines (package runtime) against JetStream:
-// it owns the consumers, the clock and the goroutines, performs the
-// machine's effects in order and feeds their results back.
+// Package pool is the owner process: one Owner serves one owner process of
+// one deployment, and runs each session it loads (package runtime/session)
+// in its own goroutine, over the JetStream implementations of the
+// session's ports (inbox consumers, the state object store, message
+// schedules for timers; kv for records and event appends).
 //
-// One Owner serves one owner process of one deployment. It answers start
-// requests on baton.deploy.<deploymentID>.start (queue group of the
-// deployment's pool; a new session or a handoff successor, as
-// protocol.DecodeStart tells them apart) and wake requests, and runs every
-// session it loads in its own goroutine:
+// It answers start requests on baton.deploy.<deploymentID>.start (queue
+// group of the deployment's pool; a new session or a handoff successor, as
+// protocol.DecodeStart tells them apart) and wake requests, and holds
+// what belongs to the process: the lease and its peers, the sweepers,
+// retired-deployment adoption, tasks, the loaded-session cap and
+// hibernation scheduling, drain, metrics and fault injection.
 //
-//	boot:  add the session to this process's index (before claiming),
-//	       claim the record by CAS (epoch+1, this run, this deployment),
-//	       publish any outbox left by the previous run,
-//	       create consumer <sessionID>-<epoch> at Applied.Next over every token,
-//	       delete the predecessor's consumer
-//	loop:  commands from the consumer → machine; step results → machine;
-//	       Commit = ONE CAS of the session record (checkpoint, applied
-//	       commands, events as outbox) — only then Publish (message ID
-//	       <sessionID>/<seq>, expected last subject sequence), timers, tasks,
-//	       alias claims, purges, clean-up.
-//
-// A commit whose reply is lost is settled by a leader read of the record
-// (writer run ID + write counter); a CAS conflict stops the session at once
-// with no further side effect.
+//	claim: add the session to this process's index (before claiming),
+//	       read the checkpoint (session.ReadCheckpoint: an owner never
+//	       claims what it cannot run), decide the boot attempt
+//	       (quarantine), claim the record by CAS (epoch+1, this run, this
+//	       deployment), then session.New and Run
 //
 // Durability (docs/runtime.md §6): the process holds a lease
 // (baton_owners/lease.<processID>, TTL, renewed every TTL/4) before it

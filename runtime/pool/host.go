@@ -84,14 +84,3 @@ func (o *Owner) newSession(b session.Boot) (*session.Session, error) {
 	}
 	return s, nil
 }
-
-// session maps the owner process's session fault points onto the session's.
-func (f *Faults) session() *session.Faults {
-	if f == nil {
-		return nil
-	}
-	return &session.Faults{
-		LoseCommitReply: f.LoseCommitReply, AliasHooked: f.AliasHooked, AfterCommit: f.AfterCommit,
-		AfterConsumer: f.AfterConsumer, Hibernating: f.Hibernating,
-	}
-}

@@ -93,30 +93,6 @@ func (o *Owner) peerEvent(ev kv.LeaseEvent) {
 	}
 }
 
-// goBG runs f in a tracked goroutine of the current lease period, unless
-// that period (ctx) is over.
-func (o *Owner) goBG(ctx context.Context, f func()) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ctx.Err() != nil {
-		return
-	}
-	o.bg.Add(1)
-	go func() {
-		defer o.bg.Done()
-		f()
-	}()
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // changedSince reports whether the watch saw pid's key change after rev.
 func (ps *peerSet) changedSince(pid string, rev uint64) bool {
 	ps.mu.Lock()
@@ -241,26 +217,6 @@ func (o *Owner) wakeAll(ctx context.Context, dead string, ids []string) bool {
 		}
 	})
 	return started && failed.Load() == 0 && ctx.Err() == nil
-}
-
-// eachBounded runs f for each id, at most n at a time, and waits for them;
-// it stops starting new ones when ctx ends and then reports false.
-func eachBounded(ctx context.Context, ids []string, n int, f func(id string)) bool {
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for _, id := range ids {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return false
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			f(id)
-		})
-	}
-	return true
 }
 
 func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {

@@ -2,8 +2,6 @@ package pool
 
 import (
 	"context"
-	"math/rand/v2"
-	"time"
 
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
@@ -13,22 +11,6 @@ import (
 // pool's sweeps do not line up).
 func (o *Owner) sweepLoop(ctx context.Context) {
 	jittered(ctx, o.cfg.SweepInterval, func() { o.sweep(ctx) })
-}
-
-// jittered calls f every interval ±10 % until ctx ends (never if interval
-// is not positive).
-func jittered(ctx context.Context, interval time.Duration, f func()) {
-	if interval <= 0 {
-		return
-	}
-	for {
-		d := interval + time.Duration(rand.Int64N(int64(interval)/5+1)) - interval/10
-		sleep(ctx, d)
-		if ctx.Err() != nil {
-			return
-		}
-		f()
-	}
 }
 
 func b2i(b bool) int {
