@@ -89,7 +89,7 @@ func newEnv(t *testing.T, mutate ...func(*ingress.Config)) *env {
 }
 
 // owner runs an in-process owner of deployment with the demo agent, as
-// runtime/driver's harness does; it stops when the test ends.
+// runtime/pool's harness does; it stops when the test ends.
 func (e *env) owner(deployment, process string, mutate ...func(*pool.Config)) (stop func()) {
 	e.t.Helper()
 	nc, js := natstest.Connect(e.t, e.url)
