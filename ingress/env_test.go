@@ -180,9 +180,7 @@ func (e *env) durable() durable {
 
 func applied(t *testing.T, evs []wire.Event) []wire.CommandApplied {
 	t.Helper()
-	a, err := harness.Applied(evs)
-	harness.For(t).Check(err)
-	return a
+	return harness.AllData[wire.CommandApplied](t, evs, wire.EventCommandApplied)
 }
 
 // contiguous checks that events are seq 1.. (or from+1..) without a hole.

@@ -114,6 +114,16 @@ func (t T) Env(url string) *Env {
 	return e
 }
 
+// Peer is another client of e's topology with a connection and store of
+// its own (an in-process owner's).
+func (t T) Peer(e *Env) *Env {
+	t.Helper()
+	p := t.Dial(e.URL)
+	p.Names, p.Deployment = e.Names, e.Deployment
+	t.Check(p.OpenStore(t.Context()))
+	return p
+}
+
 // Ingress starts an in-process ingress on its own connection to url, with
 // cfg; it stops when the test ends.
 func (t T) Ingress(url string, cfg ingress.Config) *Ingress {
@@ -171,23 +181,27 @@ func (t T) CheckStream(evs []wire.Event) []wire.CommandApplied {
 // FirstData decodes the data of the first event of kind.
 func FirstData[V any](tb TB, evs []wire.Event, kind string) V {
 	tb.Helper()
-	all, err := All[V](evs, kind)
-	if err != nil {
-		tb.Fatalf("%v", err)
-	}
+	all := AllData[V](tb, evs, kind)
 	if len(all) == 0 {
 		tb.Fatalf("no %s event in %v", kind, Kinds(evs))
 	}
 	return all[0]
 }
 
-// LastData decodes the data of the last event of kind.
-func LastData[V any](tb TB, evs []wire.Event, kind string) V {
+// AllData decodes the data of every event of kind.
+func AllData[V any](tb TB, evs []wire.Event, kind string) []V {
 	tb.Helper()
 	all, err := All[V](evs, kind)
 	if err != nil {
 		tb.Fatalf("%v", err)
 	}
+	return all
+}
+
+// LastData decodes the data of the last event of kind.
+func LastData[V any](tb TB, evs []wire.Event, kind string) V {
+	tb.Helper()
+	all := AllData[V](tb, evs, kind)
 	if len(all) == 0 {
 		tb.Fatalf("no %s event in %v", kind, Kinds(evs))
 	}

@@ -44,10 +44,7 @@ func Start(cfg driver.Config) (*Owner, error) {
 func Run(tb harness.TB, e *harness.Env, deployment, process string, mutate ...func(*driver.Config)) *Owner {
 	tb.Helper()
 	t := harness.For(tb)
-	own := t.Dial(e.URL)
-	own.Names = e.Names
-	t.Check(own.OpenStore(tb.Context()))
-	cfg := Config(own, deployment, process)
+	cfg := Config(t.Peer(e), deployment, process)
 	cfg.Log = t.Logger(slog.LevelWarn)
 	for _, m := range mutate {
 		m(&cfg)
