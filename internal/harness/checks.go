@@ -3,9 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -51,26 +49,4 @@ func CommandIDs(applied []wire.CommandApplied) []string {
 		out[i] = a.CommandID
 	}
 	return out
-}
-
-// CheckCommittedStepsRanOnce checks the session's execution log against its
-// events: every committed step (turn.step) ran exactly once across every
-// process, except those in interrupted (an uncommitted run a crash cut
-// short), which ran exactly twice.
-func CheckCommittedStepsRanOnce(execs []runtime.Exec, sessionID string, evs []wire.Event, interrupted ...string) error {
-	keys, err := StepKeys(evs)
-	if err != nil {
-		return err
-	}
-	runs := Runs(execs, sessionID)
-	for _, k := range keys {
-		want := 1
-		if slices.Contains(interrupted, k) {
-			want = 2
-		}
-		if len(runs[k]) != want {
-			return fmt.Errorf("step %s ran %d times (%v), want %d; all runs %v", k, len(runs[k]), runs[k], want, runs)
-		}
-	}
-	return nil
 }

@@ -21,10 +21,10 @@
 //   - stream.go, events.go, checks.go: a session's events read from
 //     JetStream, predicates and extractors over events, and the checks
 //     every test shares (seq contiguous, each command applied once);
-//   - tail.go, records.go, sse.go: observers for a whole run — one ordered
-//     consumer over every session's events, a watcher of every revision of
-//     baton_sessions, SSE readers of /v1/sessions/{id}/events (one
-//     connection, or a follower that resumes with Last-Event-ID);
+//   - tail.go, records.go, sse.go, follow.go: observers for a whole run —
+//     one ordered consumer over every session's events, a watcher of every
+//     revision of baton_sessions, SSE readers of /v1/sessions/{id}/events
+//     (one connection, or a follower that resumes with Last-Event-ID);
 //   - execlog.go: the demo agent's execution logs (--exec-log files), read
 //     once or tailed, and the check that each committed step ran once;
 //   - http.go, drain.go, ingress.go: an HTTP client of the ingress API with

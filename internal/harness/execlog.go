@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
+	"github.com/baton-rt/baton/wire"
 )
 
 // ExecLogPath is process's execution log (the owner's --exec-log) in dir.
@@ -53,6 +55,28 @@ func RunsByStep(execs []runtime.Exec) map[string][]string {
 		out[k] = append(out[k], e.Process)
 	}
 	return out
+}
+
+// CheckCommittedStepsRanOnce checks the session's execution log against its
+// events: every committed step (turn.step) ran exactly once across every
+// process, except those in interrupted (an uncommitted run a crash cut
+// short), which ran exactly twice.
+func CheckCommittedStepsRanOnce(execs []runtime.Exec, sessionID string, evs []wire.Event, interrupted ...string) error {
+	keys, err := StepKeys(evs)
+	if err != nil {
+		return err
+	}
+	runs := Runs(execs, sessionID)
+	for _, k := range keys {
+		want := 1
+		if slices.Contains(interrupted, k) {
+			want = 2
+		}
+		if len(runs[k]) != want {
+			return fmt.Errorf("step %s ran %d times (%v), want %d; all runs %v", k, len(runs[k]), runs[k], want, runs)
+		}
+	}
+	return nil
 }
 
 // ExecObs is one execution-log line seen by an ExecTail: it was absent from
