@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
@@ -87,13 +88,13 @@ func TestAdminMoveAndRetire(t *testing.T) {
 	if mv.SessionID != id || mv.Seq == 0 || mv.TargetDeploymentID != "v2" || mv.FromDeploymentID != "v1" || mv.Force || mv.DeploymentID != "v1" {
 		t.Fatalf("move = %+v", mv)
 	}
-	evs := e.waitEvents(id, "handoff.completed to v2", func(evs []wire.Event) bool { return count(evs, wire.EventHandoffCompleted) == 1 })
-	hc := data[wire.HandoffCompleted](t, evs, wire.EventHandoffCompleted)
+	evs := e.waitEvents(id, "handoff.completed to v2", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventHandoffCompleted) == 1 })
+	hc := harness.LastData[wire.HandoffCompleted](t, evs, wire.EventHandoffCompleted)
 	if hc.FromDeploymentID != "v1" || hc.ToDeploymentID != "v2" {
 		t.Fatalf("handoff.completed = %+v", hc)
 	}
 	e.eventually(10*time.Second, "the session on v2", func() bool {
-		cur, err := e.store.LeaderSession(t.Context(), id)
+		cur, err := e.Store.LeaderSession(t.Context(), id)
 		return err == nil && cur.Record.DeploymentID == "v2" && cur.Record.OwnerProcess == "p2" && cur.Record.Epoch >= 2
 	})
 	// The move command itself is applied, stamped as an operator command.
@@ -110,7 +111,7 @@ func TestAdminMoveAndRetire(t *testing.T) {
 	if !r1.Retired || !r1.Changed || r1.RetiredAt.IsZero() || r2.Changed || !r2.Retired || !r2.RetiredAt.Equal(r1.RetiredAt) {
 		t.Fatalf("retire twice = %+v, %+v", r1, r2)
 	}
-	if ok, err := e.store.DeploymentRetired(t.Context(), "v2"); err != nil || !ok {
+	if ok, err := e.Store.DeploymentRetired(t.Context(), "v2"); err != nil || !ok {
 		t.Fatalf("v2 not retired in KV: %v %v", ok, err)
 	}
 	// A move to a retired deployment: 409 target_retired.
@@ -124,9 +125,9 @@ func TestAdminMoveAndRetire(t *testing.T) {
 	if !mv.Force || mv.FromDeploymentID != "v2" || mv.TargetDeploymentID != "v1" {
 		t.Fatalf("forced move = %+v", mv)
 	}
-	e.waitEvents(id, "a second handoff", func(evs []wire.Event) bool { return count(evs, wire.EventHandoffCompleted) == 2 })
+	e.waitEvents(id, "a second handoff", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventHandoffCompleted) == 2 })
 	e.eventually(10*time.Second, "the session back on v1", func() bool {
-		cur, err := e.store.LeaderSession(t.Context(), id)
+		cur, err := e.Store.LeaderSession(t.Context(), id)
 		return err == nil && cur.Record.DeploymentID == "v1" && cur.Record.OwnerProcess == "p1"
 	})
 
@@ -154,12 +155,12 @@ func TestAdminPauseResume(t *testing.T) {
 	if rc.SessionID != id || rc.Seq == 0 {
 		t.Fatalf("pause = %+v", rc)
 	}
-	e.waitEvents(id, "session.paused", func(evs []wire.Event) bool { return count(evs, wire.EventSessionPaused) == 1 })
+	e.waitEvents(id, "session.paused", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventSessionPaused) == 1 })
 	e.eventually(10*time.Second, "state paused", func() bool { return e.status(id).State == string(record.StatePaused) })
 
 	e.deliver(`{"alias":"pz-1","text":"while paused"}`)
 	time.Sleep(time.Second) // the owner has had every chance to run it
-	if slices.Contains(outputs(e.events(id, 0)), "while paused") {
+	if slices.Contains(harness.Outputs(e.events(id, 0)), "while paused") {
 		t.Fatal("a delivery ran while the session was paused")
 	}
 	rep := e.report("")
@@ -187,8 +188,8 @@ func TestAdminPauseResume(t *testing.T) {
 	// A move while paused is not idle: skipped with reason paused, the
 	// session stays.
 	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/"+id+"/move", `{"deploymentId":"v2"}`, http.StatusAccepted, nil)
-	evs := e.waitEvents(id, "handoff.skipped", func(evs []wire.Event) bool { return count(evs, wire.EventHandoffSkipped) == 1 })
-	if sk := data[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped); sk.Reason != wire.SkipPaused || sk.TargetDeploymentID != "v2" {
+	evs := e.waitEvents(id, "handoff.skipped", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventHandoffSkipped) == 1 })
+	if sk := harness.LastData[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped); sk.Reason != wire.SkipPaused || sk.TargetDeploymentID != "v2" {
 		t.Fatalf("handoff.skipped = %+v", sk)
 	}
 	if st := e.status(id); st.DeploymentID != "v1" || st.Epoch != 1 {
@@ -197,7 +198,7 @@ func TestAdminPauseResume(t *testing.T) {
 
 	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/"+id+"/resume", `{"caller":"ops"}`, http.StatusAccepted, &rc)
 	e.waitEvents(id, "the held delivery after resume", func(evs []wire.Event) bool {
-		return count(evs, wire.EventSessionResumed) == 1 && slices.Contains(outputs(evs), "while paused")
+		return harness.Count(evs, wire.EventSessionResumed) == 1 && slices.Contains(harness.Outputs(evs), "while paused")
 	})
 	e.eventually(10*time.Second, "idle again", func() bool { st := e.status(id); return st.Idle && st.State == "active" })
 }
@@ -212,7 +213,7 @@ func TestAdminRelease(t *testing.T) {
 	e.owner("v1", "p2")
 	id := e.create(`{"alias":"rl-1","text":"hello"}`).SessionID
 	e.eventually(10*time.Second, "an idle session", func() bool { return e.status(id).Idle })
-	cur, err := e.store.LeaderSession(t.Context(), id)
+	cur, err := e.Store.LeaderSession(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,15 +226,15 @@ func TestAdminRelease(t *testing.T) {
 		t.Fatalf("release wake = %+v", rel)
 	}
 	e.eventually(10*time.Second, "a new claim", func() bool {
-		now, err := e.store.LeaderSession(t.Context(), id)
+		now, err := e.Store.LeaderSession(t.Context(), id)
 		return err == nil && now.Record.OwnerProcess == rel.WakeProcess && now.Record.Epoch == cur.Record.Epoch+1
 	})
 	e.deliver(`{"alias":"rl-1","text":"after release"}`)
-	evs := e.waitEvents(id, "the answer after release", func(evs []wire.Event) bool { return slices.Contains(outputs(evs), "after release") })
+	evs := e.waitEvents(id, "the answer after release", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "after release") })
 	time.Sleep(500 * time.Millisecond)
 	evs = e.events(id, 0)
 	n := 0
-	for _, o := range outputs(evs) {
+	for _, o := range harness.Outputs(evs) {
 		if o == "after release" {
 			n++
 		}
@@ -322,7 +323,7 @@ func TestAdminBadInput(t *testing.T) {
 		}
 	}
 	// Nothing retired, the live session untouched.
-	if ids, err := e.store.RetiredDeployments(t.Context()); err != nil || len(ids) != 0 {
+	if ids, err := e.Store.RetiredDeployments(t.Context()); err != nil || len(ids) != 0 {
 		t.Fatalf("retired deployments after refusals: %v %v", ids, err)
 	}
 	if st := e.status(live); st.State != "active" || st.Epoch != 1 {
@@ -393,9 +394,9 @@ func TestAdminReleaseOneProcess(t *testing.T) {
 		t.Fatalf("release = %+v", rel)
 	}
 	e.eventually(10*time.Second, "the new claim", func() bool {
-		cur, err := e.store.LeaderSession(t.Context(), id)
+		cur, err := e.Store.LeaderSession(t.Context(), id)
 		return err == nil && cur.Record.OwnerProcess == "p1" && cur.Record.Epoch == rel.Epoch+1
 	})
 	e.deliver(`{"alias":"rl-solo","text":"still here"}`)
-	e.waitEvents(id, "the answer", func(evs []wire.Event) bool { return slices.Contains(outputs(evs), "still here") })
+	e.waitEvents(id, "the answer", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "still here") })
 }

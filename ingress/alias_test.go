@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/wire"
 )
@@ -48,13 +49,13 @@ func TestAliasRace(t *testing.T) {
 		t.Fatalf("%d receipts say created, want 1", created)
 	}
 	evs := e.waitEvents(id, fmt.Sprintf("%d deliveries applied", n), func(evs []wire.Event) bool {
-		return count(evs, wire.EventCommandApplied) == n
+		return harness.Count(evs, wire.EventCommandApplied) == n
 	})
 	contiguous(t, evs, 0)
-	if len(outputs(evs)) != n {
-		t.Fatalf("%d outputs, want %d", len(outputs(evs)), n)
+	if len(harness.Outputs(evs)) != n {
+		t.Fatalf("%d outputs, want %d", len(harness.Outputs(evs)), n)
 	}
-	if got := liveKeys(t, e, e.names.SessionsBucket()); len(got) != 1 || got[0] != id {
+	if got := liveKeys(t, e, e.Names.SessionsBucket()); len(got) != 1 || got[0] != id {
 		t.Fatalf("sessions %v, want only %s", got, id)
 	}
 }
@@ -70,7 +71,7 @@ func TestIdempotency(t *testing.T) {
 	if !first.Created {
 		t.Fatalf("first delivery did not create: %+v", first)
 	}
-	inbox := e.durable()[e.names.InboxStream()]
+	inbox := e.durable()[e.Names.InboxStream()]
 	for i := range 10 {
 		body := `{"alias":"idem-a","text":"once","idempotencyKey":"k-1"}`
 		if i%2 == 1 { // the session ID is the same target as its alias
@@ -89,7 +90,7 @@ func TestIdempotency(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := e.durable()[e.names.InboxStream()]; got != inbox {
+	if got := e.durable()[e.Names.InboxStream()]; got != inbox {
 		t.Fatalf("repeats stored %d messages", got-inbox)
 	}
 
@@ -100,7 +101,7 @@ func TestIdempotency(t *testing.T) {
 		t.Fatalf("same key on another session = %+v (first %+v)", second, first)
 	}
 	for _, id := range []string{first.SessionID, second.SessionID} {
-		evs := e.waitEvents(id, "one delivery applied", func(evs []wire.Event) bool { return len(outputs(evs)) == 1 })
+		evs := e.waitEvents(id, "one delivery applied", func(evs []wire.Event) bool { return len(harness.Outputs(evs)) == 1 })
 		if got := applied(t, evs); len(got) != 1 || got[0].Kind != "deliver" {
 			t.Fatalf("session %s applied %+v", id, got)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -25,17 +26,17 @@ func TestBadInput(t *testing.T) {
 	live := e.create(`{"alias":"live-alias","text":"hi"}`).SessionID
 	gone := e.create(`{"alias":"gone-alias","text":"/done"}`).SessionID
 	e.eventually(10*time.Second, "the ended session's tombstones", func() bool {
-		h, _, err := e.store.GetHook(t.Context(), "gone-alias")
+		h, _, err := e.Store.GetHook(t.Context(), "gone-alias")
 		return err == nil && h.Tombstone
 	})
 	e.eventually(10*time.Second, "an idle live session", func() bool { return e.status(live).Idle })
 	// A session waiting for input, and one waiting for an authorization.
 	asker := e.create(`{"alias":"asker","text":"/ask colour?"}`).SessionID
-	evs := e.waitEvents(asker, "input.requested", func(evs []wire.Event) bool { return count(evs, wire.EventInputRequested) == 1 })
-	ask := data[wire.InputRequested](t, evs, wire.EventInputRequested).RequestID
+	evs := e.waitEvents(asker, "input.requested", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventInputRequested) == 1 })
+	ask := harness.LastData[wire.InputRequested](t, evs, wire.EventInputRequested).RequestID
 	authz := e.create(`{"alias":"authz","text":"/authorize"}`).SessionID
-	evs = e.waitEvents(authz, "auth.requested", func(evs []wire.Event) bool { return count(evs, wire.EventAuthRequested) == 1 })
-	attempt := data[wire.AuthRequested](t, evs, wire.EventAuthRequested).AttemptID
+	evs = e.waitEvents(authz, "auth.requested", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventAuthRequested) == 1 })
+	attempt := harness.LastData[wire.AuthRequested](t, evs, wire.EventAuthRequested).AttemptID
 	// An idempotency key used once, for the text "first".
 	first := e.deliver(`{"sessionId":"` + live + `","text":"first","idempotencyKey":"idem-1"}`)
 	e.eventually(10*time.Second, "the keyed delivery applied", func() bool { return e.status(live).Idle })
@@ -191,7 +192,7 @@ func TestBadInput(t *testing.T) {
 	// Nothing was created for any of the refused new aliases.
 	for _, alias := range []string{"new-alias"} {
 		tok, _ := subjects.EncodeToken(alias)
-		if _, _, err := e.store.GetHook(t.Context(), tok); !errors.Is(err, record.ErrNotFound) {
+		if _, _, err := e.Store.GetHook(t.Context(), tok); !errors.Is(err, record.ErrNotFound) {
 			t.Fatalf("alias %s was claimed: %v", alias, err)
 		}
 	}

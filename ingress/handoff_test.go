@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 )
 
 // A client following a session's SSE stream sees it continue unchanged
@@ -27,34 +28,34 @@ func TestSSEAcrossHandoff(t *testing.T) {
 
 	c1 := e.sse("/v1/sessions/" + id + "/events")
 	e.deliver(`{"alias":"hand","text":"a1"}`)
-	got := c1.until(t, 20*time.Second, "a1", isOutput("a1"))
-	got = append(got, c1.until(t, 20*time.Second, "settled", isKind("session.waiting"))...)
+	got := until(t, c1, 20*time.Second, "a1", isOutput("a1"))
+	got = append(got, until(t, c1, 20*time.Second, "settled", isKind("session.waiting"))...)
 
 	// Accepted by deployment v2's ingress while idle: the session moves.
 	postTo(t, v2, `{"alias":"hand","text":"b1"}`)
-	got = append(got, c1.until(t, 20*time.Second, "b1", isOutput("b1"))...)
-	c1.close()
-	cursor := got[len(got)-1].id
-	cur, err := e.store.LeaderSession(t.Context(), id)
+	got = append(got, until(t, c1, 20*time.Second, "b1", isOutput("b1"))...)
+	c1.Close()
+	cursor := got[len(got)-1].ID
+	cur, err := e.Store.LeaderSession(t.Context(), id)
 	if err != nil || cur.Record.DeploymentID != "v2" || cur.Record.Epoch < 2 {
 		t.Fatalf("session did not move to v2: %+v %v", cur.Record, err)
 	}
 
 	postTo(t, v2, `{"alias":"hand","text":"b2"}`)
 	c2 := e.sse("/v1/sessions/"+id+"/events", "Last-Event-ID", strconv.FormatUint(cursor, 10))
-	got = append(got, c2.until(t, 20*time.Second, "b2", isOutput("b2"))...)
+	got = append(got, until(t, c2, 20*time.Second, "b2", isOutput("b2"))...)
 
 	deployments := map[string]bool{}
 	for i, ev := range got {
-		if ev.id != uint64(i+1) {
-			t.Fatalf("event %d has id %d: gap or duplicate across the handoff (resumed at %d)", i+1, ev.id, cursor)
+		if ev.ID != uint64(i+1) {
+			t.Fatalf("event %d has id %d: gap or duplicate across the handoff (resumed at %d)", i+1, ev.ID, cursor)
 		}
 		var env struct {
 			SessionID    string `json:"sessionId"`
 			DeploymentID string `json:"deploymentId"`
 		}
-		if err := json.Unmarshal([]byte(ev.data), &env); err != nil || env.SessionID != id {
-			t.Fatalf("event %d is not of session %s: %s", ev.id, id, ev.data)
+		if err := json.Unmarshal([]byte(ev.Data), &env); err != nil || env.SessionID != id {
+			t.Fatalf("event %d is not of session %s: %s", ev.ID, id, ev.Data)
 		}
 		deployments[env.DeploymentID] = true
 	}
@@ -63,14 +64,14 @@ func TestSSEAcrossHandoff(t *testing.T) {
 	}
 }
 
-func isKind(kind string) func(sseEvent) bool {
-	return func(ev sseEvent) bool { return ev.kind == kind }
+func isKind(kind string) func(harness.Frame) bool {
+	return func(ev harness.Frame) bool { return ev.Event == kind }
 }
 
 // ingressFor runs a second ingress stamping deployment dep.
 func ingressFor(t *testing.T, e *env, dep string) *httptest.Server {
 	t.Helper()
-	ing, err := ingress.New(ingress.Config{NC: e.nc, JS: e.js, Deployment: dep, InsecureDev: true, StartTimeout: 3 * time.Second})
+	ing, err := ingress.New(ingress.Config{NC: e.NC, JS: e.JS, Deployment: dep, InsecureDev: true, StartTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 )
 
 // A receipt written by an ingress that stored no command digest matches
@@ -17,12 +18,12 @@ func TestReceiptWithoutDigestMatches(t *testing.T) {
 	e.owner("v1", "p1")
 	id := e.create(`{"alias":"old-receipt"}`).SessionID
 	first := e.deliver(`{"sessionId":"` + id + `","text":"one","idempotencyKey":"old-1"}`)
-	receipts, err := e.js.KeyValue(t.Context(), ingress.ReceiptsBucket(e.names))
+	receipts, err := e.JS.KeyValue(t.Context(), ingress.ReceiptsBucket(e.Names))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var key string
-	for _, k := range liveKeys(t, e, ingress.ReceiptsBucket(e.names)) {
+	for _, k := range liveKeys(t, e, ingress.ReceiptsBucket(e.Names)) {
 		if strings.HasPrefix(k, id+".") {
 			key = k
 		}
@@ -38,7 +39,7 @@ func TestReceiptWithoutDigestMatches(t *testing.T) {
 	// The first command settled and its events appended (they are appended
 	// after the commit, in the background): nothing of it moves on later.
 	e.eventually(10*time.Second, "the session idle", func() bool { return e.status(id).Idle })
-	e.eventually(10*time.Second, "the first command's events", func() bool { return len(outputs(e.events(id, 0))) == 1 })
+	e.eventually(10*time.Second, "the first command's events", func() bool { return len(harness.Outputs(e.events(id, 0))) == 1 })
 	before := e.durable()
 	if again := e.deliver(`{"sessionId":"` + id + `","text":"two","idempotencyKey":"old-1"}`); again != first {
 		t.Fatalf("repeat against a receipt without digest = %+v, want the first %+v", again, first)
@@ -47,7 +48,7 @@ func TestReceiptWithoutDigestMatches(t *testing.T) {
 		t.Fatalf("the repeat wrote: %v -> %v", before, after)
 	}
 	e.eventually(10*time.Second, "the session idle", func() bool { return e.status(id).Idle })
-	if outs := outputs(e.events(id, 0)); len(outs) != 1 || outs[0] != "one" {
+	if outs := harness.Outputs(e.events(id, 0)); len(outs) != 1 || outs[0] != "one" {
 		t.Fatalf("outputs %v, want only the first command's", outs)
 	}
 }

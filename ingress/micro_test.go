@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -36,12 +37,12 @@ func TestMicro(t *testing.T) {
 		t.Fatalf("repeat over NATS = %+v, first %+v", again, r)
 	}
 	e.deliver(`{"sessionId":"` + c.SessionID + `","text":"/ask why?"}`)
-	evs := e.waitEvents(c.SessionID, "input.requested", func(evs []wire.Event) bool { return count(evs, wire.EventInputRequested) == 1 })
-	ask := data[wire.InputRequested](t, evs, wire.EventInputRequested)
+	evs := e.waitEvents(c.SessionID, "input.requested", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventInputRequested) == 1 })
+	ask := harness.LastData[wire.InputRequested](t, evs, wire.EventInputRequested)
 	req(t, e, "input", `{"sessionId":"`+c.SessionID+`","requestId":"`+ask.RequestID+`","value":true}`, &r)
 	e.deliver(`{"sessionId":"` + c.SessionID + `","text":"/authorize"}`)
-	evs = e.waitEvents(c.SessionID, "auth.requested", func(evs []wire.Event) bool { return count(evs, wire.EventAuthRequested) == 1 })
-	att := data[wire.AuthRequested](t, evs, wire.EventAuthRequested)
+	evs = e.waitEvents(c.SessionID, "auth.requested", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventAuthRequested) == 1 })
+	att := harness.LastData[wire.AuthRequested](t, evs, wire.EventAuthRequested)
 	req(t, e, "authorize", `{"sessionId":"`+c.SessionID+`","attemptId":"`+att.AttemptID+`","result":"denied"}`, &r)
 	for _, op := range []string{"cancel", "reset", "clear", "compact"} {
 		req(t, e, op, `{"sessionId":"`+c.SessionID+`"}`, &r)
@@ -51,7 +52,7 @@ func TestMicro(t *testing.T) {
 		for _, a := range applied(t, evs) {
 			kinds[a.Kind] = true
 		}
-		return len(kinds) == 7 && slices.Equal(outputs(evs)[:2], []string{"over nats", "again"})
+		return len(kinds) == 7 && slices.Equal(harness.Outputs(evs)[:2], []string{"over nats", "again"})
 	})
 	var st ingress.Status
 	req(t, e, "status", `{"sessionId":"`+c.SessionID+`"}`, &st)
@@ -70,7 +71,7 @@ func TestMicro(t *testing.T) {
 	microError(t, e, "deliver", `{"alias":"nats-1","text":nope}`, "400", "bad_request")
 
 	// Discovery: nats micro ls / info.
-	msg, err := e.nc.Request("$SRV.INFO."+ingress.ServiceName, nil, 5*time.Second)
+	msg, err := e.NC.Request("$SRV.INFO."+ingress.ServiceName, nil, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestMicro(t *testing.T) {
 	}
 	want := []string{}
 	for _, op := range ingress.Operations {
-		want = append(want, e.names.Ingress(op))
+		want = append(want, e.Names.Ingress(op))
 	}
 	if slices.Sort(subs); !slices.Equal(subs, sorted(want)) || info.Metadata["deployment"] != "v1" {
 		t.Fatalf("endpoints %v metadata %v", subs, info.Metadata)
@@ -98,7 +99,7 @@ func sorted(s []string) []string { slices.Sort(s); return s }
 
 func req(t *testing.T, e *env, op, body string, v any) {
 	t.Helper()
-	msg, err := e.nc.Request(e.names.Ingress(op), []byte(body), 10*time.Second)
+	msg, err := e.NC.Request(e.Names.Ingress(op), []byte(body), 10*time.Second)
 	if err != nil {
 		t.Fatalf("%s: %v", op, err)
 	}
@@ -112,7 +113,7 @@ func req(t *testing.T, e *env, op, body string, v any) {
 
 func microError(t *testing.T, e *env, op, body, status, code string) {
 	t.Helper()
-	msg, err := e.nc.RequestMsg(&nats.Msg{Subject: e.names.Ingress(op), Data: []byte(body)}, 10*time.Second)
+	msg, err := e.NC.RequestMsg(&nats.Msg{Subject: e.Names.Ingress(op), Data: []byte(body)}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

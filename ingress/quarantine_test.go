@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/wire"
@@ -27,7 +28,7 @@ func quarantining(c *pool.Config) {
 
 func (e *env) leader(id string) record.Session {
 	e.t.Helper()
-	cur, err := e.store.LeaderSession(e.t.Context(), id)
+	cur, err := e.Store.LeaderSession(e.t.Context(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func (e *env) rewrite(id string, cp func([]byte) []byte) []byte {
 	rec := cur.Record
 	orig := rec.Checkpoint
 	rec.Checkpoint = cp(orig)
-	if _, err := e.store.UpdateSession(e.t.Context(), rec, cur.Revision); err != nil {
+	if _, err := e.Store.UpdateSession(e.t.Context(), rec, cur.Revision); err != nil {
 		e.t.Fatal(err)
 	}
 	return orig
@@ -77,7 +78,7 @@ func unsupported(t *testing.T) func([]byte) []byte {
 // BootAttempts, with when it was counted.
 func (e *env) attempts(id string) []record.SessionRecord {
 	e.t.Helper()
-	kv, err := e.js.KeyValue(e.t.Context(), e.names.SessionsBucket())
+	kv, err := e.JS.KeyValue(e.t.Context(), e.Names.SessionsBucket())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestQuarantineRetry(t *testing.T) {
 	e := newEnv(t)
 	e.owner("v1", "p1", quarantining)
 	id := e.create(`{"alias":"qa-1","text":"hello"}`).SessionID
-	e.waitEvents(id, "hello", func(evs []wire.Event) bool { return slices.Contains(outputs(evs), "hello") })
+	e.waitEvents(id, "hello", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "hello") })
 	e.waitState(id, record.StateHibernated)
 	orig := e.rewrite(id, unsupported(t))
 
@@ -147,9 +148,9 @@ func TestQuarantineRetry(t *testing.T) {
 	if rt.DeploymentID != "v1" || rt.FromDeploymentID != "v1" || rt.EventSeq != q.Record.EventSeqFloor+1 || rt.Force {
 		t.Fatalf("retry = %+v", rt)
 	}
-	evs := e.waitEvents(id, "the queued deliveries", func(evs []wire.Event) bool { return slices.Contains(outputs(evs), "two") })
+	evs := e.waitEvents(id, "the queued deliveries", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "two") })
 	contiguous(t, evs, 0)
-	if got := outputs(evs); !slices.Equal(got, []string{"hello", "one", "two"}) {
+	if got := harness.Outputs(evs); !slices.Equal(got, []string{"hello", "one", "two"}) {
 		t.Fatalf("outputs %q", got)
 	}
 	var seqs []uint64
@@ -164,7 +165,7 @@ func TestQuarantineRetry(t *testing.T) {
 	if iq < 0 || ir != iq+1 || ione < ir {
 		t.Fatalf("events %v: want session.quarantined, session.retried, then the queued deliveries", order)
 	}
-	if d := data[wire.SessionRetried](t, evs, wire.EventSessionRetried); d.DeploymentID != "v1" {
+	if d := harness.LastData[wire.SessionRetried](t, evs, wire.EventSessionRetried); d.DeploymentID != "v1" {
 		t.Fatalf("session.retried %+v", d)
 	}
 	e.eventually(20*time.Second, "the counter at 0", func() bool { return e.status(id).BootAttempts == 0 })
@@ -220,7 +221,7 @@ func TestQuarantineRetryElsewhereAndEnd(t *testing.T) {
 	// v2 adopts it (BootAdopt) right after session.retried; the queued
 	// delivery, accepted by this ingress of v1, then hands the idle session
 	// back to v1 by the ordinary rule, and is applied there.
-	evs := e.waitEvents(a, "the queued delivery", func(evs []wire.Event) bool { return slices.Contains(outputs(evs), "after the loss") })
+	evs := e.waitEvents(a, "the queued delivery", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "after the loss") })
 	contiguous(t, evs, 0)
 	ir := slices.Index(kindsOf(evs), wire.EventSessionRetried)
 	if ir < 0 || ir+1 >= len(evs) || evs[ir+1].Kind != wire.EventHandoffCompleted {
@@ -244,11 +245,11 @@ func TestQuarantineRetryElsewhereAndEnd(t *testing.T) {
 		t.Fatalf("end = %+v", end)
 	}
 	for _, tok := range []string{b, "qb-2"} {
-		if h, _, err := e.store.GetHook(t.Context(), tok); err != nil || !h.Tombstone {
+		if h, _, err := e.Store.GetHook(t.Context(), tok); err != nil || !h.Tombstone {
 			t.Fatalf("hook %s after the end: %+v %v", tok, h, err)
 		}
 	}
-	evs = e.waitEvents(b, "session.ended", func(evs []wire.Event) bool { return count(evs, wire.EventSessionEnded) == 1 })
+	evs = e.waitEvents(b, "session.ended", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventSessionEnded) == 1 })
 	contiguous(t, evs, 0)
 	last := evs[len(evs)-1]
 	if last.Kind != wire.EventSessionEnded || last.V != 2 || string(last.Data) != `{"reason":"terminated"}` || last.Seq != end.EventSeq {
@@ -274,7 +275,7 @@ func (e *env) deleteSegment(id string) (string, []byte) {
 	if err != nil || len(cp.HistorySegments) == 0 {
 		e.t.Fatalf("no history segment to delete: %v %+v", err, cp.HistorySegments)
 	}
-	obs, err := e.js.ObjectStore(e.t.Context(), e.names.StateBucket())
+	obs, err := e.JS.ObjectStore(e.t.Context(), e.Names.StateBucket())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func (e *env) deleteSegment(id string) (string, []byte) {
 
 func (e *env) putSegment(name string, b []byte) {
 	e.t.Helper()
-	obs, err := e.js.ObjectStore(e.t.Context(), e.names.StateBucket())
+	obs, err := e.JS.ObjectStore(e.t.Context(), e.Names.StateBucket())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -310,6 +311,6 @@ func kindsOf(evs []wire.Event) []string {
 
 func isOutputEvent(text string) func(wire.Event) bool {
 	return func(ev wire.Event) bool {
-		return ev.Kind == wire.EventMessageOutput && slices.Contains(outputs([]wire.Event{ev}), text)
+		return ev.Kind == wire.EventMessageOutput && slices.Contains(harness.Outputs([]wire.Event{ev}), text)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -36,11 +37,11 @@ func TestOutputRefResolved(t *testing.T) {
 			live := e.sse("/v1/sessions/" + w.id + "/events")
 			stored := w.outputWithBlob(t, content)
 			want := inlineData(t, content)
-			got := live.until(t, 20*time.Second, "seq 3", func(ev sseEvent) bool { return ev.id == 3 })
+			got := until(t, live, 20*time.Second, "seq 3", func(ev harness.Frame) bool { return ev.ID == 3 })
 			checkServed(t, sseData(got), stored, want)
 			checkServed(t, e.rawEvents(t, w.id), stored, want)
 			second := e.sse("/v1/sessions/" + w.id + "/events")
-			got = second.until(t, 20*time.Second, "seq 3", func(ev sseEvent) bool { return ev.id == 3 })
+			got = until(t, second, 20*time.Second, "seq 3", func(ev harness.Frame) bool { return ev.ID == 3 })
 			checkServed(t, sseData(got), stored, want)
 		})
 	}
@@ -55,7 +56,7 @@ func TestOutputRefOneFetch(t *testing.T) {
 	e := newEnv(t)
 	w := e.session(t, "fan")
 	content := text(300 << 10)
-	clients := make([]*sseClient, 8)
+	clients := make([]*harness.Stream, 8)
 	for i := range clients {
 		clients[i] = e.sse("/v1/sessions/" + w.id + "/events")
 	}
@@ -64,7 +65,7 @@ func TestOutputRefOneFetch(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Go(func() {
-			got := c.until(t, 20*time.Second, "seq 3", func(ev sseEvent) bool { return ev.id == 3 })
+			got := until(t, c, 20*time.Second, "seq 3", func(ev harness.Frame) bool { return ev.ID == 3 })
 			checkServed(t, sseData(got), stored, want)
 		})
 	}
@@ -106,7 +107,7 @@ func TestOutputRefUnresolved(t *testing.T) {
 			stored := w.output(t, tc.ref)
 			for range 2 {
 				c := e.sse("/v1/sessions/" + w.id + "/events")
-				got := c.until(t, 20*time.Second, "seq 3", func(ev sseEvent) bool { return ev.id == 3 })
+				got := until(t, c, 20*time.Second, "seq 3", func(ev harness.Frame) bool { return ev.ID == 3 })
 				checkStored(t, sseData(got), stored)
 				checkStored(t, e.rawEvents(t, w.id), stored)
 			}
@@ -146,7 +147,7 @@ func (e *env) session(t *testing.T, id string) *writer {
 		State: record.StateActive, Consumer: subjects.Consumer(id, 1), WireV: wire.CurrentVersion,
 		Writer: "run-1", WriteCounter: 1,
 	}
-	if _, err := e.store.CreateSession(t.Context(), rec); err != nil {
+	if _, err := e.Store.CreateSession(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
 	return &writer{e: e, id: id}
@@ -173,7 +174,7 @@ func (w *writer) output(t *testing.T, ref wire.BlobRef) [][]byte {
 
 func (w *writer) putBlob(t *testing.T, ref wire.BlobRef, content []byte) {
 	t.Helper()
-	obs, err := w.e.js.ObjectStore(t.Context(), w.e.names.StateBucket())
+	obs, err := w.e.JS.ObjectStore(t.Context(), w.e.Names.StateBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,10 +198,10 @@ func (w *writer) append(t *testing.T, kind string, data any) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := nats.NewMsg(w.e.names.Events(w.id))
+	msg := nats.NewMsg(w.e.Names.Events(w.id))
 	msg.Data = b
 	msg.Header.Set(wire.HeaderEventSeq, strconv.FormatUint(w.seq, 10))
-	ack, err := w.e.js.PublishMsg(t.Context(), msg,
+	ack, err := w.e.JS.PublishMsg(t.Context(), msg,
 		jetstream.WithMsgID(w.id+"/"+strconv.FormatUint(w.seq, 10)),
 		jetstream.WithExpectLastSequencePerSubject(w.streamSeq))
 	if err != nil {
@@ -229,10 +230,10 @@ func (e *env) rawEvents(t *testing.T, id string) [][]byte {
 	return out
 }
 
-func sseData(evs []sseEvent) [][]byte {
+func sseData(evs []harness.Frame) [][]byte {
 	out := make([][]byte, len(evs))
 	for i, ev := range evs {
-		out[i] = []byte(ev.data)
+		out[i] = []byte(ev.Data)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
@@ -27,9 +28,9 @@ func TestEveryRoute(t *testing.T) {
 	}
 	id := c.SessionID
 	sse := e.sse("/v1/sessions/" + id + "/events")
-	sse.until(t, 10*time.Second, "hello", isOutput("hello"))
+	until(t, sse, 10*time.Second, "hello", isOutput("hello"))
 
-	wakes, err := e.nc.SubscribeSync(e.names.Wake("v1"))
+	wakes, err := e.NC.SubscribeSync(e.Names.Wake("v1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,24 +41,24 @@ func TestEveryRoute(t *testing.T) {
 	if m, err := wakes.NextMsg(5 * time.Second); err != nil || string(m.Data) != `{"sessionId":"`+id+`","source":"ingress"}` {
 		t.Fatalf("no wake after the publish: %v %v", m, err)
 	}
-	sse.until(t, 10*time.Second, "by alias", isOutput("by alias"))
+	until(t, sse, 10*time.Second, "by alias", isOutput("by alias"))
 	e.deliver(jsonBody(map[string]any{"sessionId": id, "mode": "steer", "caller": "bob",
 		"payloads": []any{map[string]any{"message": "by id"}}}))
-	sse.until(t, 10*time.Second, "by id", isOutput("by id"))
+	until(t, sse, 10*time.Second, "by id", isOutput("by id"))
 
 	// input: /ask waits for an answer to its request ID.
 	e.deliver(jsonBody(map[string]any{"sessionId": id, "text": "/ask what is it?"}))
-	evs := e.waitEvents(id, "input.requested", func(evs []wire.Event) bool { return count(evs, wire.EventInputRequested) == 1 })
-	ask := data[wire.InputRequested](t, evs, wire.EventInputRequested)
+	evs := e.waitEvents(id, "input.requested", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventInputRequested) == 1 })
+	ask := harness.LastData[wire.InputRequested](t, evs, wire.EventInputRequested)
 	e.must("/v1/sessions/"+id+"/input", jsonBody(map[string]any{"requestId": ask.RequestID, "value": "42"}), http.StatusAccepted, nil)
-	sse.until(t, 10*time.Second, "the answer", isOutput("input "+ask.RequestID+": \"42\""))
+	until(t, sse, 10*time.Second, "the answer", isOutput("input "+ask.RequestID+": \"42\""))
 
 	// authorize: /authorize waits for a callback of its attempt.
 	e.deliver(jsonBody(map[string]any{"sessionId": id, "text": "/authorize"}))
-	evs = e.waitEvents(id, "auth.requested", func(evs []wire.Event) bool { return count(evs, wire.EventAuthRequested) == 1 })
-	att := data[wire.AuthRequested](t, evs, wire.EventAuthRequested)
+	evs = e.waitEvents(id, "auth.requested", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventAuthRequested) == 1 })
+	att := harness.LastData[wire.AuthRequested](t, evs, wire.EventAuthRequested)
 	e.must("/v1/sessions/"+id+"/authorize", jsonBody(map[string]any{"attemptId": att.AttemptID, "result": "granted", "data": map[string]any{"scope": "x"}}), http.StatusAccepted, nil)
-	sse.until(t, 10*time.Second, "the callback", isOutput("authorization "+att.AttemptID+": granted"))
+	until(t, sse, 10*time.Second, "the callback", isOutput("authorization "+att.AttemptID+": granted"))
 
 	// The control commands: each is applied.
 	for _, k := range []string{"cancel", "reset", "clear", "compact"} {
@@ -109,9 +110,9 @@ func TestEveryRoute(t *testing.T) {
 
 	// /done ends the session: SSE ends after session.ended; deliveries are gone.
 	e.deliver(jsonBody(map[string]any{"alias": "thread-1", "text": "/done"}))
-	sse.until(t, 10*time.Second, "session.ended", func(ev sseEvent) bool { return ev.kind == wire.EventSessionEnded })
+	until(t, sse, 10*time.Second, "session.ended", func(ev harness.Frame) bool { return ev.Event == wire.EventSessionEnded })
 	select {
-	case _, open := <-sse.events:
+	case _, open := <-sse.Frames():
 		if open {
 			t.Fatal("an event after session.ended")
 		}
@@ -198,18 +199,18 @@ func TestMidHandoffAccepted(t *testing.T) {
 	e.waitEvents(c.SessionID, "session.started", func(evs []wire.Event) bool { return len(evs) > 0 })
 	stop()
 	e.owner("v1", "p2") // answers start requests: a replacement would succeed
-	cur, err := e.store.LeaderSession(t.Context(), c.SessionID)
+	cur, err := e.Store.LeaderSession(t.Context(), c.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur.Record.State = record.StateHandoff
-	if _, err := e.store.UpdateSession(t.Context(), cur.Record, cur.Revision); err != nil {
+	if _, err := e.Store.UpdateSession(t.Context(), cur.Record, cur.Revision); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CreateMarker(t.Context(), record.Marker{HandoffID: "h1", SessionID: c.SessionID, SourceRun: cur.Record.OwnerRunID, Target: "v2"}); err != nil {
+	if _, err := e.Store.CreateMarker(t.Context(), record.Marker{HandoffID: "h1", SessionID: c.SessionID, SourceRun: cur.Record.OwnerRunID, Target: "v2"}); err != nil {
 		t.Fatal(err)
 	}
-	sessions := liveKeys(t, e, e.names.SessionsBucket())
+	sessions := liveKeys(t, e, e.Names.SessionsBucket())
 	for _, body := range []string{`{"alias":"moving","text":"during"}`, `{"sessionId":"` + c.SessionID + `","text":"during"}`} {
 		if r := e.deliver(body); r.SessionID != c.SessionID || r.Created {
 			t.Fatalf("delivery mid-handoff = %+v", r)
@@ -218,14 +219,14 @@ func TestMidHandoffAccepted(t *testing.T) {
 	if st := e.status(c.SessionID); st.State != "handoff" || st.QueueDepth != 2 || st.Idle {
 		t.Fatalf("status mid-handoff = %+v", st)
 	}
-	if got := liveKeys(t, e, e.names.SessionsBucket()); !slices.Equal(got, sessions) {
+	if got := liveKeys(t, e, e.Names.SessionsBucket()); !slices.Equal(got, sessions) {
 		t.Fatalf("sessions %v -> %v: a replacement was created", sessions, got)
 	}
 }
 
 func liveKeys(t *testing.T, e *env, bucket string) []string {
 	t.Helper()
-	h, err := e.js.KeyValue(t.Context(), bucket)
+	h, err := e.JS.KeyValue(t.Context(), bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,14 +267,14 @@ func TestWireVersionFromHook(t *testing.T) {
 	// The new session's boot commit publishes session.started after the
 	// reply: let it land before the "nothing written" snapshot.
 	e.waitEvents(c.SessionID, "session.started", func(evs []wire.Event) bool {
-		return count(evs, wire.EventSessionStarted) == 1
+		return harness.Count(evs, wire.EventSessionStarted) == 1
 	})
-	h, rev, err := e.store.GetHook(t.Context(), "stamped")
+	h, rev, err := e.Store.GetHook(t.Context(), "stamped")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.WireV = 99
-	if _, err := e.store.UpdateHook(t.Context(), h, rev); err != nil {
+	if _, err := e.Store.UpdateHook(t.Context(), h, rev); err != nil {
 		t.Fatal(err)
 	}
 	before := e.durable()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/wire"
 )
@@ -26,41 +27,39 @@ func TestSSEResume(t *testing.T) {
 		e.deliver(fmt.Sprintf(`{"alias":"resume","text":"m%d"}`, i))
 		e.deliver(fmt.Sprintf(`{"alias":"noise","text":"n%d"}`, i))
 	}
-	e.waitEvents(id, "5 outputs", func(evs []wire.Event) bool { return len(outputs(evs)) == 5 })
+	e.waitEvents(id, "5 outputs", func(evs []wire.Event) bool { return len(harness.Outputs(evs)) == 5 })
 
 	c1 := e.sse("/v1/sessions/" + id + "/events")
-	got := c1.until(t, 10*time.Second, "m2", isOutput("m2"))
-	c1.close()
-	cursor := got[len(got)-1].id
+	got := until(t, c1, 10*time.Second, "m2", isOutput("m2"))
+	c1.Close()
+	cursor := got[len(got)-1].ID
 	for i := 5; i < 8; i++ {
 		e.deliver(fmt.Sprintf(`{"alias":"resume","text":"m%d"}`, i))
 		e.deliver(fmt.Sprintf(`{"alias":"noise","text":"n%d"}`, i))
 	}
 	// Last-Event-ID wins over ?after (a browser reconnects with its URL).
 	c2 := e.sse("/v1/sessions/"+id+"/events?after=0", "Last-Event-ID", strconv.FormatUint(cursor, 10))
-	got = append(got, c2.until(t, 10*time.Second, "m7", isOutput("m7"))...)
+	got = append(got, until(t, c2, 10*time.Second, "m7", isOutput("m7"))...)
 	e.deliver(`{"alias":"resume","text":"live"}`)
-	got = append(got, c2.until(t, 10*time.Second, "live", isOutput("live"))...)
+	got = append(got, until(t, c2, 10*time.Second, "live", isOutput("live"))...)
 	for i, ev := range got {
-		if ev.id != uint64(i+1) {
-			t.Fatalf("event %d has id %d: gap or duplicate across the reconnect at %d", i, ev.id, cursor)
+		if ev.ID != uint64(i+1) {
+			t.Fatalf("event %d has id %d: gap or duplicate across the reconnect at %d", i, ev.ID, cursor)
 		}
 	}
 	// ?after=N in the middle, and the whole history with a ring of 2.
-	mid := got[len(got)/2].id
+	mid := got[len(got)/2].ID
 	c3 := e.sse(fmt.Sprintf("/v1/sessions/%s/events?after=%d", id, mid))
-	tail := c3.until(t, 10*time.Second, "live", isOutput("live"))
-	if tail[0].id != mid+1 || tail[len(tail)-1].id != got[len(got)-1].id {
-		t.Fatalf("?after=%d returned %d..%d", mid, tail[0].id, tail[len(tail)-1].id)
+	tail := until(t, c3, 10*time.Second, "live", isOutput("live"))
+	if tail[0].ID != mid+1 || tail[len(tail)-1].ID != got[len(got)-1].ID {
+		t.Fatalf("?after=%d returned %d..%d", mid, tail[0].ID, tail[len(tail)-1].ID)
 	}
 	e.eventually(5*time.Second, "a heartbeat", func() bool {
-		c3.mu.Lock()
-		defer c3.mu.Unlock()
-		return c3.pings > 0
+		return c3.Pings() > 0
 	})
 	// Every cursor, located by binary search among interleaved events.
 	all := e.waitEvents(id, "the last turn settled", func(evs []wire.Event) bool {
-		return evs[len(evs)-1].Kind == wire.EventSessionWaiting && len(outputs(evs)) == 9
+		return evs[len(evs)-1].Kind == wire.EventSessionWaiting && len(harness.Outputs(evs)) == 9
 	})
 	end := all[len(all)-1].Seq
 	for k := uint64(0); k <= end; k++ {
@@ -68,7 +67,7 @@ func TestSSEResume(t *testing.T) {
 			t.Fatalf("?after=%d&follow=false returned %d events", k, len(evs))
 		}
 	}
-	if evs := e.events(id, got[len(got)-1].id+100); len(evs) != 0 {
+	if evs := e.events(id, got[len(got)-1].ID+100); len(evs) != 0 {
 		t.Fatalf("?after past the end returned %d events", len(evs))
 	}
 }
@@ -88,7 +87,7 @@ func TestSSEScale(t *testing.T) {
 	}
 	type reader struct {
 		id   string
-		c    *sseClient
+		c    *harness.Stream
 		mu   sync.Mutex
 		seen []uint64
 	}
@@ -97,9 +96,9 @@ func TestSSEScale(t *testing.T) {
 		r := &reader{id: ids[i%nSessions]}
 		r.c = e.sse("/v1/sessions/" + r.id + "/events")
 		go func() {
-			for ev := range r.c.events {
+			for ev := range r.c.Frames() {
 				r.mu.Lock()
-				r.seen = append(r.seen, ev.id)
+				r.seen = append(r.seen, ev.ID)
 				r.mu.Unlock()
 			}
 		}()
@@ -117,7 +116,7 @@ func TestSSEScale(t *testing.T) {
 	final := map[string]uint64{}
 	for _, id := range ids {
 		evs := e.waitEvents(id, "every delivery settled", func(evs []wire.Event) bool {
-			return count(evs, wire.EventTurnCompleted) == deliveries && evs[len(evs)-1].Kind == wire.EventSessionWaiting
+			return harness.Count(evs, wire.EventTurnCompleted) == deliveries && evs[len(evs)-1].Kind == wire.EventSessionWaiting
 		})
 		final[id] = evs[len(evs)-1].Seq
 	}
@@ -141,7 +140,7 @@ func TestSSEScale(t *testing.T) {
 
 func checkConsumers(t *testing.T, e *env, limit int) {
 	t.Helper()
-	st, err := e.js.Stream(t.Context(), e.names.EventsStream())
+	st, err := e.JS.Stream(t.Context(), e.Names.EventsStream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +149,7 @@ func checkConsumers(t *testing.T, e *env, limit int) {
 		t.Fatal(err)
 	}
 	if info.State.Consumers > limit {
-		t.Fatalf("%s has %d consumers, want at most %d", e.names.EventsStream(), info.State.Consumers, limit)
+		t.Fatalf("%s has %d consumers, want at most %d", e.Names.EventsStream(), info.State.Consumers, limit)
 	}
 }
 
@@ -162,10 +161,10 @@ func TestHubLinger(t *testing.T) {
 	e.owner("v1", "p1")
 	id := e.create(`{"text":"x"}`).SessionID
 	c := e.sse("/v1/sessions/" + id + "/events")
-	c.until(t, 10*time.Second, "x", isOutput("x"))
-	c.close()
+	until(t, c, 10*time.Second, "x", isOutput("x"))
+	c.Close()
 	e.eventually(10*time.Second, "no consumer left on the events stream", func() bool {
-		st, _ := e.js.Stream(t.Context(), e.names.EventsStream())
+		st, _ := e.JS.Stream(t.Context(), e.Names.EventsStream())
 		info, err := st.Info(t.Context())
 		return err == nil && info.State.Consumers == 0
 	})
@@ -188,13 +187,13 @@ func TestSSESlowClient(t *testing.T) {
 	}
 	wg.Wait()
 	evs := e.waitEvents(id, "10 outputs", func(evs []wire.Event) bool {
-		return count(evs, wire.EventTurnCompleted) == 10 && evs[len(evs)-1].Kind == wire.EventSessionWaiting
+		return harness.Count(evs, wire.EventTurnCompleted) == 10 && evs[len(evs)-1].Kind == wire.EventSessionWaiting
 	})
 	last := evs[len(evs)-1].Seq
-	got := c.until(t, 10*time.Second, "the last event", func(ev sseEvent) bool { return ev.id == last })
+	got := until(t, c, 10*time.Second, "the last event", func(ev harness.Frame) bool { return ev.ID == last })
 	for i, ev := range got {
-		if ev.id != uint64(i+1) {
-			t.Fatalf("event %d has id %d", i, ev.id)
+		if ev.ID != uint64(i+1) {
+			t.Fatalf("event %d has id %d", i, ev.ID)
 		}
 	}
 }

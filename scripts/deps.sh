@@ -4,7 +4,9 @@
 # leaves; protocol (the request/reply bodies) imports only them; the pure
 # runtime imports only wire, subjects and record; record and kv store what
 # record defines; handoff never imports kv; the ingress, library and binary,
-# holds no owner-side package, not even transitively; nothing imports cmd.
+# holds no owner-side package, not even transitively; the test harness
+# (internal/harness) is imported only by tests and cmd/e2e, and holds no
+# owner-side package but through its subpackage inproc; nothing imports cmd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/baton-rt/baton
@@ -37,5 +39,13 @@ forbid ./runtime/session "^$mod/(runtime/pool|kv)(/|\$)"
 owner_side="^$mod/(runtime/pool|runtime/session|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"
 forbid ./cmd/ingress "$owner_side"
+# internal/harness: test plumbing. Its core imports neither runtime/pool, runtime/session
+# nor handoff (so the owner packages' internal tests can import it; inproc
+# runs the driver's Owner), and no non-test package but cmd/e2e imports it.
+forbid ./internal/harness "^$mod/(runtime/pool|runtime/session|handoff)(/|\$)"
+if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/internal/harness(/| |\$)" |
+  grep -vE "^$mod/(cmd/e2e|internal/harness(/[^:]*)?):"; then
+  echo "deps: only tests and cmd/e2e may import internal/harness"; fail=1
+fi
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi
 exit $fail

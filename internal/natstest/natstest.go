@@ -4,10 +4,7 @@
 package natstest
 
 import (
-	"fmt"
 	"net"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -91,84 +88,20 @@ func ClusterURL(nodes []*server.Server) string {
 }
 
 // Nodes is an in-process three-node cluster whose nodes a test can stop and
-// start again, each with its name, store, client port and cluster port.
-type Nodes struct {
-	t       testing.TB
-	base    string
-	mu      sync.Mutex
-	servers []*server.Server
-	ports   []int // client ports
-	cports  []int // cluster ports
-	routes  []string
-}
+// start again (natsd.Nodes).
+type Nodes = natsd.Nodes
 
 // RestartableCluster starts a three-node in-process cluster like Cluster,
 // keeping what is needed to restart a node; every node still running is
 // shut down when the test ends.
 func RestartableCluster(t testing.TB) *Nodes {
 	t.Helper()
-	base := t.TempDir()
-	servers, err := natsd.StartCluster(base, 3, false)
+	c, err := natsd.StartNodes(t.TempDir(), 3)
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
 	}
-	c := &Nodes{t: t, base: base, servers: servers}
-	for _, s := range servers {
-		c.ports = append(c.ports, s.Addr().(*net.TCPAddr).Port)
-		cp := s.ClusterAddr().Port
-		c.cports = append(c.cports, cp)
-		c.routes = append(c.routes, fmt.Sprintf("nats://127.0.0.1:%d", cp))
-	}
-	t.Cleanup(func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		natsd.Shutdown(c.servers...)
-	})
+	t.Cleanup(c.Shutdown)
 	return c
-}
-
-// Servers are the current servers (a stopped node's entry is nil).
-func (c *Nodes) Servers() []*server.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.servers)
-}
-
-// URL lists every node's client URL (stable across restarts).
-func (c *Nodes) URL() string {
-	url := ""
-	for i, p := range c.ports {
-		if i > 0 {
-			url += ","
-		}
-		url += fmt.Sprintf("nats://127.0.0.1:%d", p)
-	}
-	return url
-}
-
-// Stop shuts node i down and waits for it.
-func (c *Nodes) Stop(i int) {
-	c.mu.Lock()
-	s := c.servers[i]
-	c.servers[i] = nil
-	c.mu.Unlock()
-	natsd.Shutdown(s)
-}
-
-// Start starts the stopped node i again with its name, store and ports, and
-// waits until the cluster has a meta leader and every node is current.
-func (c *Nodes) Start(i int, timeout time.Duration) error {
-	cfg := natsd.NodeConfig(c.base, i, c.cports[i], c.routes, false)
-	cfg.Port = c.ports[i]
-	s, err := natsd.Start(cfg)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.servers[i] = s
-	all := slices.Clone(c.servers)
-	c.mu.Unlock()
-	return natsd.WaitMetaLeader(all, timeout)
 }
 
 // StreamLeader returns the index of the node leading stream (nil entries

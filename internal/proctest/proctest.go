@@ -12,9 +12,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
+
+// TB is what proctest needs of a test: testing.TB satisfies it, and so does
+// internal/harness.TB.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
 
 var (
 	buildMu sync.Mutex
@@ -24,7 +31,7 @@ var (
 
 // Build compiles the main package pkg (e.g. "github.com/baton-rt/baton/cmd/owner")
 // once and returns the binary's path.
-func Build(t testing.TB, pkg string) string {
+func Build(t TB, pkg string) string {
 	t.Helper()
 	return build(t, pkg, true)
 }
@@ -32,12 +39,12 @@ func Build(t testing.TB, pkg string) string {
 // BuildNoRace compiles pkg once without the race detector, for tests that run
 // many processes where the processes' speed matters more than their own race
 // checks (the test binary itself still runs with -race).
-func BuildNoRace(t testing.TB, pkg string) string {
+func BuildNoRace(t TB, pkg string) string {
 	t.Helper()
 	return build(t, pkg, false)
 }
 
-func build(t testing.TB, pkg string, race bool) string {
+func build(t TB, pkg string, race bool) string {
 	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
@@ -51,7 +58,7 @@ func build(t testing.TB, pkg string, race bool) string {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "baton-bin-")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("proctest: %v", err)
 		}
 		dir = d
 	}
@@ -81,18 +88,18 @@ type Proc struct {
 
 // Start runs bin with args; stderr (JSON logs) is parsed line by line. The
 // process is killed when the test ends.
-func Start(t testing.TB, bin string, args ...string) *Proc {
+func Start(t TB, bin string, args ...string) *Proc {
 	t.Helper()
 	p, err := Launch(t, bin, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("start %s: %v", bin, err)
 	}
 	return p
 }
 
 // Launch is Start for goroutines other than the test's (a supervisor that
 // restarts a process): it returns the error instead of failing the test.
-func Launch(t testing.TB, bin string, args ...string) (*Proc, error) {
+func Launch(t TB, bin string, args ...string) (*Proc, error) {
 	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	stderr, err := p.Cmd.StderrPipe()
 	if err != nil {
@@ -141,7 +148,7 @@ func (p *Proc) read(r io.Reader) {
 }
 
 // WaitLog polls until a log line with msg appears and returns it.
-func (p *Proc) WaitLog(t testing.TB, msg string, timeout time.Duration) map[string]any {
+func (p *Proc) WaitLog(t TB, msg string, timeout time.Duration) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -173,7 +180,7 @@ func (p *Proc) find(msg string) map[string]any {
 }
 
 // Wait waits for the process to exit and returns its exit code.
-func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
+func (p *Proc) Wait(t TB, timeout time.Duration) int {
 	t.Helper()
 	select {
 	case <-p.done:

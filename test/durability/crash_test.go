@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
@@ -21,15 +22,15 @@ func TestKillMidStep(t *testing.T) {
 	c := newCluster(t)
 	a := c.owner("a")
 	id := c.start(protocol.StartRequest{})
-	c.send(id, withID("warm", deliver("warm up")))
+	c.send(id, harness.WithID("warm", harness.Deliver("warm up")))
 	c.waitOutput(id, "warm up")
 	c.owner("b")
 
 	want, ids := []string{"warm up", "/sleep 2s"}, []string{"warm", "sleep"}
-	c.send(id, withID("sleep", deliver("/sleep 2s")))
+	c.send(id, harness.WithID("sleep", harness.Deliver("/sleep 2s")))
 	for i := range 4 {
 		text, cid := fmt.Sprintf("queued %d", i), fmt.Sprintf("q%d", i)
-		c.send(id, withID(cid, deliver(text)))
+		c.send(id, harness.WithID(cid, harness.Deliver(text)))
 		want, ids = append(want, text), append(ids, cid)
 	}
 	c.waitExec(id, "t2/1", "a") // the sleep step runs in a, not committed
@@ -42,12 +43,12 @@ func TestKillMidStep(t *testing.T) {
 		t.Fatalf("record after takeover %+v, before %+v", rec, before)
 	}
 	evs := c.waitFor(id, "every delivery answered", func(evs []wire.Event) bool {
-		return len(outputs(evs)) >= len(want) && count(evs, wire.EventSessionWaiting) >= len(want)
+		return len(harness.Outputs(evs)) >= len(want) && harness.Count(evs, wire.EventSessionWaiting) >= len(want)
 	})
 	if applied := checkStream(t, evs); !slices.Equal(applied, ids) {
 		t.Fatalf("applied %v, want %v (FIFO order)", applied, ids)
 	}
-	if got := outputs(evs); !slices.Equal(got, want) {
+	if got := harness.Outputs(evs); !slices.Equal(got, want) {
 		t.Fatalf("outputs %q, want %q", got, want)
 	}
 	// The sleep step ran in a and was cut short; b ran it again. Under an
@@ -64,7 +65,7 @@ func TestKillMidStep(t *testing.T) {
 		}
 	}
 
-	c.send(id, withID("after", deliver("after takeover")))
+	c.send(id, harness.WithID("after", harness.Deliver("after takeover")))
 	checkStream(t, c.waitOutput(id, "after takeover"))
 }
 
@@ -80,13 +81,13 @@ func TestKillBetweenCommitAndPublish(t *testing.T) {
 	c.waitKind(id, wire.EventSessionStarted, 1)
 	first := c.record(id)
 	c.owner("b")
-	c.send(id, withID("hello", deliver("hello")))
+	c.send(id, harness.WithID("hello", harness.Deliver("hello")))
 	a.Wait(t, wait) // the fault killed it
 	if !a.Contains("fault injected: killing this process") {
 		t.Fatalf("a exited without the fault:\n%s", a.Output())
 	}
-	if evs := c.events(id); slices.Contains(outputs(evs), "hello") {
-		t.Fatalf("the committed output was published before the crash: %s", kinds(evs))
+	if evs := c.events(id); slices.Contains(harness.Outputs(evs), "hello") {
+		t.Fatalf("the committed output was published before the crash: %s", harness.Kinds(evs))
 	}
 	if cur := c.record(id); cur.Writer != first.OwnerRunID || cur.WriteCounter < 3 {
 		t.Fatalf("the third commit did not land before the crash: %+v", cur)
@@ -102,11 +103,11 @@ func TestKillBetweenCommitAndPublish(t *testing.T) {
 		t.Fatalf("turn.step t1/1 stamped by run %s, want the dead run %s", by, first.OwnerRunID)
 	}
 	c.checkCommittedStepsRanOnce(id, evs)
-	if got := outputs(evs); !slices.Equal(got, []string{"hello"}) {
+	if got := harness.Outputs(evs); !slices.Equal(got, []string{"hello"}) {
 		t.Fatalf("outputs %q", got)
 	}
 
-	c.send(id, withID("after", deliver("after takeover")))
+	c.send(id, harness.WithID("after", harness.Deliver("after takeover")))
 	evs = c.waitOutput(id, "after takeover")
 	if applied := checkStream(t, evs); !slices.Equal(applied, []string{"hello", "after"}) {
 		t.Fatalf("applied %v", applied)
@@ -129,7 +130,7 @@ func stepCommittedBy(t *testing.T, evs []wire.Event, key string) string {
 			return ev.OwnerRunID
 		}
 	}
-	t.Fatalf("no turn.step %s in %s", key, kinds(evs))
+	t.Fatalf("no turn.step %s in %s", key, harness.Kinds(evs))
 	return ""
 }
 
@@ -143,10 +144,10 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 	c := newCluster(t)
 	a := c.owner("a")
 	id := c.start(protocol.StartRequest{})
-	c.send(id, withID("one", deliver("one")))
+	c.send(id, harness.WithID("one", harness.Deliver("one")))
 	c.waitOutput(id, "one")
 	c.owner("b")
-	c.send(id, withID("sleep", deliver("/sleep 1s")))
+	c.send(id, harness.WithID("sleep", harness.Deliver("/sleep 1s")))
 	c.waitExec(id, "t2/1", "a")
 	before := c.record(id)
 	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -159,7 +160,7 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 		}
 	}()
 	rec := c.waitOwner(id, "b")
-	c.send(id, withID("two", deliver("two")))
+	c.send(id, harness.WithID("two", harness.Deliver("two")))
 	c.waitOutput(id, "two")
 
 	execsBefore := len(c.execs())
@@ -172,12 +173,12 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 	// a notices it lost its lease, stops everything, and comes back with a
 	// fresh lease (b released the key after adopting).
 	c.waitLogCount(a, "owner serving", 2)
-	c.send(id, withID("three", deliver("three")))
+	c.send(id, harness.WithID("three", harness.Deliver("three")))
 	evs := c.waitOutput(id, "three")
 	time.Sleep(500 * time.Millisecond) // room for a stray side effect to show
 
 	if !a.Contains("fenced: stopping every session") {
-		t.Fatalf("a did not fence itself:\n%s", tail(a.Output(), 40))
+		t.Fatalf("a did not fence itself:\n%s", harness.LastLines(a.Output(), 40))
 	}
 	if n := countProcess(c.runs(id), "a"); n != runsOfA {
 		t.Fatalf("a ran %d more steps after SIGCONT", n-runsOfA)
@@ -189,7 +190,7 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 	if applied := checkStream(t, evs); !slices.Equal(applied, []string{"one", "sleep", "two", "three"}) {
 		t.Fatalf("applied %v", applied)
 	}
-	if got := outputs(evs); !slices.Equal(got, []string{"one", "/sleep 1s", "two", "three"}) {
+	if got := harness.Outputs(evs); !slices.Equal(got, []string{"one", "/sleep 1s", "two", "three"}) {
 		t.Fatalf("outputs %q", got)
 	}
 	for _, ev := range evs[seqAtCont:] {
@@ -212,7 +213,7 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 	}
 	// a serves new sessions again.
 	other := c.start(protocol.StartRequest{})
-	c.send(other, withID("hi", deliver("hi")))
+	c.send(other, harness.WithID("hi", harness.Deliver("hi")))
 	c.waitOutput(other, "hi")
 }
 
@@ -246,27 +247,27 @@ func TestKillDuringAdoption(t *testing.T) {
 			c := newCluster(t)
 			a := c.owner("a")
 			id := c.start(protocol.StartRequest{})
-			c.send(id, withID("one", deliver("one")))
+			c.send(id, harness.WithID("one", harness.Deliver("one")))
 			c.waitOutput(id, "one")
 			b := c.owner("b", "--fault", tc.fault)
 			c.kill(a)
 			b.Wait(t, wait) // b adopted the session and crashed at the fault
 			if !b.Contains("fault injected: killing this process") {
-				t.Fatalf("b exited without the fault:\n%s", tail(b.Output(), 30))
+				t.Fatalf("b exited without the fault:\n%s", harness.LastLines(b.Output(), 30))
 			}
 			if rec := c.record(id); rec.OwnerProcess != tc.owner {
 				t.Fatalf("after the fault the record names %s, want %s", rec.OwnerProcess, tc.owner)
 			}
 			crashed := time.Now()
 			c.owner("cc")
-			c.send(id, withID("two", deliver("two")))
+			c.send(id, harness.WithID("two", harness.Deliver("two")))
 			c.waitOwner(id, "cc")
 			evs := c.waitOutput(id, "two")
 			t.Logf("taken over by cc %v after the adopter crashed", time.Since(crashed).Round(time.Millisecond))
 			if applied := checkStream(t, evs); !slices.Equal(applied, []string{"one", "two"}) {
 				t.Fatalf("applied %v", applied)
 			}
-			if got := outputs(evs); !slices.Equal(got, []string{"one", "two"}) {
+			if got := harness.Outputs(evs); !slices.Equal(got, []string{"one", "two"}) {
 				t.Fatalf("outputs %q", got)
 			}
 			c.checkCommittedStepsRanOnce(id, evs)
@@ -277,7 +278,7 @@ func TestKillDuringAdoption(t *testing.T) {
 			c.owner("a")
 			c.eventually("stale index entries removed", func() bool {
 				for pid, want := range map[string]bool{"a": false, "b": false, "cc": true} {
-					ids, err := c.store.ListIndex(t.Context(), pid)
+					ids, err := c.Store.ListIndex(t.Context(), pid)
 					if err != nil || slices.Contains(ids, id) != want {
 						return false
 					}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
@@ -20,20 +21,20 @@ func TestSIGTERMDrains(t *testing.T) {
 	a := c.owner("a", "--drain-timeout", "20s", "--hibernate-after", "1h")
 	idle := c.start(protocol.StartRequest{})
 	busy := c.start(protocol.StartRequest{})
-	c.send(idle, deliver("hello"))
+	c.send(idle, harness.Deliver("hello"))
 	c.waitOutput(idle, "hello")
 	c.owner("b", "--hibernate-after", "1h")
-	c.send(busy, deliver("/sleep 1500ms"))
+	c.send(busy, harness.Deliver("/sleep 1500ms"))
 	c.waitExec(busy, "t1/1", "a")
 
 	if err := a.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if code := a.Wait(t, wait); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM\n%s", code, tail(a.Output(), 30))
+		t.Fatalf("exit code %d after SIGTERM\n%s", code, harness.LastLines(a.Output(), 30))
 	}
-	if logCount(a, "drained: every session hibernated") != 1 {
-		t.Fatalf("no complete drain logged\n%s", tail(a.Output(), 30))
+	if harness.LogCount(a, "drained: every session hibernated") != 1 {
+		t.Fatalf("no complete drain logged\n%s", harness.LastLines(a.Output(), 30))
 	}
 	for _, id := range []string{idle, busy} {
 		if rec := c.record(id); rec.OwnerProcess == "a" && rec.State != record.StateHibernated {
@@ -46,7 +47,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Fatalf("the running step: %v, want once on a", runs)
 	}
 	for _, id := range []string{idle, busy} {
-		c.send(id, deliver("after "+id))
+		c.send(id, harness.Deliver("after "+id))
 		c.wake(id)
 		evs := c.waitOutput(id, "after "+id)
 		checkStream(t, evs)
@@ -66,7 +67,7 @@ func TestSecondSignalAborts(t *testing.T) {
 	a := c.owner("a", "--drain-timeout", "1m")
 	id := c.start(protocol.StartRequest{})
 	c.owner("b")
-	c.send(id, deliver("/sleep 20s"))
+	c.send(id, harness.Deliver("/sleep 20s"))
 	c.waitExec(id, "t1/1", "a")
 	if err := a.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestSecondSignalAborts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code := a.Wait(t, 10*time.Second); code == 0 {
-		t.Fatalf("exit code 0 after a second signal: the drain was not aborted\n%s", tail(a.Output(), 20))
+		t.Fatalf("exit code 0 after a second signal: the drain was not aborted\n%s", harness.LastLines(a.Output(), 20))
 	}
 	c.waitOwner(id, "b")
 	c.waitExec(id, "t1/1", "b")

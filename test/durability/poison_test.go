@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
@@ -21,16 +22,16 @@ func TestPanicAndHangContained(t *testing.T) {
 	ids := make([]string, 20)
 	for i := range ids {
 		ids[i] = c.start(protocol.StartRequest{})
-		c.send(ids[i], deliver(fmt.Sprintf("hello %d", i)))
+		c.send(ids[i], harness.Deliver(fmt.Sprintf("hello %d", i)))
 	}
 	for i, id := range ids {
 		c.waitOutput(id, fmt.Sprintf("hello %d", i))
 	}
 
-	c.send(ids[0], deliver("/panic"))
-	c.send(ids[1], deliver("/hang"))
+	c.send(ids[0], harness.Deliver("/panic"))
+	c.send(ids[1], harness.Deliver("/hang"))
 	for i, id := range ids[2:] {
-		c.send(id, deliver(fmt.Sprintf("again %d", i+2)))
+		c.send(id, harness.Deliver(fmt.Sprintf("again %d", i+2)))
 	}
 	for i, id := range ids[2:] {
 		c.waitOutput(id, fmt.Sprintf("again %d", i+2))
@@ -40,11 +41,11 @@ func TestPanicAndHangContained(t *testing.T) {
 		if d := errorData(t, evs); d.Code != code || d.TurnID != "t2" {
 			t.Fatalf("session %s: error %+v, want code %s in turn t2", id, d, code)
 		}
-		c.send(id, deliver("still here"))
+		c.send(id, harness.Deliver("still here"))
 		c.waitOutput(id, "still here")
 	}
-	if p.Cmd.ProcessState != nil || p.Cmd.Process.Pid != pid || logCount(p, "owner serving") != 1 {
-		t.Fatalf("the owner process did not survive: state %v, serving logged %d times", p.Cmd.ProcessState, logCount(p, "owner serving"))
+	if p.Cmd.ProcessState != nil || p.Cmd.Process.Pid != pid || harness.LogCount(p, "owner serving") != 1 {
+		t.Fatalf("the owner process did not survive: state %v, serving logged %d times", p.Cmd.ProcessState, harness.LogCount(p, "owner serving"))
 	}
 	if !p.Contains("agent panicked in a step") || !p.Contains("goroutine") {
 		t.Fatal("the panic was not logged with its stack")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/protocol"
@@ -45,7 +46,7 @@ func TestCrashingSessionQuarantined(t *testing.T) {
 	for round := range rounds {
 		before, began := sup.deaths(), time.Now()
 		crasher := c.start(protocol.StartRequest{})
-		c.send(crasher, deliver("/crash"))
+		c.send(crasher, harness.Deliver("/crash"))
 		q := c.waitQuarantined(crasher)
 		died := sup.deaths() - before
 		t.Logf("round %d: quarantined after %d deaths in %v (attempts %d, error %q)",
@@ -70,7 +71,7 @@ func TestCrashingSessionQuarantined(t *testing.T) {
 	for _, id := range healthy {
 		rec := c.record(id)
 		evs := c.events(id)
-		if rec.Quarantined() || count(evs, wire.EventSessionQuarantined) > 0 {
+		if rec.Quarantined() || harness.Count(evs, wire.EventSessionQuarantined) > 0 {
 			t.Fatalf("healthy session %s quarantined: %+v", id, rec.Quarantine)
 		}
 		if applied := checkStream(t, evs); !slices.Equal(applied, sent[id]) {
@@ -83,13 +84,7 @@ func TestCrashingSessionQuarantined(t *testing.T) {
 // waitQuarantined waits until the session's record says quarantined.
 func (c *cluster) waitQuarantined(id string) record.SessionRecord {
 	c.t.Helper()
-	var rec record.SessionRecord
-	c.eventually("quarantine of "+id, func() bool {
-		cur, err := c.store.LeaderSession(c.t.Context(), id)
-		rec = cur.Record
-		return err == nil && rec.Quarantined()
-	})
-	return rec
+	return c.waitRecord(id, "quarantine of "+id, record.SessionRecord.Quarantined)
 }
 
 // waitWakeQuarantined sends wake requests until one is answered (a
@@ -99,7 +94,7 @@ func (c *cluster) waitWakeQuarantined(id string) {
 	data, _ := json.Marshal(protocol.WakeRequest{SessionID: id, Source: protocol.WakeIngress})
 	var rep protocol.WakeReply
 	c.eventually("a wake of "+id+" answered", func() bool {
-		msg, err := c.nc.Request(c.names.Wake("v1"), data, 2*time.Second)
+		msg, err := c.NC.Request(c.Names.Wake("v1"), data, 2*time.Second)
 		return err == nil && json.Unmarshal(msg.Data, &rep) == nil && rep.Error == nil
 	})
 	if rep.Outcome != protocol.WakeQuarantined {
@@ -206,7 +201,7 @@ func (c *cluster) traffic(loads map[string]load) *traffic {
 				case <-tick.C:
 				}
 				cid := fmt.Sprintf("%s-h%d", id[len(id)-6:], n)
-				if _, err := c.trySend(id, withID(cid, deliver(l.text))); err == nil {
+				if _, err := c.trySend(id, harness.WithID(cid, harness.Deliver(l.text))); err == nil {
 					tr.mu.Lock()
 					tr.sent[id] = append(tr.sent[id], cid)
 					tr.mu.Unlock()
@@ -243,12 +238,12 @@ func (tr *traffic) answered(c *cluster, t *testing.T) map[string][]string {
 		}
 		last := cids[len(cids)-1]
 		evs := c.waitFor(id, "command "+last+" applied", func(evs []wire.Event) bool {
-			return count(evs, wire.EventSessionQuarantined) > 0 || slices.ContainsFunc(evs, func(e wire.Event) bool {
+			return harness.Count(evs, wire.EventSessionQuarantined) > 0 || slices.ContainsFunc(evs, func(e wire.Event) bool {
 				var d wire.CommandApplied
 				return e.Kind == wire.EventCommandApplied && json.Unmarshal(e.Data, &d) == nil && d.CommandID == last
 			})
 		})
-		if count(evs, wire.EventSessionQuarantined) > 0 {
+		if harness.Count(evs, wire.EventSessionQuarantined) > 0 {
 			t.Fatalf("healthy session %s quarantined: %+v", id, c.record(id).Quarantine)
 		}
 	}

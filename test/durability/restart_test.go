@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
@@ -65,7 +66,7 @@ func testNATSRestart(t *testing.T, down time.Duration) {
 		// whose ack was lost is deduplicated by the stream.
 		deadline := time.Now().Add(wait)
 		for {
-			_, err := c.trySend(sid, withID(cid, deliver(text)))
+			_, err := c.trySend(sid, harness.WithID(cid, harness.Deliver(text)))
 			if err == nil {
 				break
 			}
@@ -85,7 +86,7 @@ func testNATSRestart(t *testing.T, down time.Duration) {
 	for _, sid := range ids {
 		want := accepted[sid]
 		evs := c.waitFor(sid, fmt.Sprintf("%d commands applied", len(want)), func(evs []wire.Event) bool {
-			return count(evs, wire.EventCommandApplied) >= len(want) && count(evs, wire.EventSessionWaiting) >= len(want)
+			return harness.Count(evs, wire.EventCommandApplied) >= len(want) && harness.Count(evs, wire.EventSessionWaiting) >= len(want)
 		})
 		if applied := checkStream(t, evs); !slices.Equal(applied, want) {
 			t.Fatalf("session %s applied %v, want %v", sid, applied, want)
@@ -94,7 +95,7 @@ func testNATSRestart(t *testing.T, down time.Duration) {
 		for _, cid := range want {
 			wantOut = append(wantOut, texts[cid])
 		}
-		if got := outputs(evs); !slices.Equal(got, wantOut) {
+		if got := harness.Outputs(evs); !slices.Equal(got, wantOut) {
 			t.Fatalf("session %s outputs %q, want %q", sid, got, wantOut)
 		}
 		c.checkCommittedStepsRanOnce(sid, evs, interruptedSteps(c, sid, evs)...)
@@ -102,7 +103,7 @@ func testNATSRestart(t *testing.T, down time.Duration) {
 
 	// Every session still has a running owner, which answers.
 	for _, sid := range ids {
-		c.send(sid, withID("final-"+sid, deliver("final")))
+		c.send(sid, harness.WithID("final-"+sid, harness.Deliver("final")))
 	}
 	for _, sid := range ids {
 		evs := c.waitOutput(sid, "final")
@@ -125,8 +126,7 @@ func testNATSRestart(t *testing.T, down time.Duration) {
 // ran again on the next claim, uncommitted the first time.
 func interruptedSteps(c *cluster, sid string, evs []wire.Event) []string {
 	fenced := false
-	c.mu.Lock()
-	for _, ps := range c.procs {
+	for _, ps := range c.procs.All() {
 		for _, p := range ps {
 			// Any stop of a run before its step's commit landed (fenced,
 			// taken over, a commit that did not land, a run that failed and
@@ -138,7 +138,6 @@ func interruptedSteps(c *cluster, sid string, evs []wire.Event) []string {
 				p.Contains("did not land") || p.Contains("lost the CAS") || p.Contains(`"msg":"session stopped"`)
 		}
 	}
-	c.mu.Unlock()
 	if !fenced {
 		return nil
 	}

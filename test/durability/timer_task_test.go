@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
@@ -20,7 +21,7 @@ func TestTimerArmedBeforeCrashFires(t *testing.T) {
 	a := c.owner("a")
 	started := time.Now()
 	id := c.start(protocol.StartRequest{Timeout: "9s"})
-	c.send(id, withID("hi", deliver("hi")))
+	c.send(id, harness.WithID("hi", harness.Deliver("hi")))
 	c.waitOutput(id, "hi")
 	armed := c.record(id)
 	c.owner("b")
@@ -30,8 +31,8 @@ func TestTimerArmedBeforeCrashFires(t *testing.T) {
 		t.Logf("takeover took until %v after the start; the timer may fire before it", time.Since(started))
 	}
 	stale := wire.Command{Kind: wire.KindTimeout, Timeout: &wire.Timeout{TimerID: "a-stale-timer", Deadline: time.Now().UTC()}}
-	c.send(id, withID("stale", stale))
-	c.send(id, withID("alive", deliver("still alive")))
+	c.send(id, harness.WithID("stale", stale))
+	c.send(id, harness.WithID("alive", harness.Deliver("still alive")))
 	c.waitOutput(id, "still alive")
 
 	evs := c.waitKind(id, wire.EventSessionEnded, 1)
@@ -42,7 +43,7 @@ func TestTimerArmedBeforeCrashFires(t *testing.T) {
 	if !slices.Contains(applied, "stale") || !slices.Contains(applied, "alive") {
 		t.Fatalf("applied %v", applied)
 	}
-	if got := outputs(evs); !slices.Equal(got, []string{"hi", "still alive"}) {
+	if got := harness.Outputs(evs); !slices.Equal(got, []string{"hi", "still alive"}) {
 		t.Fatalf("outputs %q", got)
 	}
 	end := evs[len(evs)-1]
@@ -68,19 +69,19 @@ func TestTaskOfKilledOwnerCompletes(t *testing.T) {
 	c := newCluster(t)
 	a := c.owner("a")
 	id := c.start(protocol.StartRequest{})
-	c.send(id, withID("task", deliver("/task 8s"))) // longer than starting b takes on a loaded machine
+	c.send(id, harness.WithID("task", harness.Deliver("/task 8s"))) // longer than starting b takes on a loaded machine
 	c.waitKind(id, wire.EventTaskStarted, 1)
 	c.waitLogCount(a, "task running", 1) // a runs it (it is alone)
 	b := c.owner("b")
 	c.kill(a)
 
 	evs := c.waitKind(id, wire.EventTaskCompleted, 1)
-	c.send(id, withID("after", deliver("after the task")))
+	c.send(id, harness.WithID("after", harness.Deliver("after the task")))
 	evs = c.waitOutput(id, "after the task")
 	time.Sleep(time.Second) // room for a duplicate result to show
 	evs = c.events(id)
 	applied := checkStream(t, evs)
-	if n := count(evs, wire.EventTaskCompleted); n != 1 {
+	if n := harness.Count(evs, wire.EventTaskCompleted); n != 1 {
 		t.Fatalf("%d task.completed events", n)
 	}
 	// The result arrives as one task.result command (ID derived from the
@@ -103,8 +104,8 @@ func TestTaskOfKilledOwnerCompletes(t *testing.T) {
 	if !slices.Contains(applied, "task") || !slices.Contains(applied, "after") {
 		t.Fatalf("applied %v", applied)
 	}
-	if logCount(b, "task running") < 1 {
-		t.Fatalf("b never ran the task:\n%s", tail(b.Output(), 30))
+	if harness.LogCount(b, "task running") < 1 {
+		t.Fatalf("b never ran the task:\n%s", harness.LastLines(b.Output(), 30))
 	}
 	c.checkCommittedStepsRanOnce(id, evs)
 }

@@ -1,73 +1,46 @@
 package poison_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
-	"github.com/baton-rt/baton/internal/natstest"
-	"github.com/baton-rt/baton/internal/topology"
-	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/internal/harness/inproc"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/pool"
-	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // wait bounds every poll: generous, for -race on a busy two-core machine.
 const wait = 60 * time.Second
 
-// env is one embedded nats-server with the topology, an ingress of
-// deployment v1 on a real HTTP listener, and the owners a test starts.
+// env is one embedded nats-server with the topology (harness.Env: NC, JS,
+// Store, Names), an ingress of deployment v1 on a real HTTP listener, and
+// the owners a test starts.
 type env struct {
-	t     *testing.T
-	url   string
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	store *kv.Store
-	names subjects.Names
-	srv   *httptest.Server
+	*harness.Env
+	t    *testing.T
+	h    harness.T
+	ing  *harness.Ingress
+	http harness.Client
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	s := natstest.Server(t)
-	nc, js := natstest.Connect(t, s.ClientURL())
-	if _, err := topology.Ensure(t.Context(), js, topology.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	store, err := kv.Open(t.Context(), js, subjects.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, url: s.ClientURL(), nc: nc, js: js, store: store, names: subjects.Default()}
-	inc, ijs := natstest.Connect(t, s.ClientURL())
-	ing, err := ingress.New(ingress.Config{
-		NC: inc, JS: ijs, Deployment: "v1", InsecureDev: true, StartTimeout: 10 * time.Second,
+	h := harness.For(t)
+	e := &env{Env: h.Env(h.Server().URL()), t: t, h: h}
+	e.ing = h.Ingress(e.URL, ingress.Config{
+		Deployment: "v1", InsecureDev: true, StartTimeout: 10 * time.Second,
 		Heartbeat: 200 * time.Millisecond, HubLinger: 100 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.srv = httptest.NewServer(ing.Handler())
-	t.Cleanup(func() {
-		ing.Close()
-		e.srv.CloseClientConnections()
-		e.srv.Close()
+		Log: h.Logger(slog.LevelWarn),
 	})
 	return e
 }
@@ -76,48 +49,17 @@ func newEnv(t *testing.T) *env {
 // the test ends.
 func (e *env) owner(process string, agent runtime.Agent, mutate ...func(*pool.Config)) {
 	e.t.Helper()
-	nc, js := natstest.Connect(e.t, e.url)
-	store, err := kv.Open(e.t.Context(), js, e.names)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	cfg := pool.Config{
-		NC: nc, JS: js, Store: store, Names: e.names, Deployment: "v1", ProcessID: process,
-		Agent: agent, TickInterval: 50 * time.Millisecond, LeaseTTL: 4 * time.Second,
-		Log: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	o, err := pool.New(cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = o.Run(ctx) }()
-	var once sync.Once
-	e.t.Cleanup(func() { once.Do(func() { cancel(); <-done }) })
-	e.eventually("the owner's start responder", func() bool {
-		_, err := e.nc.Request(e.names.Start("v1"), []byte(`{`), time.Second)
-		return err == nil
-	})
+	inproc.Run(e.t, e.Env, "v1", process, append([]func(*pool.Config){func(c *pool.Config) {
+		c.Agent, c.LeaseTTL = agent, 4*time.Second
+	}}, mutate...)...)
 }
 
 // call sends an HTTP request and returns the status and body.
 func (e *env) call(method, path, body string) (int, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequestWithContext(e.t.Context(), method, e.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	r, err := e.http.Do(e.t.Context(), method, e.ing.URL()+path, strings.NewReader(body))
+	e.h.Check(err)
+	return r.Code, r.Body
 }
 
 // create starts a session and returns its ID.
@@ -127,23 +69,17 @@ func (e *env) create() string {
 	if code != http.StatusCreated {
 		e.t.Fatalf("create: %d %s", code, body)
 	}
-	var r struct{ SessionID string }
+	var r ingress.Created
 	_ = json.Unmarshal(body, &r)
 	return r.SessionID
 }
 
-// receipt is a 202 answer to a delivery.
-type receipt struct {
-	SessionID string `json:"sessionId"`
-	Seq       uint64 `json:"seq"`
-}
-
 // deliver sends text to session id and returns the status and receipt.
-func (e *env) deliver(id, text string) (int, receipt) {
+func (e *env) deliver(id, text string) (int, ingress.Receipt) {
 	e.t.Helper()
 	body, _ := json.Marshal(map[string]string{"sessionId": id, "text": text})
 	code, b := e.call("POST", "/v1/deliveries", string(body))
-	var r receipt
+	var r ingress.Receipt
 	if code == http.StatusAccepted {
 		if err := json.Unmarshal(b, &r); err != nil {
 			e.t.Fatalf("receipt %s: %v", b, err)
@@ -179,66 +115,35 @@ func (e *env) waitEvents(id, what string, pred func([]wire.Event) bool) []wire.E
 
 // sse reads the session's SSE stream until n events of kind arrived and
 // returns every event read, by their SSE fields.
-func (e *env) sse(id, kind string, n int) []sseEvent {
+func (e *env) sse(id, kind string, n int) []harness.Frame {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(e.t.Context(), wait)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/sessions/"+id+"/events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var out []sseEvent
-	var cur sseEvent
+	s, err := harness.OpenSSE(http.DefaultClient, e.ing.URL()+"/v1/sessions/"+id+"/events")
+	e.h.Check(err)
+	defer s.Close()
 	seen := 0
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			cur.id = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "event: "):
-			cur.kind = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			cur.data = strings.TrimPrefix(line, "data: ")
-		case line == "" && cur.kind != "":
-			out = append(out, cur)
-			if cur.kind == kind {
-				seen++
-			}
-			if seen >= n {
-				return out
-			}
-			cur = sseEvent{}
+	got, err := s.Until(wait, fmt.Sprintf("%d %s events", n, kind), func(f harness.Frame) bool {
+		if f.Event == kind {
+			seen++
 		}
+		return seen >= n
+	})
+	if err != nil {
+		e.t.Fatalf("SSE of %s: %v", id, err)
 	}
-	e.t.Fatalf("SSE of %s ended after %d %s events (want %d): %v", id, seen, kind, n, sc.Err())
-	return nil
+	return got
 }
-
-type sseEvent struct{ id, kind, data string }
 
 // record returns the session record as stored.
 func (e *env) record(id string) record.Session {
 	e.t.Helper()
-	cur, err := e.store.GetSession(e.t.Context(), id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	cur, err := e.Store.GetSession(e.t.Context(), id)
+	e.h.Check(err)
 	return cur
 }
 
 func (e *env) eventually(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out after %s waiting for %s", wait, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.h.Eventually(wait, what, cond)
 }
 
 // outputText is a message.output's text as a reader sees it (the ingress
@@ -261,18 +166,8 @@ func outputText(t *testing.T, ev wire.Event) string {
 func checkStream(t *testing.T, evs []wire.Event) map[uint64]bool {
 	t.Helper()
 	applied := map[uint64]bool{}
-	for i, ev := range evs {
-		if ev.Seq != uint64(i+1) {
-			t.Fatalf("event %d has seq %d: stream not contiguous", i+1, ev.Seq)
-		}
-		if ev.Kind == wire.EventCommandApplied {
-			var d wire.CommandApplied
-			_ = json.Unmarshal(ev.Data, &d)
-			if applied[d.Seq] {
-				t.Fatalf("command at seq %d applied twice", d.Seq)
-			}
-			applied[d.Seq] = true
-		}
+	for _, a := range harness.For(t).CheckStream(evs) {
+		applied[a.Seq] = true
 	}
 	return applied
 }
@@ -288,23 +183,6 @@ func errorsOf(evs []wire.Event) []wire.ErrorData {
 		}
 	}
 	return out
-}
-
-func count(evs []wire.Event, kind string) int {
-	n := 0
-	for _, ev := range evs {
-		if ev.Kind == kind {
-			n++
-		}
-	}
-	return n
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // stepLog counts Step calls per (session, step key): the proof that no step

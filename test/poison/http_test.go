@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/wire"
 )
@@ -33,7 +34,7 @@ func TestEverythingAcceptedIsStorable(t *testing.T) {
 	}
 	e.deliver(id, "small after")
 	evs := e.waitEvents(id, "every delivery echoed", func(evs []wire.Event) bool {
-		return count(evs, wire.EventTurnCompleted) == len(sizes)+1
+		return harness.Count(evs, wire.EventTurnCompleted) == len(sizes)+1
 	})
 	checkStream(t, evs)
 	if errs := errorsOf(evs); len(errs) > 0 {
@@ -51,11 +52,11 @@ func TestEverythingAcceptedIsStorable(t *testing.T) {
 	sse := e.sse(id, wire.EventTurnCompleted, len(sizes)+1)
 	i := 0
 	for _, ev := range sse {
-		if ev.kind != wire.EventMessageOutput {
+		if ev.Event != wire.EventMessageOutput {
 			continue
 		}
 		var env wire.Event
-		if err := json.Unmarshal([]byte(ev.data), &env); err != nil {
+		if err := json.Unmarshal([]byte(ev.Data), &env); err != nil {
 			t.Fatal(err)
 		}
 		if txt := outputText(t, env); i < len(sizes) && txt != texts[i] {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/wire"
@@ -115,9 +116,9 @@ func poisonRound(t *testing.T, e *env, rng *rand.Rand, log *stepLog) int {
 	last := draws[len(draws)-1]
 	evs := e.waitEvents(id, fmt.Sprintf("%d turns of %s settled", len(draws), id), func(evs []wire.Event) bool {
 		if last.code == "fatal" {
-			return count(evs, wire.EventSessionEnded) == 1
+			return harness.Count(evs, wire.EventSessionEnded) == 1
 		}
-		return count(evs, wire.EventTurnCompleted) == len(draws)
+		return harness.Count(evs, wire.EventTurnCompleted) == len(draws)
 	})
 	checkRound(t, e, id, epoch, draws, seqs, evs)
 	if last.code == "fatal" {
@@ -163,7 +164,7 @@ func checkTurn(t *testing.T, what string, d draw, evs []wire.Event) {
 		if len(errs) > 0 {
 			t.Fatalf("%s: failed: %+v", what, errs)
 		}
-		if n := count(evs, wire.EventMessageOutput); n != d.outputs {
+		if n := harness.Count(evs, wire.EventMessageOutput); n != d.outputs {
 			t.Fatalf("%s: %d outputs, want %d", what, n, d.outputs)
 		}
 		if d.outBytes > 0 {
@@ -172,7 +173,7 @@ func checkTurn(t *testing.T, what string, d draw, evs []wire.Event) {
 			}
 		}
 	case "fatal":
-		if count(evs, wire.EventSessionEnded) != 1 || !endedFailed(evs) {
+		if harness.Count(evs, wire.EventSessionEnded) != 1 || !endedFailed(evs) {
 			t.Fatalf("%s: no session.ended {reason: failed}", what)
 		}
 	default:
@@ -183,7 +184,7 @@ func checkTurn(t *testing.T, what string, d draw, evs []wire.Event) {
 		if len(errs) != 1 || errs[0].Code != want || errs[0].Message == "" {
 			t.Fatalf("%s: errors %+v, want one with code %q", what, errs, want)
 		}
-		if count(evs, wire.EventMessageOutput) != 0 {
+		if harness.Count(evs, wire.EventMessageOutput) != 0 {
 			t.Fatalf("%s: a failed step's output was committed", what)
 		}
 	}

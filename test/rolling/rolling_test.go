@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/record"
@@ -86,7 +87,7 @@ type session struct {
 }
 
 // deliver sends text to s through the ingress traffic goes to.
-func (w *world) deliver(s *session, text string) (receipt, error) {
+func (w *world) deliver(s *session, text string) (ingress.Receipt, error) {
 	n := s.n.Add(1)
 	return w.command("", "/v1/deliveries", map[string]any{
 		"sessionId": s.id, "text": text, "idempotencyKey": fmt.Sprintf("%s-%d", s.id, n),
@@ -100,24 +101,17 @@ func (w *world) deliverApplied(s *session, text string) (wire.Event, error) {
 	if err != nil {
 		return wire.Event{}, err
 	}
-	if err := w.tail.waitApplied(s.id, r.Seq); err != nil {
+	if err := w.tail.WaitApplied(context.Background(), s.id, r.Seq, wait); err != nil {
 		return wire.Event{}, err
 	}
-	ev, _ := find(w.tail.events(s.id), wire.EventCommandApplied, appliedSeq(r.Seq))
+	ev, _ := harness.Find(w.tail.Events(s.id), harness.IsAppliedSeq(r.Seq))
 	return ev, nil
-}
-
-func appliedSeq(seq uint64) func(json.RawMessage) bool {
-	return func(d json.RawMessage) bool {
-		var a wire.CommandApplied
-		return json.Unmarshal(d, &a) == nil && a.Seq == seq
-	}
 }
 
 // pace spaces one session's commands like a human conversation (load
 // shaping, not synchronisation: every wait in this test polls a condition).
 func pace(ctx context.Context) {
-	sleepCtx(ctx, time.Duration(600+rand.IntN(900))*time.Millisecond)
+	harness.Sleep(ctx, time.Duration(600+rand.IntN(900))*time.Millisecond)
 }
 
 // each runs f for every session in parallel (at most par at once) and
@@ -174,7 +168,7 @@ func TestRollingUpgrade(t *testing.T) {
 	// handoff and the switch of ingress.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var followers []*follower
+	var followers []*harness.Follower
 	for _, i := range []int{0, 2, 3, 4, 5} {
 		if i < n {
 			followers = append(followers, w.follow(ctx, sessions[i].id))
@@ -227,7 +221,7 @@ func TestRollingUpgrade(t *testing.T) {
 			return err
 		}
 		return poll(wait, func() bool {
-			ev, ok := find(w.tail.events(s.id), wire.EventInputRequested, nil)
+			ev, ok := harness.Find(w.tail.Events(s.id), harness.IsKind(wire.EventInputRequested))
 			if ok {
 				var d wire.InputRequested
 				_ = json.Unmarshal(ev.Data, &d)
@@ -287,7 +281,7 @@ func TestRollingUpgrade(t *testing.T) {
 	onGreen := func() int {
 		c := 0
 		for _, s := range sessions {
-			if w.records.on(s.id, "green") {
+			if w.records.On(s.id, "green") {
 				c++
 			}
 		}
@@ -298,7 +292,7 @@ func TestRollingUpgrade(t *testing.T) {
 	w.eventually("a third of the sessions on green", func() bool { return onGreen() >= n/3 })
 	var held []string
 	for _, s := range sessions {
-		if r, ok := w.records.latest(s.id); ok && r.OwnerProcess == "green-1" {
+		if r, ok := w.records.Latest(s.id); ok && r.OwnerProcess == "green-1" {
 			held = append(held, s.id)
 		}
 	}
@@ -316,7 +310,7 @@ func TestRollingUpgrade(t *testing.T) {
 	green1.Wait(t, wait)
 	w.eventually("green-2 holds every session green-1 held", func() bool {
 		for _, s := range sessions {
-			if r, ok := w.records.latest(s.id); ok && r.OwnerProcess == "green-1" {
+			if r, ok := w.records.Latest(s.id); ok && r.OwnerProcess == "green-1" {
 				return false
 			}
 		}
@@ -324,7 +318,7 @@ func TestRollingUpgrade(t *testing.T) {
 	})
 	failover := time.Since(killAt)
 	for _, id := range held {
-		if r, _ := w.records.latest(id); r.OwnerProcess != "green-2" || r.DeploymentID != "green" {
+		if r, _ := w.records.Latest(id); r.OwnerProcess != "green-2" || r.DeploymentID != "green" {
 			t.Fatalf("session %s held by green-1 is now %s/%s, want green/green-2", id, r.DeploymentID, r.OwnerProcess)
 		}
 	}
@@ -355,7 +349,7 @@ func TestRollingUpgrade(t *testing.T) {
 	w.eventually("drain report: only the HITL sessions left on blue", func() bool {
 		r, err := w.drainReport(w.base("green"))
 		rep = r
-		return err == nil && live(r["blue"]) == len(byKind[kindAsk])
+		return err == nil && harness.Live(r["blue"]) == len(byKind[kindAsk])
 	})
 	blueRep := rep["blue"]
 	if blueRep.Idle != 0 || len(blueRep.NotIdle) != len(byKind[kindAsk]) {
@@ -387,7 +381,7 @@ func TestRollingUpgrade(t *testing.T) {
 	// Blue is drained.
 	w.eventually("drain report: blue drained", func() bool {
 		r, err := w.drainReport(w.base("green"))
-		return err == nil && live(r["blue"]) == 0 && r["blue"].Retired
+		return err == nil && harness.Live(r["blue"]) == 0 && r["blue"].Retired
 	})
 	drained := time.Since(switchAt)
 	series := drain.stop()
@@ -409,7 +403,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if err := poll(wait, func() bool {
 		idx = nil
 		for _, pid := range []string{"blue-1", "blue-2"} {
-			ids, err := w.store.ListIndex(t.Context(), pid)
+			ids, err := w.Store.ListIndex(t.Context(), pid)
 			if err != nil && !errors.Is(err, record.ErrNotFound) {
 				return false
 			}
@@ -418,7 +412,7 @@ func TestRollingUpgrade(t *testing.T) {
 		return len(idx) == 0 || (knownBugStaleSourceIndex && w.allStaleAfterElsewhere(idx))
 	}); err != nil {
 		for _, id := range idx {
-			t.Logf("session %s: events %s\nrecords:%s", id, kinds(w.tail.events(id)), w.explain(id))
+			t.Logf("session %s: events %s\nrecords:%s", id, harness.Trace(w.tail.Events(id)), w.records.Explain(id))
 		}
 		t.Fatalf("blue's index still lists %v %s after blue drained", idx, wait)
 	}
@@ -452,7 +446,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	w.eventually("no blue lease left", func() bool {
 		for _, pid := range []string{"blue-1", "blue-2"} {
-			if _, _, err := w.store.GetLease(t.Context(), pid); !errors.Is(err, record.ErrNotFound) {
+			if _, _, err := w.Store.GetLease(t.Context(), pid); !errors.Is(err, record.ErrNotFound) {
 				return false
 			}
 		}
@@ -471,7 +465,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	w.eventually("every session settled", func() bool {
 		for _, s := range sessions {
-			evs := w.tail.events(s.id)
+			evs := w.tail.Events(s.id)
 			if len(evs) == 0 || evs[len(evs)-1].Kind != wire.EventSessionWaiting {
 				return false
 			}
@@ -479,9 +473,9 @@ func TestRollingUpgrade(t *testing.T) {
 		return true
 	})
 	for _, f := range followers {
-		w.eventually("SSE client of "+f.sid+" caught up", func() bool {
-			evs, _, _ := f.snapshot()
-			return len(evs) == len(w.tail.events(f.sid))
+		w.eventually("SSE client of "+f.Session()+" caught up", func() bool {
+			evs, _, _ := f.Snapshot()
+			return len(evs) == len(w.tail.Events(f.Session()))
 		})
 	}
 	cancel()
@@ -495,16 +489,16 @@ func TestRollingUpgrade(t *testing.T) {
 // for every listed session: it runs on green (leader read), and a blue owner
 // logged its restart of the session answered "elsewhere".
 func (w *world) allStaleAfterElsewhere(ids []string) bool {
-	w.mu.Lock()
 	var logs []string
-	for name, p := range w.procs {
+	for name, runs := range w.procs.All() {
 		if strings.HasPrefix(name, "owner blue-") {
-			logs = append(logs, p.Output())
+			for _, p := range runs {
+				logs = append(logs, p.Output())
+			}
 		}
 	}
-	w.mu.Unlock()
 	for _, id := range ids {
-		r, err := w.store.LeaderSession(w.t.Context(), id)
+		r, err := w.Store.LeaderSession(w.t.Context(), id)
 		if err != nil || r.Record.DeploymentID != "green" {
 			return false
 		}
@@ -528,7 +522,7 @@ func (w *world) allStaleAfterElsewhere(ids []string) bool {
 // at step activate) whose run never wrote again before another run claimed
 // the next epoch.
 func (w *world) activatedNeverCommitted(sid string) bool {
-	hist := w.records.history(sid)
+	hist := w.records.History(sid)
 	for i, h := range hist {
 		r := h.Rec
 		if r.Handoff == nil || r.Handoff.Outcome != "completed" || r.DeploymentID != "green" || r.WriteCounter != 0 {
@@ -554,13 +548,13 @@ func (w *world) create(s *session) error {
 	if err != nil || code != http.StatusCreated {
 		return fmt.Errorf("POST /v1/sessions: %d %s %v", code, b, err)
 	}
-	var r receipt
+	var r ingress.Receipt
 	if err := json.Unmarshal(b, &r); err != nil || !r.Created || r.DeploymentID != "blue" || r.Seq == 0 {
 		return fmt.Errorf("POST /v1/sessions: %s %v", b, err)
 	}
 	s.id = r.SessionID
 	w.accepted.add(s.id, accepted{Seq: r.Seq, What: "hello", Via: "blue"})
-	return w.tail.waitApplied(s.id, r.Seq)
+	return w.tail.WaitApplied(context.Background(), s.id, r.Seq, wait)
 }
 
 // answerThenMove is the HITL path while owners ignore move.force: the
@@ -575,22 +569,22 @@ func (w *world) answerThenMove(ss []*session) {
 		if err != nil {
 			return err
 		}
-		if err := w.tail.waitApplied(s.id, r.Seq); err != nil {
+		if err := w.tail.WaitApplied(context.Background(), s.id, r.Seq, wait); err != nil {
 			return err
 		}
 		if err := poll(wait, func() bool {
-			evs := w.tail.events(s.id)
+			evs := w.tail.Events(s.id)
 			return len(evs) > 0 && evs[len(evs)-1].Kind == wire.EventSessionWaiting
 		}); err != nil {
-			return fmt.Errorf("session %s not idle after its answer: %s", s.id, kinds(w.tail.events(s.id)))
+			return fmt.Errorf("session %s not idle after its answer: %s", s.id, harness.Trace(w.tail.Events(s.id)))
 		}
-		if ev, _ := find(w.tail.events(s.id), wire.EventCommandApplied, appliedSeq(r.Seq)); ev.DeploymentID != "blue" {
+		if ev, _ := harness.Find(w.tail.Events(s.id), harness.IsAppliedSeq(r.Seq)); ev.DeploymentID != "blue" {
 			return fmt.Errorf("session %s: answer applied on %q, want blue", s.id, ev.DeploymentID)
 		}
 		if _, err := w.move(s, false); err != nil {
 			return err
 		}
-		return poll(wait, func() bool { return w.records.on(s.id, "green") })
+		return poll(wait, func() bool { return w.records.On(s.id, "green") })
 	}); err != nil {
 		w.t.Fatal(err)
 	}
@@ -605,10 +599,10 @@ func (w *world) moveWaitingForced(ss []*session) {
 		if _, err := w.move(s, true); err != nil {
 			return err
 		}
-		if err := poll(wait, func() bool { return w.records.on(s.id, "green") }); err != nil {
-			return fmt.Errorf("forced move of %s: not on green; events %s", s.id, kinds(w.tail.events(s.id)))
+		if err := poll(wait, func() bool { return w.records.On(s.id, "green") }); err != nil {
+			return fmt.Errorf("forced move of %s: not on green; events %s", s.id, harness.Trace(w.tail.Events(s.id)))
 		}
-		ev, ok := find(w.tail.events(s.id), wire.EventWaitCancelled, nil)
+		ev, ok := harness.Find(w.tail.Events(s.id), harness.IsKind(wire.EventWaitCancelled))
 		var d wire.WaitCancelled
 		if ok {
 			_ = json.Unmarshal(ev.Data, &d)
@@ -623,7 +617,7 @@ func (w *world) moveWaitingForced(ss []*session) {
 }
 
 // move POSTs an admin move of s to green.
-func (w *world) move(s *session, force bool) (receipt, error) {
+func (w *world) move(s *session, force bool) (ingress.Receipt, error) {
 	return w.command("green", "/v1/admin/sessions/"+s.id+"/move", map[string]any{
 		"deploymentId": "green", "force": force, "idempotencyKey": fmt.Sprintf("%s-move-%v", s.id, force),
 	}, true, http.StatusAccepted)
@@ -670,7 +664,7 @@ func (w *world) watchDrain(ctx context.Context, base string) *drainWatch {
 		defer close(d.done)
 		for {
 			if r, err := w.drainReport(base); err == nil {
-				c := live(r["blue"])
+				c := harness.Live(r["blue"])
 				d.mu.Lock()
 				if len(d.series) == 0 || d.series[len(d.series)-1] != c {
 					d.series = append(d.series, c)
@@ -698,7 +692,7 @@ func (d *drainWatch) stop() []int {
 }
 
 // check runs the invariants over everything observed.
-func (w *world) check(sessions []*session, followers []*follower) {
+func (w *world) check(sessions []*session, followers []*harness.Follower) {
 	t := w.t
 	t.Helper()
 	var lostHandoffEvents []string
@@ -706,14 +700,14 @@ func (w *world) check(sessions []*session, followers []*follower) {
 		if len(lostHandoffEvents) > 0 {
 			t.Logf("KNOWN BUG (handoff events lost): %d sessions moved to green (record: handoff completed) but their candidate run never committed; no handoff.started/handoff.completed in their events: %v",
 				len(lostHandoffEvents), lostHandoffEvents)
-			t.Logf("e.g. %s: records:%s", lostHandoffEvents[0], w.explain(lostHandoffEvents[0]))
+			t.Logf("e.g. %s: records:%s", lostHandoffEvents[0], w.records.Explain(lostHandoffEvents[0]))
 		}
 	}()
 	runEpoch := map[string]uint64{}              // owner run → epoch
 	epochOf := map[string]record.SessionRecord{} // session/epoch → record
 	for _, s := range sessions {
 		// One owner per session at every moment: the record's history.
-		hist := w.records.history(s.id)
+		hist := w.records.History(s.id)
 		if len(hist) == 0 {
 			t.Errorf("session %s: no record revision seen", s.id)
 		}
@@ -744,7 +738,7 @@ func (w *world) check(sessions []*session, followers []*follower) {
 			epochOf[fmt.Sprintf("%s/%d", s.id, r.Epoch)] = r
 			last = r
 		}
-		cur, err := w.store.LeaderSession(t.Context(), s.id)
+		cur, err := w.Store.LeaderSession(t.Context(), s.id)
 		if err != nil || cur.Revision != hist[len(hist)-1].Rev {
 			t.Errorf("session %s: leader revision %d (%v), watcher's last %d", s.id, cur.Revision, err, hist[len(hist)-1].Rev)
 		}
@@ -755,13 +749,13 @@ func (w *world) check(sessions []*session, followers []*follower) {
 		// The event stream: contiguous, one owner run at a time in epoch
 		// order, each event stamped with its epoch's deployment; exactly one
 		// blue→green handoff.
-		evs := w.tail.events(s.id)
+		evs := w.tail.Events(s.id)
 		epoch, handoffs := uint64(0), 0
 		seenCmd, seenSeq := map[string]bool{}, map[uint64]bool{}
 		var lastApplied uint64
 		for i, ev := range evs {
 			if ev.Seq != uint64(i+1) {
-				t.Errorf("session %s: event %d has seq %d: %s", s.id, i+1, ev.Seq, kinds(evs))
+				t.Errorf("session %s: event %d has seq %d: %s", s.id, i+1, ev.Seq, harness.Trace(evs))
 			}
 			e, ok := runEpoch[ev.OwnerRunID]
 			if !ok {
@@ -803,12 +797,12 @@ func (w *world) check(sessions []*session, followers []*follower) {
 			handoffs = 1
 		}
 		if handoffs != 1 {
-			t.Errorf("session %s: %d handoff.completed, want 1: %s\nrecords:%s", s.id, handoffs, kinds(evs), w.explain(s.id))
+			t.Errorf("session %s: %d handoff.completed, want 1: %s\nrecords:%s", s.id, handoffs, harness.Trace(evs), w.records.Explain(s.id))
 		}
 		// Every accepted command applied exactly once.
 		for _, a := range w.accepted.get(s.id) {
 			if !seenSeq[a.Seq] {
-				t.Errorf("session %s: accepted command seq %d (%q via %s) never applied: %s", s.id, a.Seq, a.What, a.Via, kinds(evs))
+				t.Errorf("session %s: accepted command seq %d (%q via %s) never applied: %s", s.id, a.Seq, a.What, a.Via, harness.Trace(evs))
 			}
 		}
 	}
@@ -831,31 +825,19 @@ func (w *world) check(sessions []*session, followers []*follower) {
 	// The same holds for one session that an owner stopped after a commit
 	// that did not land (or any error): the next claim re-runs the step.
 	cut := map[string]bool{"green-1": true} // SIGKILLed; then process or process/session
-	w.mu.Lock()
-	for name, p := range w.procs {
+	for name, runs := range w.procs.All() {
 		pid, ok := strings.CutPrefix(name, "owner ")
 		if !ok {
 			continue
 		}
-		for line := range strings.Lines(p.Output()) {
-			var l struct{ Msg, Session string }
-			if json.Unmarshal([]byte(line), &l) != nil {
-				continue
-			}
-			switch l.Msg {
-			case "fenced: stopping every session":
-				cut[pid] = true
-				t.Logf("owner %s fenced itself during the run", pid)
-			case "uncertain commit did not land: fenced, stopping", "session stopped", "session stopped: process fenced":
-				cut[pid+"/"+l.Session] = true
-			}
+		for _, p := range runs {
+			cutBy(t, cut, pid, p.Output())
 		}
 	}
-	w.mu.Unlock()
 	committed := map[string]bool{}
 	reran := 0
 	for _, s := range sessions {
-		evs := w.tail.events(s.id)
+		evs := w.tail.Events(s.id)
 		interrupted := map[string]bool{}
 		for _, ev := range evs {
 			if ev.Kind == wire.EventStepInterrupted {
@@ -899,32 +881,48 @@ func (w *world) check(sessions []*session, followers []*follower) {
 	// SSE clients: every event once, in order, no gap, across the ingress
 	// switch and the handoff; identical to the stream.
 	for _, f := range followers {
-		evs, connects, problems := f.snapshot()
+		evs, connects, problems := f.Snapshot()
 		if len(problems) > 0 {
-			t.Errorf("SSE client of %s: %v", f.sid, problems)
+			t.Errorf("SSE client of %s: %v", f.Session(), problems)
 		}
-		want := w.tail.events(f.sid)
+		want := w.tail.Events(f.Session())
 		if len(evs) != len(want) {
-			t.Errorf("SSE client of %s: %d events, stream has %d", f.sid, len(evs), len(want))
+			t.Errorf("SSE client of %s: %d events, stream has %d", f.Session(), len(evs), len(want))
 		}
 		for i := range evs {
 			a, b := evs[i], want[i]
 			if a.Seq != b.Seq || a.Kind != b.Kind || a.OwnerRunID != b.OwnerRunID || string(a.Data) != string(b.Data) {
-				t.Errorf("SSE client of %s: event %d is %+v, stream has %+v", f.sid, i+1, a, b)
+				t.Errorf("SSE client of %s: event %d is %+v, stream has %+v", f.Session(), i+1, a, b)
 			}
 		}
 		if len(evs) == 0 || evs[0].DeploymentID != "blue" || evs[len(evs)-1].DeploymentID != "green" {
-			t.Errorf("SSE client of %s did not follow the session from blue to green", f.sid)
+			t.Errorf("SSE client of %s did not follow the session from blue to green", f.Session())
 		}
 		if len(connects) < 2 || connects[0] != "blue" || connects[len(connects)-1] != "green" {
-			t.Errorf("SSE client of %s connected to %v; want blue first, green last", f.sid, connects)
+			t.Errorf("SSE client of %s connected to %v; want blue first, green last", f.Session(), connects)
 		}
 	}
-	w.records.mu.Lock()
-	bad := slices.Clone(w.records.bad)
-	w.records.mu.Unlock()
-	if len(bad) > 0 {
+	if bad := w.records.Bad(); len(bad) > 0 {
 		t.Errorf("session records that do not decode: %v", bad)
+	}
+}
+
+// cutBy marks in cut what owner process pid's log says cut short: every
+// session (pid) when it fenced itself, one session (pid/session) that it
+// stopped after a commit that did not land, or any error.
+func cutBy(t *testing.T, cut map[string]bool, pid, log string) {
+	for line := range strings.Lines(log) {
+		var l struct{ Msg, Session string }
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		switch l.Msg {
+		case "fenced: stopping every session":
+			cut[pid] = true
+			t.Logf("owner %s fenced itself during the run", pid)
+		case "uncertain commit did not land: fenced, stopping", "session stopped", "session stopped: process fenced":
+			cut[pid+"/"+l.Session] = true
+		}
 	}
 }
 
@@ -948,7 +946,7 @@ func (w *world) figures(sessions []*session, switchAt time.Time) {
 	var handoffAt []time.Duration
 	epochs := 0
 	for _, s := range sessions {
-		evs := w.tail.events(s.id)
+		evs := w.tail.Events(s.id)
 		skipped := false
 		for _, ev := range evs {
 			switch ev.Kind {
@@ -969,14 +967,14 @@ func (w *world) figures(sessions []*session, switchAt time.Time) {
 		default:
 			firstTry++
 		}
-		if r, ok := w.records.latest(s.id); ok {
+		if r, ok := w.records.Latest(s.id); ok {
 			epochs += int(r.Epoch)
 		}
 	}
 	slices.Sort(handoffAt)
 	moved := 0
 	for _, s := range sessions {
-		hist := w.records.history(s.id)
+		hist := w.records.History(s.id)
 		if len(hist) > 0 && hist[0].Rec.DeploymentID == "blue" && hist[len(hist)-1].Rec.DeploymentID == "green" {
 			moved++
 		}

@@ -1,0 +1,48 @@
+package harness
+
+import (
+	"context"
+	"net/http/httptest"
+
+	"github.com/baton-rt/baton/ingress"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Ingress is an in-process ingress.Server on a real HTTP listener
+// (httptest) with its micro service, as cmd/ingress runs it.
+type Ingress struct {
+	*ingress.Server
+	HTTP   *httptest.Server
+	svc    micro.Service
+	cancel context.CancelFunc
+}
+
+// StartIngress builds the ingress of cfg (cfg.NC and cfg.JS: a connection
+// of its own), serves its handler and starts its micro service.
+func StartIngress(cfg ingress.Config) (*Ingress, error) {
+	srv, err := ingress.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := srv.Micro(ctx)
+	if err != nil {
+		cancel()
+		srv.Close()
+		return nil, err
+	}
+	return &Ingress{Server: srv, HTTP: httptest.NewServer(srv.Handler()), svc: svc, cancel: cancel}, nil
+}
+
+// URL is the listener's base URL.
+func (i *Ingress) URL() string { return i.HTTP.URL }
+
+// Close stops the ingress, its listener (cutting open streams) and its
+// micro service.
+func (i *Ingress) Close() {
+	i.Server.Close()
+	i.HTTP.CloseClientConnections()
+	i.HTTP.Close()
+	_ = i.svc.Stop()
+	i.cancel()
+}
