@@ -138,7 +138,7 @@ func fromWireWaits(w wire.Waits) runtime.Waits {
 
 func toTurnInput(c runtime.Command) wire.TurnInput {
 	return wire.TurnInput{
-		Seq: c.Seq, ID: c.ID, Kind: string(c.Kind), Mode: string(c.Mode), Caller: c.Caller,
+		Seq: c.Seq, ID: c.ID, Kind: c.Kind, Mode: string(c.Mode), Caller: c.Caller,
 		Deployment: c.Deployment, Text: c.Text, RequestID: c.RequestID, Value: c.Value,
 		AttemptID: c.AttemptID, AuthResult: c.AuthResult, TaskID: c.TaskID, TaskError: c.TaskError,
 		TimerID: c.TimerID, Target: c.Target, Rejected: c.Rejected,
