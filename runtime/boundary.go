@@ -35,13 +35,13 @@ func (m *Machine) foldResult() {
 }
 
 func (m *Machine) interruptQueued() bool {
-	return slices.ContainsFunc(m.queue, func(c Command) bool { return c.interrupts(m.snap.Timer) })
+	return slices.ContainsFunc(m.queue, func(c Command) bool { return interrupts(&c, m.snap.Timer) })
 }
 
 // applyImmediate applies every immediate-class command, in sequence order.
 func (m *Machine) applyImmediate() {
 	for m.snap.Ended == "" {
-		i := slices.IndexFunc(m.queue, func(c Command) bool { return c.class() == classImmediate })
+		i := slices.IndexFunc(m.queue, func(c Command) bool { return classOf(&c) == classImmediate })
 		if i < 0 {
 			return
 		}
@@ -53,7 +53,7 @@ func (m *Machine) applyImmediate() {
 func (m *Machine) admitSteers() {
 	for m.canSteer() {
 		t := m.snap.Turn
-		i := slices.IndexFunc(m.queue, func(c Command) bool { return c.steer() && c.Caller == t.Caller })
+		i := slices.IndexFunc(m.queue, func(c Command) bool { return steers(&c) && c.Caller == t.Caller })
 		if i < 0 {
 			return
 		}

@@ -177,7 +177,7 @@ func cmpSeq(a, b uint64) int {
 // interrupt cancels the running step at once for cancel, reset and a
 // matching timeout.
 func (m *Machine) interrupt(c Command) []Effect {
-	if m.step == nil || m.cancelled || !c.interrupts(m.snap.Timer) {
+	if m.step == nil || m.cancelled || !interrupts(&c, m.snap.Timer) {
 		return nil
 	}
 	m.cancelled = true

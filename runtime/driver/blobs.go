@@ -133,15 +133,19 @@ func (b *blobs) hydrate(ctx context.Context, sessionID string, d *decoded) error
 		}
 		d.snap.State = data
 	}
-	for i, ref := range d.inputRefs {
-		if ref == nil || d.snap.Turn == nil || i >= len(d.snap.Turn.Inputs) {
+	if d.snap.Turn == nil {
+		return nil
+	}
+	inputs := d.snap.Turn.Inputs
+	for i := range inputs {
+		if inputs[i].TextRef == nil {
 			continue
 		}
-		data, err := b.get(ctx, sessionID, *ref)
+		data, err := b.get(ctx, sessionID, *inputs[i].TextRef)
 		if err != nil {
 			return fmt.Errorf("driver: input text of %s: %w", sessionID, err)
 		}
-		d.snap.Turn.Inputs[i].Text = string(data)
+		inputs[i].Text, inputs[i].TextRef = string(data), nil
 	}
 	return nil
 }

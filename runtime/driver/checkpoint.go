@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"slices"
+
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
@@ -67,32 +69,25 @@ func decodeCheckpoint(b []byte) (decoded, error) {
 		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
 	}
 	tokens, err := encodedTokens(cp.SessionID, snap.Aliases)
-	d := decoded{snap: snap, tokens: tokens, outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}
-	for _, in := range cp.Turn.Inputs {
-		d.inputRefs = append(d.inputRefs, in.TextRef)
-	}
-	return d, err
+	return decoded{snap: snap, tokens: tokens, outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}, err
 }
 
 // decoded is a checkpoint read back. Out-of-line content is not read yet:
-// segments (history), stateRef and inputRefs (per turn input, nil when
-// inline) name the blobs Owner.hydrate reads.
+// segments (history), stateRef and the turn inputs' TextRef name the blobs
+// Owner.hydrate reads.
 type decoded struct {
-	snap      runtime.Snapshot
-	tokens    []string
-	outbox    []wire.Event
-	segments  []wire.BlobRef
-	stateRef  *wire.BlobRef
-	inputRefs []*wire.BlobRef
+	snap     runtime.Snapshot
+	tokens   []string
+	outbox   []wire.Event
+	segments []wire.BlobRef
+	stateRef *wire.BlobRef
 }
 
 func toWireTurn(snap runtime.Snapshot) wire.TurnState {
 	ts := wire.TurnState{Count: snap.Turns}
 	if t := snap.Turn; t != nil {
 		ts.ID, ts.Caller, ts.Step, ts.Open, ts.Live = t.ID, t.Caller, uint64(t.Steps), t.Open, true
-		for _, c := range t.Inputs {
-			ts.Inputs = append(ts.Inputs, toTurnInput(c))
-		}
+		ts.Inputs = slices.Clone(t.Inputs) // blobs.externalise edits the checkpoint's copy
 	}
 	return ts
 }
@@ -101,11 +96,7 @@ func fromWireTurn(ts wire.TurnState) *runtime.Turn {
 	if !ts.Live {
 		return nil
 	}
-	t := &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open}
-	for _, in := range ts.Inputs {
-		t.Inputs = append(t.Inputs, fromTurnInput(in))
-	}
-	return t
+	return &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open, Inputs: ts.Inputs}
 }
 
 func toWireWaits(w runtime.Waits) wire.Waits {
@@ -134,22 +125,4 @@ func fromWireWaits(w wire.Waits) runtime.Waits {
 		out.Tasks = append(out.Tasks, runtime.Task{ID: t.ID, Duration: t.Duration})
 	}
 	return out
-}
-
-func toTurnInput(c runtime.Command) wire.TurnInput {
-	return wire.TurnInput{
-		Seq: c.Seq, ID: c.ID, Kind: c.Kind, Mode: string(c.Mode), Caller: c.Caller,
-		Deployment: c.Deployment, Text: c.Text, RequestID: c.RequestID, Value: c.Value,
-		AttemptID: c.AttemptID, AuthResult: c.AuthResult, TaskID: c.TaskID, TaskError: c.TaskError,
-		TimerID: c.TimerID, Target: c.Target, Rejected: c.Rejected,
-	}
-}
-
-func fromTurnInput(c wire.TurnInput) runtime.Command {
-	return runtime.Command{
-		Seq: c.Seq, ID: c.ID, Kind: runtime.Kind(c.Kind), Mode: runtime.Mode(c.Mode), Caller: c.Caller,
-		Deployment: c.Deployment, Text: c.Text, RequestID: c.RequestID, Value: c.Value,
-		AttemptID: c.AttemptID, AuthResult: c.AuthResult, TaskID: c.TaskID, TaskError: c.TaskError,
-		TimerID: c.TimerID, Target: c.Target, Rejected: c.Rejected,
-	}
 }

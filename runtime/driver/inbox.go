@@ -138,19 +138,11 @@ func (ib *inbox) read(iter jetstream.MessagesContext, out chan<- runtime.Command
 			ib.lag.Observe(time.Since(meta.Timestamp).Seconds())
 		}
 		select {
-		case out <- decodeCommand(meta.Sequence.Stream, msg.Data()):
+		case out <- wire.DecodeInput(meta.Sequence.Stream, msg.Data()):
 		case <-stop:
 			return
 		}
 	}
-}
-
-func decodeCommand(seq uint64, data []byte) runtime.Command {
-	c, err := wire.Decode(data)
-	if err != nil {
-		return rejected(seq, err)
-	}
-	return fromWire(seq, c)
 }
 
 // close stops delivery (the consumer stays until remove or its inactivity
