@@ -28,7 +28,7 @@ RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HT
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
-.PHONY: all build run deployment stop test soak bench lint fmt-check vet deps fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop test soak bench lint fmt-check vet deps sizes fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
@@ -65,7 +65,7 @@ soak:
 bench:
 	$(GO) run ./cmd/bench
 
-lint: fmt-check vet deps
+lint: fmt-check vet deps sizes
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -77,6 +77,11 @@ vet:
 ## deps: the package dependency arrows (scripts/deps.sh)
 deps:
 	./scripts/deps.sh
+
+## sizes: no file over 600 lines, no function over 80, but for the reasoned
+## exceptions in internal/tools/sizes/allow.go
+sizes:
+	$(GO) run ./internal/tools/sizes
 
 ## fuzz: every fuzz target for FUZZTIME each
 fuzz:

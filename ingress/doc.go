@@ -56,5 +56,5 @@
 //
 // It speaks to the owners only through the bodies of package protocol
 // (start, wake) and the stores; it imports no owner-side package
-// (runtime/driver, handoff), which scripts/deps.sh checks.
+// (runtime/pool, runtime/session, handoff), which scripts/deps.sh checks.
 package ingress

@@ -22,7 +22,7 @@ import (
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -89,15 +89,15 @@ func newEnv(t *testing.T, mutate ...func(*ingress.Config)) *env {
 }
 
 // owner runs an in-process owner of deployment with the demo agent, as
-// runtime/driver's harness does; it stops when the test ends.
-func (e *env) owner(deployment, process string, mutate ...func(*driver.Config)) (stop func()) {
+// runtime/pool's harness does; it stops when the test ends.
+func (e *env) owner(deployment, process string, mutate ...func(*pool.Config)) (stop func()) {
 	e.t.Helper()
 	nc, js := natstest.Connect(e.t, e.url)
 	store, err := kv.Open(e.t.Context(), js, e.names)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cfg := driver.Config{
+	cfg := pool.Config{
 		NC: nc, JS: js, Store: store, Names: e.names, Deployment: deployment, ProcessID: process,
 		Agent: &demo.Agent{Log: &runtime.MemLog{}, Process: process}, TickInterval: 50 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -105,7 +105,7 @@ func (e *env) owner(deployment, process string, mutate ...func(*driver.Config)) 
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	o, err := driver.New(cfg)
+	o, err := pool.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -21,7 +21,7 @@ var backoff = []time.Duration{150 * time.Millisecond, 300 * time.Millisecond}
 // quarantining: owners that hibernate quiet sessions at once, sweep their
 // inbox often and back off briefly between boot attempts (quarantine after
 // the default three).
-func quarantining(c *driver.Config) {
+func quarantining(c *pool.Config) {
 	c.HibernateAfter, c.InboxSweepInterval, c.QuarantineBackoff = 100*time.Millisecond, 200*time.Millisecond, backoff
 }
 

@@ -9,9 +9,10 @@
 //
 // # The canonical loop
 //
-// A driver (runtime/driver) owns the consumer, the clock, the agent and the
-// goroutines. It claims the session record, builds the machine from the
-// record's [Snapshot] with [NewMachine], and then:
+// A driver (runtime/session, run by the owner process runtime/pool) owns
+// the consumer, the clock, the agent and the goroutines. It claims the
+// session record, builds the machine from the record's [Snapshot] with
+// [NewMachine], and then:
 //
 //	effects, err := m.Handle(runtime.Boot{Now: now, Reason: reason})
 //	for {

@@ -31,7 +31,10 @@ check ./record "^$mod/(subjects|wire)\$"
 check ./kv "^$mod/(subjects|wire|record)\$"
 check ./handoff "^$mod/(record|subjects|protocol)\$"
 check ./protocol "^$mod/(wire|subjects)\$"
-owner_side="^$mod/(runtime/driver|handoff|runtime/demo)(/|\$)"
+# the per-session driver never reaches back into the process pool
+check ./runtime/session "^$mod/(wire|subjects|record|runtime|handoff)\$"
+forbid ./runtime/session "^$mod/(runtime/pool|kv)(/|\$)"
+owner_side="^$mod/(runtime/pool|runtime/session|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"
 forbid ./cmd/ingress "$owner_side"
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi

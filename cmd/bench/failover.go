@@ -18,7 +18,7 @@ import (
 	"github.com/baton-rt/baton/internal/bench"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -64,8 +64,8 @@ func benchFailover(ctx context.Context, e *env, r *bench.Reporter) error {
 		samples = append(samples, d)
 	}
 	r.Latencies("failover_resume", samples, 0,
-		bench.Field("ttl_ms", driver.DefaultLeaseTTL.Milliseconds()),
-		bench.Field("renew_ms", (driver.DefaultLeaseTTL/4).Milliseconds()),
+		bench.Field("ttl_ms", pool.DefaultLeaseTTL.Milliseconds()),
+		bench.Field("renew_ms", (pool.DefaultLeaseTTL/4).Milliseconds()),
 		bench.Field("owners", 3))
 	return nil
 }
@@ -176,7 +176,7 @@ func (f *foRig) killOnce(ctx context.Context, k int) (time.Duration, error) {
 	// A crash comes at any phase of the victim's renewal cycle (which a
 	// just-restarted victim would otherwise start afresh): wait a uniform
 	// random part of the renewal period first.
-	time.Sleep(rand.N(driver.DefaultLeaseTTL / 4))
+	time.Sleep(rand.N(pool.DefaultLeaseTTL / 4))
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		return 0, err
 	}

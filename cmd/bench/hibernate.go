@@ -13,7 +13,7 @@ import (
 
 	"github.com/baton-rt/baton/internal/bench"
 	"github.com/baton-rt/baton/protocol"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -29,7 +29,7 @@ func benchHibernate(ctx context.Context, e *env, r *bench.Reporter) error {
 }
 
 func benchWake(ctx context.Context, e *env, r *bench.Reporter) error {
-	rig, err := newRigFor(ctx, e, "hib", "hib-1", func(c *driver.Config) {
+	rig, err := newRigFor(ctx, e, "hib", "hib-1", func(c *pool.Config) {
 		c.HibernateAfter, c.TickInterval = 20*time.Millisecond, 10*time.Millisecond
 		c.DrainTimeout = 10 * time.Second // closing hibernates what is loaded
 	})
@@ -92,7 +92,7 @@ func (r *rig) waitHibernated(ctx context.Context, id string) error {
 // Default 10,000 sessions; -scale 10 holds 100,000.
 func benchHeld(ctx context.Context, e *env, r *bench.Reporter) error {
 	const maxLoaded = 1000
-	rig, err := newRigFor(ctx, e, "held", "held-1", func(c *driver.Config) {
+	rig, err := newRigFor(ctx, e, "held", "held-1", func(c *pool.Config) {
 		c.HibernateAfter, c.MaxLoaded = 100*time.Millisecond, maxLoaded
 		c.TickInterval = 100 * time.Millisecond
 	})
@@ -104,35 +104,80 @@ func benchHeld(ctx context.Context, e *env, r *bench.Reporter) error {
 	if err != nil {
 		return err
 	}
-	// Consumers left by earlier suites on this server (their rigs stop
-	// without hibernating) are not this figure's: count from here.
-	before, err := stream.Info(ctx)
+	consumers, err := sampleConsumers(ctx, stream)
 	if err != nil {
 		return err
 	}
-	others := before.State.Consumers
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	var sampler sync.WaitGroup
-	sampler.Go(func() {
+	n := e.n(10_000)
+	samples, elapsed, err := startConcurrently(rig, n, 16)
+	if err != nil {
+		consumers.stop()
+		return err
+	}
+	waitAllHibernated(rig, 2*time.Minute)
+	peak := consumers.stop()
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	r.Latencies("sessions_held", samples, elapsed, bench.Baseline("consumer_create"),
+		bench.Field("sessions", n), bench.Field("loaded_now", len(rig.owner.Loaded())),
+		bench.Field("consumers_now", info.State.Consumers-consumers.others), bench.Field("consumers_peak", peak),
+		bench.Field("other_suites_consumers", consumers.others),
+		bench.Field("max_loaded", maxLoaded), bench.Field("rss_mib", rssMiB()))
+	return nil
+}
+
+// consumerSampler reads a stream's consumer count every 50ms in the
+// background, keeping the peak of those above others.
+type consumerSampler struct {
+	others int // consumers already there when sampling began
+	peak   atomic.Int64
+	quit   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// sampleConsumers starts sampling stream. Consumers left by earlier suites
+// on this server (their rigs stop without hibernating) are not this
+// figure's: it counts from the consumers there now.
+func sampleConsumers(ctx context.Context, stream jetstream.Stream) (*consumerSampler, error) {
+	before, err := stream.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &consumerSampler{others: before.State.Consumers, quit: make(chan struct{})}
+	s.wg.Go(func() {
 		for {
 			select {
-			case <-stop:
+			case <-s.quit:
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			if info, err := stream.Info(ctx); err == nil && int64(info.State.Consumers-others) > peak.Load() {
-				peak.Store(int64(info.State.Consumers - others))
+			if info, err := stream.Info(ctx); err == nil && int64(info.State.Consumers-s.others) > s.peak.Load() {
+				s.peak.Store(int64(info.State.Consumers - s.others))
 			}
 		}
 	})
-	n := e.n(10_000)
+	return s, nil
+}
+
+// stop ends the sampling and returns the peak.
+func (s *consumerSampler) stop() int64 {
+	close(s.quit)
+	s.wg.Wait()
+	return s.peak.Load()
+}
+
+// startConcurrently starts n sessions on rig from the given number of
+// clients, each a goroutine: each start's latency, the time all took, and
+// the first error.
+func startConcurrently(rig *rig, n, clients int) ([]time.Duration, time.Duration, error) {
 	samples := make([]time.Duration, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, clients)
 	began := time.Now()
-	for range 16 {
+	for range clients {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
@@ -151,27 +196,16 @@ func benchHeld(ctx context.Context, e *env, r *bench.Reporter) error {
 	wg.Wait()
 	elapsed := time.Since(began)
 	close(errs)
-	if err := <-errs; err != nil {
-		close(stop)
-		return err
-	}
-	// All hibernate once idle.
-	deadline := time.Now().Add(2 * time.Minute)
+	return samples, elapsed, <-errs
+}
+
+// waitAllHibernated waits, up to timeout, until rig's owner has no session
+// loaded: all hibernate once idle.
+func waitAllHibernated(rig *rig, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
 	for len(rig.owner.Loaded()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	close(stop)
-	sampler.Wait()
-	info, err := stream.Info(ctx)
-	if err != nil {
-		return err
-	}
-	r.Latencies("sessions_held", samples, elapsed, bench.Baseline("consumer_create"),
-		bench.Field("sessions", n), bench.Field("loaded_now", len(rig.owner.Loaded())),
-		bench.Field("consumers_now", info.State.Consumers-others), bench.Field("consumers_peak", peak.Load()),
-		bench.Field("other_suites_consumers", others),
-		bench.Field("max_loaded", maxLoaded), bench.Field("rss_mib", rssMiB()))
-	return nil
 }
 
 // rssMiB reads this process's resident set size (Linux), or -1.

@@ -14,7 +14,7 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -67,7 +67,7 @@ type rig struct {
 	e      *env
 	names  subjects.Names
 	probe  *probe
-	owner  *driver.Owner
+	owner  *pool.Owner
 	cancel context.CancelFunc
 	done   chan error
 	nc     *nats.Conn
@@ -79,7 +79,7 @@ func newRig(ctx context.Context, e *env) (*rig, error) { return newRigFor(ctx, e
 
 // newRigFor runs an owner of deployment dep as process proc; mutate
 // adjusts its configuration.
-func newRigFor(ctx context.Context, e *env, dep, proc string, mutate ...func(*driver.Config)) (*rig, error) {
+func newRigFor(ctx context.Context, e *env, dep, proc string, mutate ...func(*pool.Config)) (*rig, error) {
 	names := subjects.Default()
 	if _, err := topology.Ensure(ctx, e.js, topology.Config{Names: names, MaxConsumers: 20_000}); err != nil {
 		return nil, err
@@ -97,12 +97,12 @@ func newRigFor(ctx context.Context, e *env, dep, proc string, mutate ...func(*dr
 		return nil, err
 	}
 	r := &rig{e: e, names: names, probe: newProbe(), nc: nc, done: make(chan error, 1), dep: dep, store: store}
-	cfg := driver.Config{NC: nc, JS: js, Store: store, Names: names, Deployment: dep,
+	cfg := pool.Config{NC: nc, JS: js, Store: store, Names: names, Deployment: dep,
 		ProcessID: proc, Agent: r.probe, Log: benchLogger()}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	r.owner, err = driver.New(cfg)
+	r.owner, err = pool.New(cfg)
 	if err != nil {
 		return nil, err
 	}

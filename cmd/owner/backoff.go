@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 )
 
 // backoffList is the value of --quarantine-backoff: comma-separated
@@ -13,7 +13,7 @@ import (
 type backoffList []time.Duration
 
 func defaultBackoff() backoffList {
-	return append(backoffList(nil), driver.DefaultQuarantineBackoff...)
+	return append(backoffList(nil), pool.DefaultQuarantineBackoff...)
 }
 
 func (b *backoffList) String() string {

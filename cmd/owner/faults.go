@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/baton-rt/baton/internal/app"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 )
 
 // faultUsage documents --fault. It is for crash tests only: each point
@@ -21,11 +21,11 @@ const faultUsage = "TEST ONLY — never in production: SIGKILL this process at a
 	"crash-after-claim:N (after the Nth recovery/wake/takeover claim CAS, before the consumer is created)"
 
 // parseFaults turns a --fault spec into driver fault hooks; "" is nil.
-func parseFaults(spec string, log *slog.Logger) (*driver.Faults, error) {
+func parseFaults(spec string, log *slog.Logger) (*pool.Faults, error) {
 	if spec == "" {
 		return nil, nil
 	}
-	f := &driver.Faults{}
+	f := &pool.Faults{}
 	for _, part := range strings.Split(spec, ",") {
 		name, arg, hasArg := strings.Cut(strings.TrimSpace(part), ":")
 		n := 1

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/app"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 )
 
@@ -46,16 +46,16 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.ProcessID, "process-id", "", "this owner process's ID, stable across restarts: its session index (default <hostname>-<deployment-id>)")
 	fs.StringVar(&cfg.LockFile, "lock-file", "", "hold an exclusive lock on this file while running; if another process holds it, exit at once naming it (make run locks <data>/owner-<deployment>.lock)")
 	fs.StringVar(&cfg.ExecLog, "exec-log", "", "append the demo agent's execution log (one JSON line per step) to this file")
-	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", driver.DefaultLeaseTTL, "owner lease TTL, whole seconds ≥ 1s; renewed every TTL/4, the process fences itself after TTL − TTL/4 without a renewal, a dead process's sessions move to a peer about TTL after its last renewal")
-	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", driver.DefaultSweepInterval, "how often the pool's sweeper looks for active sessions whose owner process has no live lease (≥ 0)")
-	fs.DurationVar(&cfg.StepTimeout, "step-timeout", driver.DefaultStepTimeout, "an agent step running longer fails with code step_timeout (its context is cancelled; more than 0)")
-	fs.DurationVar(&cfg.TaskAckWait, "task-ack-wait", driver.DefaultTaskAckWait, "a background task whose runner stopped signalling progress for this long runs again on another owner process (≥ 1s)")
-	fs.DurationVar(&cfg.HibernateAfter, "hibernate-after", driver.DefaultHibernateAfter, "a quiet session (no step running; it may await input) hibernates after this long without activity: its consumer is deleted and it leaves memory until a command wakes it (negative: never)")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", pool.DefaultLeaseTTL, "owner lease TTL, whole seconds ≥ 1s; renewed every TTL/4, the process fences itself after TTL − TTL/4 without a renewal, a dead process's sessions move to a peer about TTL after its last renewal")
+	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", pool.DefaultSweepInterval, "how often the pool's sweeper looks for active sessions whose owner process has no live lease (≥ 0)")
+	fs.DurationVar(&cfg.StepTimeout, "step-timeout", pool.DefaultStepTimeout, "an agent step running longer fails with code step_timeout (its context is cancelled; more than 0)")
+	fs.DurationVar(&cfg.TaskAckWait, "task-ack-wait", pool.DefaultTaskAckWait, "a background task whose runner stopped signalling progress for this long runs again on another owner process (≥ 1s)")
+	fs.DurationVar(&cfg.HibernateAfter, "hibernate-after", pool.DefaultHibernateAfter, "a quiet session (no step running; it may await input) hibernates after this long without activity: its consumer is deleted and it leaves memory until a command wakes it (negative: never)")
 	fs.IntVar(&cfg.MaxLoaded, "max-loaded", 2000, "most sessions (and inbox consumers) this process runs at once; at the cap, a new load makes the least recently active quiet sessions hibernate early (0: no cap)")
-	fs.DurationVar(&cfg.InboxSweepInterval, "inbox-sweep-interval", driver.DefaultInboxSweepInterval, "how often the pool looks for hibernated sessions with unprocessed commands (a lost wake, a fired timer); more than 0, at most 5s")
+	fs.DurationVar(&cfg.InboxSweepInterval, "inbox-sweep-interval", pool.DefaultInboxSweepInterval, "how often the pool looks for hibernated sessions with unprocessed commands (a lost wake, a fired timer); more than 0, at most 5s")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT: stop taking work, let running steps finish and commit, hibernate every session and release the lease, for at most this long (0: stop at once; a second signal aborts)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus /metrics, /healthz and /readyz on this address (empty: off)")
-	fs.IntVar(&cfg.QuarantineAfter, "quarantine-after", driver.DefaultQuarantineAfter, "counted boot attempts (an unreadable checkpoint, or a process that died with the session's step in flight) after which a session is quarantined instead of booted (at least 1)")
+	fs.IntVar(&cfg.QuarantineAfter, "quarantine-after", pool.DefaultQuarantineAfter, "counted boot attempts (an unreadable checkpoint, or a process that died with the session's step in flight) after which a session is quarantined instead of booted (at least 1)")
 	cfg.QuarantineBackoff = defaultBackoff()
 	fs.Var(&cfg.QuarantineBackoff, "quarantine-backoff", "wait before a session's next boot attempt after 1, 2, … counted attempts, comma-separated Go durations, the last repeating (e.g. 1s,5s,30s)")
 	fs.StringVar(&cfg.Fault, "fault", "", faultUsage)

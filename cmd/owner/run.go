@@ -19,7 +19,7 @@ import (
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime/demo"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats-server/v2/server"
@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	owner, err := driver.New(driver.Config{
+	owner, err := pool.New(pool.Config{
 		NC: nc, JS: js, Store: store, Names: cfg.Names, Deployment: cfg.DeploymentID,
 		ProcessID: cfg.ProcessID, Agent: agent, Log: base,
 		LeaseTTL: cfg.LeaseTTL, SweepInterval: cfg.SweepInterval, TaskAckWait: cfg.TaskAckWait, StepTimeout: cfg.StepTimeout,

@@ -20,7 +20,7 @@ import (
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -74,14 +74,14 @@ func newEnv(t *testing.T) *env {
 
 // owner runs an in-process owner of deployment v1 with agent; it stops when
 // the test ends.
-func (e *env) owner(process string, agent runtime.Agent, mutate ...func(*driver.Config)) {
+func (e *env) owner(process string, agent runtime.Agent, mutate ...func(*pool.Config)) {
 	e.t.Helper()
 	nc, js := natstest.Connect(e.t, e.url)
 	store, err := kv.Open(e.t.Context(), js, e.names)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cfg := driver.Config{
+	cfg := pool.Config{
 		NC: nc, JS: js, Store: store, Names: e.names, Deployment: "v1", ProcessID: process,
 		Agent: agent, TickInterval: 50 * time.Millisecond, LeaseTTL: 4 * time.Second,
 		Log: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -89,7 +89,7 @@ func (e *env) owner(process string, agent runtime.Agent, mutate ...func(*driver.
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	o, err := driver.New(cfg)
+	o, err := pool.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

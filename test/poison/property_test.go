@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/testsize"
-	"github.com/baton-rt/baton/runtime/driver"
+	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -35,7 +35,7 @@ func TestPoisonProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	e := newEnv(t)
 	log := &stepLog{}
-	e.owner("p1", &scripted{log: log}, func(c *driver.Config) { c.StepTimeout = 300 * time.Millisecond })
+	e.owner("p1", &scripted{log: log}, func(c *pool.Config) { c.StepTimeout = 300 * time.Millisecond })
 	deadline := time.Now().Add(budget)
 	results := 0
 	for round := 0; round < 2 || time.Now().Before(deadline); round++ {

@@ -36,7 +36,7 @@ const forceHonoured = true
 const (
 	// knownBugHandoffEventsLost: a candidate that activates a handoff (the
 	// record says handoff completed) but whose first run never commits — it
-	// is SIGKILLed, or runtime/driver/start.go's o.adopted fails and
+	// is SIGKILLed, or runtime/pool/start.go's o.adopted fails and
 	// restartLater reloads it — loses handoff.started/handoff.completed: the
 	// next claim boots without BootHandoff, and the events were only in the
 	// dead run's memory.

@@ -1,0 +1,80 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/baton-rt/baton/runtime/session"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// objectStore is the part of a jetstream.ObjectStore jsBlobs uses.
+type objectStore interface {
+	PutBytes(ctx context.Context, name string, data []byte) (*jetstream.ObjectInfo, error)
+	GetBytes(ctx context.Context, name string, opts ...jetstream.GetObjectOpt) ([]byte, error)
+	GetInfo(ctx context.Context, name string, opts ...jetstream.GetObjectInfoOpt) (*jetstream.ObjectInfo, error)
+	Delete(ctx context.Context, name string) error
+}
+
+// jsBlobs is session.Blobs on the baton_state object store, which Run
+// opens (obs returns it; nil before).
+type jsBlobs struct{ obs func() objectStore }
+
+var errNoObjectStore = errors.New("pool: out-of-line content needs the state object store")
+
+func (b jsBlobs) store() (objectStore, error) {
+	obs := b.obs()
+	if obs == nil {
+		return nil, errNoObjectStore
+	}
+	return obs, nil
+}
+
+func (b jsBlobs) Put(ctx context.Context, name string, data []byte) error {
+	obs, err := b.store()
+	if err == nil {
+		_, err = obs.PutBytes(ctx, name, data)
+	}
+	return err
+}
+
+func (b jsBlobs) Has(ctx context.Context, name string) (bool, error) {
+	obs, err := b.store()
+	if err != nil {
+		return false, err
+	}
+	_, err = obs.GetInfo(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
+func (b jsBlobs) Get(ctx context.Context, name string) ([]byte, error) {
+	obs, err := b.store()
+	if err != nil {
+		return nil, err
+	}
+	data, err := obs.GetBytes(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: %s: %w", session.ErrBlobNotFound, name, err)
+	}
+	return data, err
+}
+
+func (b jsBlobs) Delete(ctx context.Context, name string) error {
+	obs, err := b.store()
+	if err != nil {
+		return nil // nothing was stored
+	}
+	if err := obs.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return err
+	}
+	return nil
+}
+
+var _ session.Blobs = jsBlobs{}

@@ -1,0 +1,188 @@
+package pool
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Durability defaults (docs/runtime.md, "Durability").
+const (
+	// DefaultLeaseTTL is the TTL of an owner process's lease: a dead
+	// process's sessions are taken over about this long after its last
+	// renewal.
+	DefaultLeaseTTL = 2 * time.Second
+	// DefaultSweepInterval paces the orphan sweeper.
+	DefaultSweepInterval = 10 * time.Second
+	// DefaultHibernateAfter is how long a quiet session stays loaded.
+	DefaultHibernateAfter = 5 * time.Minute
+	// DefaultInboxSweepInterval paces the inbox sweeper: the bound on how
+	// long a command to a hibernated session can wait when its wake was
+	// lost, and on how late a timer reaches a hibernated session.
+	DefaultInboxSweepInterval = 2 * time.Second
+	// DefaultTaskAckWait is how long a background task may go without a
+	// progress signal before another owner process runs it again.
+	DefaultTaskAckWait = 30 * time.Second
+	// DefaultStepTimeout bounds one agent step: its context is cancelled
+	// then, and a step that has not returned is recorded as step_timeout.
+	DefaultStepTimeout = 10 * time.Minute
+)
+
+// Config wires an Owner to its NATS connection, store and agent.
+type Config struct {
+	NC         *nats.Conn
+	JS         jetstream.JetStream
+	Store      *kv.Store
+	Names      subjects.Names
+	Deployment string // exact deployment of this process
+	ProcessID  string // this owner process, stable across restarts: its lease key and session index
+	Agent      runtime.Agent
+	Events     *wire.EventRegistry // built-ins plus the agent's kinds; nil = built-ins + Agent.EventKinds
+	Log        *slog.Logger
+	// TickInterval paces clock ticks and purges (default 1 s).
+	TickInterval time.Duration
+	// LeaseTTL is the lease TTL: whole seconds, at least 1 s (default 2 s).
+	// The process renews every LeaseRenew and fences itself (stops every
+	// session) when LeaseTTL − LeaseTTL/4 has passed since its last
+	// successful renewal, a quarter of the TTL before the lease can expire.
+	LeaseTTL time.Duration
+	// LeaseRenew is the renewal period (default LeaseTTL/4); it must be
+	// shorter than LeaseTTL − LeaseTTL/4.
+	LeaseRenew time.Duration
+	// SweepInterval paces the orphan sweeper (default 10 s).
+	SweepInterval time.Duration
+	// TaskAckWait is the ack wait of the deployment's task consumer
+	// (default 30 s): a task whose runner died runs again after it.
+	TaskAckWait time.Duration
+	// StepTimeout bounds one agent step (default 10 min): its context is
+	// cancelled at the timeout, and the step fails with code step_timeout
+	// whether or not the agent returns (a result that comes later is
+	// discarded).
+	StepTimeout time.Duration
+	// DisableHandoff turns the handoff transaction off: the owner keeps a
+	// session whose delivery names another deployment and processes it
+	// (default: hand off over Names.Start(target), docs/handoff.md).
+	DisableHandoff bool
+	// HandoffStartTimeout bounds a handoff's start request (default
+	// handoff.DefaultStartTimeout).
+	HandoffStartTimeout time.Duration
+	// HibernateAfter is how long a quiet session (no step running; it may
+	// await input, an authorization, a task or a resume) stays loaded
+	// before it hibernates (default 5 min; negative: never, except under
+	// MaxLoaded).
+	HibernateAfter time.Duration
+	// MaxLoaded caps the sessions running in this process, and so its inbox
+	// consumers (0: no cap). At the cap, a load asks the least recently
+	// active quiet sessions to hibernate early and waits briefly for room;
+	// it fails with ErrAtCapacity when none is made.
+	MaxLoaded int
+	// InboxSweepInterval paces the inbox sweeper, which wakes hibernated
+	// sessions of this deployment holding unprocessed commands (default
+	// 2 s; at most 5 s by design; negative: off, for tests).
+	InboxSweepInterval time.Duration
+	// Registerer receives the owner's Prometheus metrics (nil: not
+	// registered; Owner.Stats still counts).
+	Registerer prometheus.Registerer
+	// DrainTimeout turns the end of Run's context into a graceful drain
+	// (docs/driver.md, "Graceful drain"): no new work, running steps
+	// finish and commit, every session hibernates, the lease is released;
+	// whatever is not done after DrainTimeout is abandoned as on a crash.
+	// 0: no drain, sessions stop at once (their uncommitted work re-runs
+	// elsewhere).
+	DrainTimeout time.Duration
+	// QuarantineAfter is how many counted boot attempts quarantine a
+	// session (docs/driver.md, "Quarantine"): an attempt that failed
+	// before its claim (ErrUnbootable), or a claim of a record whose
+	// previous owner vanished with a step in flight or mid-boot. The
+	// attempt that reaches it parks the session instead of running it
+	// (default 3, at least 1).
+	QuarantineAfter int
+	// QuarantineBackoff is the wait before the next attempt after one,
+	// two, … counted attempts, the last entry repeating, each stretched by
+	// up to a half by a per-session jitter (nil: 1s, 5s, 30s; empty: no
+	// wait).
+	QuarantineBackoff []time.Duration
+	// Faults injects failures in tests; nil in production.
+	Faults *Faults
+	// Now is the machine's clock (default time.Now). Leases always use the
+	// real monotonic clock.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Names == (subjects.Names{}) {
+		c.Names = subjects.Default()
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.LeaseRenew == 0 {
+		c.LeaseRenew = c.LeaseTTL / 4
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.HibernateAfter == 0 {
+		c.HibernateAfter = DefaultHibernateAfter
+	}
+	if c.InboxSweepInterval == 0 {
+		c.InboxSweepInterval = DefaultInboxSweepInterval
+	}
+	if c.TaskAckWait == 0 {
+		c.TaskAckWait = DefaultTaskAckWait
+	}
+	if c.StepTimeout == 0 {
+		c.StepTimeout = DefaultStepTimeout
+	}
+	if c.QuarantineAfter == 0 {
+		c.QuarantineAfter = DefaultQuarantineAfter
+	}
+	if c.QuarantineBackoff == nil {
+		c.QuarantineBackoff = DefaultQuarantineBackoff
+	}
+	return c
+}
+
+func (c Config) validateDurability() error {
+	switch {
+	case c.LeaseTTL < kv.MinLeaseTTL || c.LeaseTTL%time.Second != 0:
+		return fmt.Errorf("driver: lease TTL %v: must be a whole number of seconds, at least %v", c.LeaseTTL, kv.MinLeaseTTL)
+	case c.LeaseRenew <= 0 || c.LeaseRenew >= c.fenceAfter():
+		return fmt.Errorf("driver: lease renewal period %v: must be positive and shorter than %v (TTL − TTL/4)", c.LeaseRenew, c.fenceAfter())
+	case c.InboxSweepInterval > 5*time.Second:
+		return fmt.Errorf("driver: inbox sweep interval %v: at most 5s (the bound on a lost wake)", c.InboxSweepInterval)
+	case c.MaxLoaded < 0:
+		return fmt.Errorf("driver: max loaded sessions %d: must not be negative", c.MaxLoaded)
+	case c.StepTimeout < 0:
+		return fmt.Errorf("driver: step timeout %v: must not be negative", c.StepTimeout)
+	case c.SweepInterval < 0 || c.TaskAckWait < time.Second:
+		return fmt.Errorf("driver: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
+	case c.QuarantineAfter < 1:
+		return fmt.Errorf("driver: quarantine after %d attempts: must be at least 1", c.QuarantineAfter)
+	case slices.ContainsFunc(c.QuarantineBackoff, func(d time.Duration) bool { return d < 0 }):
+		return fmt.Errorf("driver: quarantine backoff %v: no step may be negative", c.QuarantineBackoff)
+	}
+	return nil
+}
+
+// fenceAfter is how long after a renewal was sent the lease counts as held:
+// a quarter of the TTL before the server can expire it.
+func (c Config) fenceAfter() time.Duration { return c.LeaseTTL - c.LeaseTTL/4 }

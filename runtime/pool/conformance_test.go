@@ -1,0 +1,51 @@
+package pool
+
+import (
+	"testing"
+
+	"github.com/baton-rt/baton/internal/natstest"
+	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/runtime/session/conformance"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/oklog/ulid/v2"
+)
+
+// The JetStream ports pass the same suites as the in-memory ones
+// (runtime/session/memory's TestConformance): kv's record store and
+// appender, the inbox consumers, the state object store.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	s := natstest.Server(t)
+	_, js := natstest.Connect(t, s.ClientURL())
+	if _, err := topology.Ensure(t.Context(), js, topology.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	names := subjects.Default()
+	store, err := kv.Open(t.Context(), js, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(t.Context(), names.StateBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Records(t, func(*testing.T) conformance.RecordStore { return store })
+	conformance.Inbox(t, func(*testing.T) conformance.InboxTarget {
+		return conformance.InboxTarget{Inbox: jsInbox{js: js, names: names}, Backlog: kv.NewBacklog(js, names),
+			Publish: func(t *testing.T, tok string, data []byte) uint64 {
+				ack, err := js.Publish(t.Context(), names.Inbox(tok), data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ack.Sequence
+			}}
+	})
+	events := kv.NewStream(js, names.EventsStream())
+	conformance.Appender(t, func(*testing.T) session.Appender {
+		id := ulid.Make().String()
+		return kv.NewAppender(js, events, names.Events(id), id)
+	})
+	conformance.Blobs(t, func(*testing.T) session.Blobs { return jsBlobs{obs: func() objectStore { return obs }} })
+}

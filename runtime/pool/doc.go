@@ -1,0 +1,30 @@
+// Package pool is the owner process: one Owner serves one owner process of
+// one deployment, and runs each session it loads (package runtime/session)
+// in its own goroutine, over the JetStream implementations of the
+// session's ports (inbox consumers, the state object store, message
+// schedules for timers; kv for records and event appends).
+//
+// It answers start requests on baton.deploy.<deploymentID>.start (queue
+// group of the deployment's pool; a new session or a handoff successor, as
+// protocol.DecodeStart tells them apart) and wake requests, and holds
+// what belongs to the process: the lease and its peers, the sweepers,
+// retired-deployment adoption, tasks, the loaded-session cap and
+// hibernation scheduling, drain, metrics and fault injection.
+//
+//	claim: add the session to this process's index (before claiming),
+//	       read the checkpoint (session.ReadCheckpoint: an owner never
+//	       claims what it cannot run), decide the boot attempt
+//	       (quarantine), claim the record by CAS (epoch+1, this run, this
+//	       deployment), then session.New and Run
+//
+// Durability (docs/runtime.md §6): the process holds a lease
+// (baton_owners/lease.<processID>, TTL, renewed every TTL/4) before it
+// resumes its index, and fences itself — every session stops, nothing is
+// served — when it has not renewed for TTL − TTL/4. Peers watch the leases:
+// when a process of their deployment dies, one of them takes its key over
+// by a conditional write and wakes each of its sessions through the
+// deployment's wake queue group (Owner.Wake), where they are claimed afresh.
+// An orphan sweeper adopts what the watch missed. A lost consumer is
+// recreated at the lowest unapplied sequence only while the record still
+// names the run.
+package pool

@@ -1,0 +1,26 @@
+package pool
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/wire"
+)
+
+func TestEchoEndToEnd(t *testing.T) {
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	r := e.start("v1")
+	if !r.Created || r.SessionID == "" {
+		t.Fatalf("start: %+v", r)
+	}
+	e.send(r.SessionID, deliver("hello"))
+	evs := e.waitEvents(r.SessionID, 10*time.Second, "echo", func(evs []wire.Event) bool {
+		return slices.Contains(outputs(evs), "hello")
+	})
+	applied := checkStream(t, evs)
+	if len(applied) != 1 || evs[0].Kind != wire.EventSessionStarted {
+		t.Fatalf("events: %+v", evs)
+	}
+}

@@ -1,0 +1,37 @@
+package pool
+
+import (
+	"errors"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/session"
+)
+
+var (
+	// ErrEventGap means an event would leave a hole in a session's seq (the
+	// kv.Appender's refusal).
+	ErrEventGap = kv.ErrEventGap
+	// ErrUnbootable reports a session whose checkpoint cannot be read by
+	// this build, on any attempt: it does not decode (an unsupported state
+	// version, an invalid shape), or its out-of-line content (a history
+	// segment, the state, an input's text) is gone or corrupt. Each such
+	// attempt is counted in the record (docs/driver.md, "Quarantine"); a
+	// store that merely did not answer is not.
+	ErrUnbootable = session.ErrUnbootable
+	// ErrQuarantined reports a session that is quarantined (by this
+	// attempt or before): no owner runs it until an operator retries or
+	// ends it.
+	ErrQuarantined = errors.New("driver: session quarantined")
+	// ErrDeferred reports a boot attempt not made yet: the session's last
+	// attempts failed and the quarantine backoff has not passed. The
+	// process that deferred it tries again when it has.
+	ErrDeferred = errors.New("driver: boot attempt deferred (quarantine backoff)")
+	// ErrFenced reports that this owner process does not hold a valid
+	// lease: it could not renew it in time, or another process took it
+	// over. A fenced process runs no step, commits nothing and serves no
+	// request until it has acquired its lease again.
+	ErrFenced = session.ErrFenced
+	// errTerminated: an operator ended the session while it was
+	// quarantined; nothing is left to run (the wake outcome "ended").
+	errTerminated = errors.New("driver: session ended by an operator")
+)

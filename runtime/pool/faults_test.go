@@ -1,0 +1,103 @@
+package pool
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/baton-rt/baton/wire"
+)
+
+// Every third commit lands but its reply is lost: each is settled by a
+// leader read of the record (writer run + counter) as landed, so nothing is
+// stranded, applied twice or published out of order.
+func TestLostCommitRepliesAreSettled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var commits, lost atomic.Int64
+	e.owner("v1", "p1", func(c *Config) {
+		c.Faults = &Faults{LoseCommitReply: func(string) bool {
+			if commits.Add(1)%3 == 0 {
+				lost.Add(1)
+				return true
+			}
+			return false
+		}}
+	})
+	id := e.start("v1").SessionID
+
+	var want []string
+	for i := range 12 {
+		text := fmt.Sprintf("msg %d", i)
+		switch i {
+		case 4:
+			// A multi-step turn of its own caller, steered by that caller.
+			text = "/sleep 100ms"
+			d := deliver(text)
+			d.Caller = "carol"
+			e.send(id, d)
+			want = append(want, text)
+			text = "steer 4"
+			s := steer(text)
+			s.Caller = "carol"
+			e.send(id, s)
+		default:
+			e.send(id, deliver(text))
+		}
+		want = append(want, text)
+	}
+	evs := e.waitFor(id, "every delivery answered", func(evs []wire.Event) bool {
+		return len(outputs(evs)) >= len(want)
+	})
+	applied := checkStream(t, evs)
+	if len(applied) != 13 {
+		t.Fatalf("%d commands applied, want 13", len(applied))
+	}
+	if got := outputs(evs); !slices.Equal(got, want) {
+		t.Fatalf("outputs %q, want %q", got, want)
+	}
+	if lost.Load() < 3 {
+		t.Fatalf("only %d commit replies lost: the fault did not bite", lost.Load())
+	}
+
+	// The session keeps answering, and its record is still this run's.
+	e.send(id, deliver("still answering"))
+	checkStream(t, e.waitOutput(id, "still answering"))
+	cur, snap := e.session(id)
+	if cur.Record.Epoch != 1 || cur.Record.Writer != cur.Record.OwnerRunID || snap.Writer.Write != cur.Record.WriteCounter {
+		t.Fatalf("record %+v writer %+v", cur.Record, snap.Writer)
+	}
+}
+
+// An owner whose commit loses the CAS (a foreign write moved the record on)
+// stops the session at once and publishes nothing more.
+func TestCASConflictStopsWithoutSideEffects(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	o := e.owner("v1", "p1")
+	id := e.start("v1").SessionID
+	e.send(id, deliver("before"))
+	before := e.waitKind(id, wire.EventSessionWaiting, 1)
+
+	// A foreign owner claims the record at its current revision.
+	cur, _ := e.session(id)
+	foreign := cur.Record
+	foreign.OwnerRunID, foreign.Writer, foreign.Epoch = "foreign-run", "foreign-run", cur.Record.Epoch+1
+	if _, err := e.store.UpdateSession(t.Context(), foreign, cur.Revision); err != nil {
+		t.Fatal(err)
+	}
+
+	e.send(id, deliver("after"))
+	e.eventually(wait, "the owner to drop the session", func() bool {
+		return !slices.Contains(o.Loaded(), id)
+	})
+	evs := e.events(id)
+	checkStream(t, evs)
+	if len(evs) != len(before) {
+		t.Fatalf("events after the conflict: %s", kinds(evs[len(before):]))
+	}
+	if now, _ := e.session(id); now.Record.OwnerRunID != "foreign-run" || now.Revision != cur.Revision+1 {
+		t.Fatalf("the fenced owner wrote the record: %+v rev %d", now.Record, now.Revision)
+	}
+}

@@ -1,0 +1,86 @@
+package pool
+
+import (
+	"context"
+
+	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
+)
+
+// The owner process's side of its sessions: the session.Env every session
+// shares, and the session.Host through which a session reaches the
+// process (its lease, its handoff transaction, tasks, its index).
+
+// newEnv builds the sessions' environment over JetStream: kv for records
+// and event appends, the inbox stream's consumers, the state object store
+// (bound when Run opens it), message schedules for timers.
+func (o *Owner) newEnv() error {
+	cfg := o.cfg
+	env := &session.Env{
+		Records:  cfg.Store,
+		Inbox:    jsInbox{js: cfg.JS, names: cfg.Names},
+		Blobs:    jsBlobs{obs: func() objectStore { return o.state }},
+		Timers:   jsTimers{js: cfg.JS, names: cfg.Names, deployment: cfg.Deployment, now: cfg.Now},
+		Backlog:  o.backlog,
+		Host:     host{o},
+		Observer: o.metrics,
+		Appender: func(id string) session.Appender { return o.appender(id) },
+		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
+		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment, ProcessID: cfg.ProcessID,
+		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
+		Faults: cfg.Faults.session(),
+	}
+	if err := env.Ready(); err != nil {
+		return err
+	}
+	o.env = env
+	return nil
+}
+
+// host is session.Host for the sessions of o.
+type host struct{ o *Owner }
+
+var (
+	_ session.Host     = host{}
+	_ session.Records  = (*kv.Store)(nil)
+	_ session.Appender = (*kv.Appender)(nil)
+)
+
+func (h host) LeaseValid() bool { return h.o.leaseValid() }
+
+func (h host) Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error) {
+	if h.o.txn == nil {
+		return handoff.Result{}, session.ErrHandoffDisabled
+	}
+	return h.o.txn.Run(ctx, req)
+}
+
+func (h host) StartTask(ctx context.Context, sessionID string, t runtime.TaskSpec) error {
+	return h.o.startTask(ctx, sessionID, t)
+}
+
+func (h host) RemoveIndex(ctx context.Context, sessionID string) error {
+	return h.o.cfg.Store.RemoveIndex(ctx, h.o.cfg.ProcessID, sessionID)
+}
+
+func (h host) Go(f func(ctx context.Context)) {
+	ctx := h.o.servingCtx()
+	h.o.goBG(ctx, func() { f(ctx) })
+}
+
+func (h host) Reconnected() <-chan struct{} { return h.o.reconnected() }
+
+func (h host) Draining() bool { return h.o.draining.Load() }
+
+func (h host) Settled(sessionID string) { h.o.dropSuspect(sessionID) }
+
+// newSession prepares a claimed session of this process.
+func (o *Owner) newSession(b session.Boot) (*session.Session, error) {
+	s, err := session.New(o.env, b)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,185 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// jsInbox is session.Inbox on JetStream: a session's cursor over its
+// merged FIFO is consumer <sessionID>-<epoch> on the inbox stream, filtered
+// on every token of the session, in stream order. The consumer is a
+// disposable cursor: the truth is Applied in the session record, and the
+// consumer is (re)created at Applied.Next. AckExplicit with one message in
+// flight keeps delivery in stream order even when a message is lost in
+// flight and redelivered.
+type jsInbox struct {
+	js    jetstream.JetStream
+	names subjects.Names
+}
+
+var _ session.Inbox = jsInbox{}
+
+// jsReader is one open consumer.
+type jsReader struct {
+	iter jetstream.MessagesContext
+	out  chan session.Delivery
+	stop chan struct{}
+	done chan struct{}
+	// lost receives the error that ended delivery unexpectedly (consumer
+	// deleted, heartbeats missed after a server restart...); never closed.
+	lost chan error
+}
+
+func (r *jsReader) Deliveries() <-chan session.Delivery { return r.out }
+func (r *jsReader) Lost() <-chan error                  { return r.lost }
+
+const (
+	inboxPullExpiry  = 5 * time.Second
+	consumerInactive = 10 * time.Minute
+	consumerAckWait  = 5 * time.Second
+)
+
+func (ib jsInbox) config(c session.Cursor) jetstream.ConsumerConfig {
+	filters := make([]string, len(c.Tokens))
+	for i, t := range c.Tokens {
+		filters[i] = ib.names.Inbox(t)
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable: c.Name, FilterSubjects: filters,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: consumerAckWait, MaxAckPending: 1,
+		DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: consumerInactive,
+		MemoryStorage: true, Replicas: 1,
+	}
+	if c.Start > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.Start
+	}
+	return cfg
+}
+
+// Open (re)creates the consumer at c.Start and starts delivering. A fresh
+// cursor's name <id>-<epoch> is new: the epoch was just claimed by this
+// run's CAS, and no other run ever uses it. It is created first and deleted
+// only if the name exists after all (a create with an identical
+// configuration returns the existing consumer: one that has delivered
+// anything is not a fresh cursor), which saves the delete's round trip on
+// the way to the first step.
+func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, error) {
+	stream := ib.names.InboxStream()
+	var cons jetstream.Consumer
+	if c.Fresh {
+		cc, err := ib.js.CreateConsumer(ctx, stream, ib.config(c))
+		if err == nil && unused(cc) {
+			cons = cc
+		} else if err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
+			return nil, fmt.Errorf("pool: create consumer %s: %w", c.Name, err)
+		}
+	}
+	if cons == nil {
+		if err := ib.Delete(ctx, c.Name); err != nil {
+			return nil, err
+		}
+		cc, err := ib.js.CreateConsumer(ctx, stream, ib.config(c))
+		if err != nil {
+			return nil, fmt.Errorf("pool: create consumer %s: %w", c.Name, err)
+		}
+		cons = cc
+	}
+	// A pull request that is lost (a consumer created just as its stream
+	// was born, a route flap) is only noticed by its expiry's heartbeat:
+	// 5 s bounds that stall instead of the library's default 30 s.
+	iter, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(inboxPullExpiry))
+	if err != nil {
+		return nil, fmt.Errorf("pool: consume %s: %w", c.Name, err)
+	}
+	r := &jsReader{iter: iter, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
+		done: make(chan struct{}), lost: make(chan error, 1)}
+	go r.read()
+	return r, nil
+}
+
+// readerBuffer is how many delivered messages a reader holds for its
+// session (each is acknowledged once buffered: the record, not the
+// consumer, says what was processed).
+const readerBuffer = 64
+
+// unused reports whether a consumer has never delivered a message (nor
+// has a client waiting on it): then it is the cursor a create would make.
+func unused(c jetstream.Consumer) bool {
+	i := c.CachedInfo()
+	return i != nil && i.Delivered.Consumer == 0 && i.AckFloor.Consumer == 0 && i.NumAckPending == 0 &&
+		i.NumRedelivered == 0 && i.NumWaiting == 0
+}
+
+func (r *jsReader) read() {
+	defer close(r.done)
+	for {
+		msg, err := r.iter.Next()
+		if err != nil {
+			select {
+			case <-r.stop: // closed by the session
+			default:
+				r.lost <- err // consumer deleted, heartbeats missed...
+			}
+			return
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		_ = msg.Ack()
+		select {
+		case r.out <- session.Delivery{Seq: meta.Sequence.Stream, Data: msg.Data(), Stored: meta.Timestamp}:
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// Close stops delivery (the consumer stays until Delete or its inactivity
+// threshold).
+func (r *jsReader) Close() {
+	close(r.stop)
+	r.iter.Stop()
+	<-r.done
+}
+
+// Exists reports whether the consumer exists.
+func (ib jsInbox) Exists(ctx context.Context, name string) (bool, error) {
+	_, err := ib.js.Consumer(ctx, ib.names.InboxStream(), name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
+// Delete deletes the consumer; a missing one is not an error.
+func (ib jsInbox) Delete(ctx context.Context, name string) error {
+	err := ib.js.DeleteConsumer(ctx, ib.names.InboxStream(), name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("pool: delete consumer %s: %w", name, err)
+	}
+	return nil
+}
+
+// Purge purges the messages below seq on each token's inbox subject.
+func (ib jsInbox) Purge(ctx context.Context, tokens []string, below uint64) error {
+	stream, err := ib.js.Stream(ctx, ib.names.InboxStream())
+	if err != nil {
+		return err
+	}
+	for _, t := range tokens {
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(ib.names.Inbox(t)), jetstream.WithPurgeSequence(below)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

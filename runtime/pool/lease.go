@@ -1,0 +1,258 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
+)
+
+// leaseState is this process's own lease: baton_owners/lease.<processID>.
+//
+// The lease is held while the monotonic clock is before validUntil: the
+// time the last successful renewal (or the acquisition) was *sent* plus
+// TTL − TTL/4. The server expires the lease no earlier than TTL after it
+// received that write, so the process stops a quarter of the TTL before any
+// peer can take its sessions over. Every session checks leaseValid before
+// each effect (commit, publish, step...), so a process that was frozen
+// (SIGSTOP) past its lease does nothing once it runs again, even before its
+// renewal loop noticed.
+type leaseState struct {
+	mu         sync.Mutex
+	rev        uint64 // revision of this run's last lease write
+	held       bool   // acquired and not released
+	cancel     context.CancelCauseFunc
+	validUntil atomic.Int64 // nanoseconds since Owner.born; 0 = not held
+}
+
+func (o *Owner) leaseValue() kv.Lease {
+	return kv.Lease{ProcessID: o.cfg.ProcessID, DeploymentID: o.cfg.Deployment, Instance: o.instance}
+}
+
+// leaseValid reports whether this process may act for its sessions now.
+func (o *Owner) leaseValid() bool {
+	return int64(time.Since(o.born)) < o.lease.validUntil.Load()
+}
+
+// setLease records a successful lease write sent at sent.
+func (o *Owner) setLease(rev uint64, sent time.Time) {
+	o.lease.mu.Lock()
+	o.lease.rev, o.lease.held = rev, true
+	o.lease.mu.Unlock()
+	o.lease.validUntil.Store(int64(sent.Add(o.cfg.fenceAfter()).Sub(o.born)))
+}
+
+func (o *Owner) leaseRev() uint64 {
+	o.lease.mu.Lock()
+	defer o.lease.mu.Unlock()
+	return o.lease.rev
+}
+
+func (o *Owner) invalidate() { o.lease.validUntil.Store(0) }
+
+func (ls *leaseState) setCancel(c context.CancelCauseFunc) {
+	ls.mu.Lock()
+	ls.cancel = c
+	ls.mu.Unlock()
+}
+
+// fence stops the current lease period: every session stops at once (no
+// further commit, publish or step), requests are no longer served, and Run
+// acquires the lease again.
+func (o *Owner) fence(cause error) {
+	o.metrics.fences.Inc()
+	o.invalidate()
+	o.lease.mu.Lock()
+	cancel := o.lease.cancel
+	o.lease.mu.Unlock()
+	if cancel != nil {
+		cancel(fmt.Errorf("%w: %w", ErrFenced, cause))
+	}
+}
+
+// errLeaseLost: the lease is not this run's any more (taken over, expired,
+// or written by another run of the same process ID).
+var errLeaseLost = errors.New("driver: lease lost")
+
+// acquire creates this process's lease. A live lease under its key — a
+// previous run that crashed, a duplicate process, or a peer that took it
+// over and is adopting its sessions — is waited out: acquire polls until it
+// expires or is released. This run's own lease (after a fence whose lease
+// had not expired yet) is simply renewed.
+func (o *Owner) acquire(ctx context.Context) error {
+	l, ttl := o.leaseValue(), o.cfg.LeaseTTL
+	poll := min(max(ttl/10, 50*time.Millisecond), 250*time.Millisecond)
+	var waitingFor string
+	for {
+		sent := time.Now()
+		rev, err := o.cfg.Store.AcquireLease(ctx, l, ttl)
+		var owned *record.OwnedError
+		switch {
+		case err == nil:
+			o.setLease(rev, sent)
+			o.log.Info("lease acquired", "ttl", ttl, "renew", o.cfg.LeaseRenew, "fence_after", o.cfg.fenceAfter(), "rev", rev)
+			return nil
+		case errors.As(err, &owned):
+			if cur, crev, gerr := o.cfg.Store.GetLease(ctx, o.cfg.ProcessID); gerr == nil && cur.Instance == o.instance && cur.Holder == "" {
+				sent = time.Now()
+				if rev, err := o.cfg.Store.RenewLease(ctx, l, crev, ttl); err == nil {
+					o.setLease(rev, sent)
+					o.log.Info("lease re-acquired (still held by this run)", "rev", rev)
+					return nil
+				}
+			}
+			if waitingFor != owned.Owner {
+				waitingFor = owned.Owner
+				o.log.Info("lease key is live; waiting for it to expire", "holder", owned.Owner)
+			}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			o.log.Warn("acquire lease failed; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// renewLoop renews the lease every LeaseRenew and fences the process when
+// the lease is lost or was not renewed within TTL − TTL/4. A failed renewal
+// is retried quickly; one whose reply was lost is settled by reading the
+// lease back (this run's instance at a newer revision = it landed).
+func (o *Owner) renewLoop(ctx context.Context) {
+	retry := min(o.cfg.LeaseRenew/4, 100*time.Millisecond)
+	next := time.Now().Add(o.cfg.LeaseRenew)
+	uncertain := false
+	for {
+		deadline := o.born.Add(time.Duration(o.lease.validUntil.Load()))
+		wake := next
+		if deadline.Before(wake) {
+			wake = deadline
+		}
+		t := time.NewTimer(time.Until(wake))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !o.leaseValid() {
+			o.fence(fmt.Errorf("lease not renewed within %v", o.cfg.fenceAfter()))
+			return
+		}
+		if o.faults.holdLeaseRenewal() {
+			next = time.Now().Add(retry)
+			continue
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		rev, err := o.renewOnce(rctx, uncertain)
+		cancel()
+		if err == nil {
+			o.metrics.renewals.WithLabelValues("ok").Inc()
+		} else {
+			o.metrics.renewals.WithLabelValues("error").Inc()
+		}
+		switch {
+		case err == nil:
+			o.setLease(rev, sent)
+			uncertain = false
+			next = sent.Add(o.cfg.LeaseRenew)
+		case errors.Is(err, errLeaseLost):
+			o.fence(err)
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			if !uncertain {
+				o.log.Warn("lease renewal failed; retrying", "err", err)
+			}
+			uncertain = true
+			next = time.Now().Add(retry)
+		}
+	}
+}
+
+// renewOnce renews at the last known revision, or, after an uncertain
+// renewal or a conflict, at the revision of this run's lease as read back.
+func (o *Owner) renewOnce(ctx context.Context, uncertain bool) (uint64, error) {
+	rev := o.leaseRev()
+	if uncertain {
+		cur, crev, err := o.cfg.Store.GetLease(ctx, o.cfg.ProcessID)
+		switch {
+		case errors.Is(err, record.ErrNotFound):
+			return 0, fmt.Errorf("%w: expired", errLeaseLost)
+		case err != nil:
+			return 0, err
+		case cur.Instance != o.instance || cur.Holder != "":
+			return 0, fmt.Errorf("%w: held by %s (instance %q)", errLeaseLost, or(cur.Holder, cur.ProcessID), cur.Instance)
+		}
+		rev = crev
+	}
+	nrev, err := o.cfg.Store.RenewLease(ctx, o.leaseValue(), rev, o.cfg.LeaseTTL)
+	if err == nil && o.faults.loseLeaseReply() {
+		return 0, errors.New("driver: lease renewal reply lost (injected)")
+	}
+	if errors.Is(err, record.ErrConflict) {
+		if uncertain {
+			return 0, fmt.Errorf("%w: %w", errLeaseLost, err)
+		}
+		return o.renewOnce(ctx, true)
+	}
+	return nrev, err
+}
+
+// release removes the lease on shutdown, so peers adopt the sessions at
+// once instead of waiting for the TTL.
+func (o *Owner) release() {
+	o.invalidate()
+	o.lease.mu.Lock()
+	rev, held := o.lease.rev, o.lease.held
+	o.lease.held = false
+	o.lease.mu.Unlock()
+	if !held {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := o.cfg.Store.ReleaseLease(ctx, o.cfg.ProcessID, rev)
+	if errors.Is(err, record.ErrConflict) {
+		// A renewal landed while its reply was lost: this run's view of the
+		// revision is stale. Release at the current one if it is still ours.
+		if cur, crev, gerr := o.cfg.Store.GetLease(ctx, o.cfg.ProcessID); gerr == nil && cur.Instance == o.instance && cur.Holder == "" {
+			err = o.cfg.Store.ReleaseLease(ctx, o.cfg.ProcessID, crev)
+		}
+	}
+	if err != nil {
+		o.log.Warn("lease not released; peers adopt after its TTL", "err", err)
+		return
+	}
+	o.log.Info("lease released")
+}
+
+// ownLeaseEvent fences the process when the watch shows its lease expired
+// or written by someone else after this run's last write.
+func (o *Owner) ownLeaseEvent(ev kv.LeaseEvent) {
+	if ev.Initial || ev.Revision <= o.leaseRev() || !o.leaseValid() {
+		return
+	}
+	if ev.Lease != nil && ev.Lease.Instance == o.instance && ev.Lease.Holder == "" {
+		return // this run's own renewal
+	}
+	o.fence(fmt.Errorf("%w: the lease watch shows it expired or taken at revision %d", errLeaseLost, ev.Revision))
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,264 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+)
+
+// Owner runs the sessions of one owner process.
+type Owner struct {
+	cfg      Config
+	log      *slog.Logger
+	faults   *Faults
+	instance string    // nonce of this Run, written into the lease
+	born     time.Time // monotonic origin of validUntil
+
+	mu        sync.Mutex
+	sessions  map[string]*loaded
+	loading   map[string]bool // claims in progress (create or Load)
+	restarts  map[string]int  // consecutive failed runs per session
+	retrying  map[string]bool // boot attempts scheduled after the quarantine backoff
+	suspect   string          // the counted boot this process runs now (quarantine.go)
+	suspectAt time.Time
+	wg        sync.WaitGroup        // session goroutines
+	bg        sync.WaitGroup        // adoption, wake and restart goroutines
+	ctx       context.Context       // the serving context of the current lease period
+	state     jetstream.ObjectStore // baton_state (set by Run)
+	txn       *handoff.Txn          // nil: handoff disabled
+	env       *session.Env          // what every session of this process shares
+
+	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
+	// messages by sequence (retired.go), the appenders' last events.
+	backlog   kv.Backlog
+	inboxMsgs kv.Stream
+	events    kv.Stream
+
+	lease    leaseState
+	peers    peerSet
+	wakeSem  chan struct{}
+	reconnMu sync.Mutex
+	reconnCh chan struct{} // closed and replaced on every reconnect
+	room     chan struct{} // closed and replaced when a session leaves or a claim ends
+	metrics  *metrics
+	draining atomic.Bool
+	settling int           // hibernated sessions whose inbox re-check runs (o.mu)
+	drainCh  chan struct{} // closed when the drain begins
+	retired  retiredSet
+}
+
+// New validates cfg and returns an Owner.
+func New(cfg Config) (*Owner, error) {
+	if err := subjects.ValidateDeployment(cfg.Deployment); err != nil {
+		return nil, err
+	}
+	if err := subjects.ValidateSessionID(cfg.ProcessID); err != nil {
+		return nil, fmt.Errorf("driver: process ID: %w", err)
+	}
+	if cfg.NC == nil || cfg.JS == nil || cfg.Store == nil || cfg.Agent == nil {
+		return nil, errors.New("driver: NC, JS, Store and Agent are required")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validateDurability(); err != nil {
+		return nil, err
+	}
+	if cfg.Events == nil {
+		reg, err := agentEvents(cfg.Agent)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Events = reg
+	}
+	o := &Owner{cfg: cfg, faults: cfg.Faults, born: time.Now(),
+		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{}, retrying: map[string]bool{},
+		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
+		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}),
+		backlog: kv.NewBacklog(cfg.JS, cfg.Names), inboxMsgs: kv.NewStream(cfg.JS, cfg.Names.InboxStream()),
+		events: kv.NewStream(cfg.JS, cfg.Names.EventsStream()),
+	}
+	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
+	if err != nil {
+		return nil, fmt.Errorf("driver: metrics: %w", err)
+	}
+	o.metrics = m
+	if !cfg.DisableHandoff {
+		o.txn = &handoff.Txn{
+			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
+			Starter: handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
+			Backlog: o.backlog,
+			Hooks:   cfg.Faults.handoffSource(),
+		}
+	}
+	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
+	if err := o.newEnv(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+func (o *Owner) now() time.Time { return o.cfg.Now() }
+
+func newID() string { return ulid.Make().String() }
+
+// newOwner is a new owner run of this process: the ownership a claim, a
+// new session or a handoff activation writes.
+func (o *Owner) newOwner() record.Owner {
+	return record.Owner{RunID: newID(), Deployment: o.cfg.Deployment, Process: o.cfg.ProcessID, WireV: wire.CurrentVersion}
+}
+
+// Run holds this process's lease, resumes the sessions of its index, serves
+// start and wake requests, adopts the sessions of dead processes of its
+// deployment and runs tasks until ctx ends; then it stops every session (a
+// running step is abandoned: its uncommitted work re-runs on the next owner)
+// and releases the lease, so a peer adopts the sessions at once.
+//
+// The lease comes first: the process acquires it (waiting for a previous
+// run's lease to expire) before it resumes anything. When it cannot renew
+// the lease in time it fences itself — every session stops, no request is
+// served — and then acquires the lease again and resumes its index by fresh
+// claims.
+func (o *Owner) Run(ctx context.Context) error {
+	o.instance = newID()
+	state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
+	if ctx.Err() != nil {
+		return nil // stopped while starting: a clean shutdown
+	}
+	if err != nil {
+		return fmt.Errorf("driver: state object store: %w", err)
+	}
+	o.state = state
+	// With a drain timeout, the end of ctx starts a graceful drain; the
+	// process's own context ends when the drain is done (or timed out).
+	runCtx := ctx
+	if o.cfg.DrainTimeout > 0 {
+		var abort context.CancelFunc
+		runCtx, abort = context.WithCancel(context.WithoutCancel(ctx))
+		defer abort()
+		go func() {
+			select {
+			case <-ctx.Done():
+				o.drain(runCtx)
+				abort()
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	var bg sync.WaitGroup
+	bg.Go(func() { o.watchPeers(runCtx) })
+	bg.Go(func() { o.watchReconnects(runCtx) })
+	errc := make(chan error, 1)
+	go func() { errc <- o.runTasks(ctx) }() // no new tasks once draining
+	for runCtx.Err() == nil {
+		if err := o.acquire(runCtx); err != nil {
+			break
+		}
+		o.serve(runCtx)
+		sleep(runCtx, 100*time.Millisecond) // a fence that repeats must not spin
+	}
+	o.release()
+	bg.Wait()
+	return <-errc
+}
+
+// serve runs one lease period: until ctx ends or the process is fenced.
+func (o *Owner) serve(parent context.Context) {
+	ctx, cancel := context.WithCancelCause(parent)
+	o.mu.Lock()
+	o.ctx = ctx
+	o.mu.Unlock()
+	o.lease.setCancel(cancel)
+	defer func() {
+		o.mu.Lock() // orders the cancel with goBG's check (see goBG)
+		cancel(nil)
+		o.mu.Unlock()
+		o.invalidate()
+		o.stopAll()
+		o.bg.Wait()
+	}()
+	o.goBG(ctx, func() { o.renewLoop(ctx) })
+	// Resume the index before serving start requests: start indexes a new
+	// session before it runs it, so a resume listing the index meanwhile
+	// would claim that session a second time in this process.
+	if err := o.resumeIndex(ctx); err != nil {
+		o.log.Error("resume failed", "err", err)
+	}
+	var subs []*nats.Subscription
+	defer func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+	}()
+	for _, s := range []struct {
+		subject string
+		handler nats.MsgHandler
+	}{
+		{o.cfg.Names.Start(o.cfg.Deployment), o.serveStart},
+		{o.cfg.Names.Wake(o.cfg.Deployment), o.serveWake},
+	} {
+		sub, err := o.cfg.NC.QueueSubscribe(s.subject, o.cfg.Names.QueueGroup(o.cfg.Deployment), s.handler)
+		if err != nil {
+			o.log.Error("subscribe failed; fencing to retry", "subject", s.subject, "err", err)
+			o.fence(fmt.Errorf("subscribe %s: %w", s.subject, err))
+			return
+		}
+		subs = append(subs, sub)
+	}
+	o.goBG(ctx, func() { o.sweepLoop(ctx) })
+	o.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
+	// The subscriptions are registered with the server once a round trip
+	// has passed: only then is "serving" true for a requester on another
+	// connection (without it, a start right after the log line can meet
+	// "no responders").
+	if err := o.cfg.NC.FlushTimeout(5 * time.Second); err != nil {
+		o.log.Warn("flush after subscribing", "err", err)
+	}
+	o.log.Info("owner serving", "start", o.cfg.Names.Start(o.cfg.Deployment), "wake", o.cfg.Names.Wake(o.cfg.Deployment))
+	select {
+	case <-ctx.Done():
+	case <-o.drainCh:
+		// Draining: no new starts, wakes or handoff activations here; the
+		// pool's other processes take them.
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+		subs = nil
+		<-ctx.Done()
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrFenced) {
+		o.log.Warn("fenced: stopping every session", "cause", cause)
+	}
+}
+
+// servingCtx is the context of the current lease period (canceled while
+// fenced).
+func (o *Owner) servingCtx() context.Context {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ctx
+}
+
+// The handoff transaction's store and backlog check are kv's.
+var (
+	_ handoff.Store   = (*kv.Store)(nil)
+	_ handoff.Backlog = kv.Backlog{}
+)

@@ -1,0 +1,260 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
+	"github.com/baton-rt/baton/record"
+	"github.com/cenkalti/backoff/v4"
+)
+
+// peer is what the lease watch last showed of another owner process.
+type peer struct {
+	deployment string // from its last own lease ("" if never seen live)
+	live       bool   // its own lease is live
+	gen        uint64 // watch generation that confirmed it
+	rev        uint64 // revision of the key's last change seen
+}
+
+// peerSet is the lease watch's view of every owner process, plus the
+// processes this one is adopting right now.
+type peerSet struct {
+	mu       sync.Mutex
+	m        map[string]peer
+	gen      uint64
+	adopting map[string]bool
+}
+
+// peerLive reports whether pid's own lease is live as far as the current
+// watch knows. It is a hint: adoption always goes through TakeoverLease,
+// which fails on a live lease.
+func (o *Owner) peerLive(pid string) bool {
+	o.peers.mu.Lock()
+	defer o.peers.mu.Unlock()
+	p, ok := o.peers.m[pid]
+	return ok && p.live && p.gen == o.peers.gen
+}
+
+// watchPeers follows every lease key. When the lease of a live process of
+// this deployment expires, this process tries to take the dead key over
+// (one peer wins) and adopt the dead process's sessions. The watch is
+// restarted if it ends before ctx.
+func (o *Owner) watchPeers(ctx context.Context) {
+	for ctx.Err() == nil {
+		ch, err := o.cfg.Store.WatchLeases(ctx)
+		if err != nil {
+			o.log.Warn("lease watch failed; retrying", "err", err)
+			sleep(ctx, 500*time.Millisecond)
+			continue
+		}
+		o.peers.mu.Lock()
+		o.peers.gen++
+		o.peers.mu.Unlock()
+		for ev := range ch {
+			o.peerEvent(ev)
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
+
+func (o *Owner) peerEvent(ev kv.LeaseEvent) {
+	if ev.Err != nil {
+		return
+	}
+	pid := ev.ProcessID
+	if pid == o.cfg.ProcessID {
+		o.ownLeaseEvent(ev)
+		return
+	}
+	o.peers.mu.Lock()
+	prev, ok := o.peers.m[pid]
+	wasLive := ok && prev.live && prev.gen == o.peers.gen
+	next := peer{deployment: prev.deployment, gen: o.peers.gen, rev: ev.Revision}
+	if !ev.Expired && ev.Lease.Holder == "" {
+		next.deployment, next.live = ev.Lease.DeploymentID, true
+	}
+	o.peers.m[pid] = next
+	o.peers.mu.Unlock()
+	if ev.Expired && !ev.Initial && wasLive && prev.deployment == o.cfg.Deployment {
+		o.log.Info("owner process lease expired", "dead", pid)
+		ctx := o.servingCtx()
+		o.goBG(ctx, func() {
+			if o.peers.changedSince(pid, ev.Revision) {
+				return // a peer took the key over already (this watch lags)
+			}
+			o.adopt(ctx, pid, nil)
+		})
+	}
+}
+
+// changedSince reports whether the watch saw pid's key change after rev.
+func (ps *peerSet) changedSince(pid string, rev uint64) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.m[pid].rev > rev
+}
+
+func (ps *peerSet) startAdopting(pid string) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.adopting == nil {
+		ps.adopting = map[string]bool{}
+	}
+	if ps.adopting[pid] {
+		return false
+	}
+	ps.adopting[pid] = true
+	return true
+}
+
+func (ps *peerSet) doneAdopting(pid string) {
+	ps.mu.Lock()
+	delete(ps.adopting, pid)
+	ps.mu.Unlock()
+}
+
+// adopt takes over the lease key of a dead owner process — a conditional
+// write that only succeeds on an expired, released or missing lease, so the
+// dead process can never renew it and exactly one peer adopts — then wakes
+// every session of its index (and extra, sessions a sweep found naming it)
+// through the deployment's wake queue group, which spreads the claims over
+// the live peers. An index entry is removed once its wake succeeded; the
+// key is held (renewed) until every wake succeeded, then released. If this
+// process stops adopting half way, the hold expires and the sweeper of any
+// peer adopts what is left.
+func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
+	if dead == o.cfg.ProcessID || dead == "" || !o.peers.startAdopting(dead) {
+		return
+	}
+	defer o.peers.doneAdopting(dead)
+	began := time.Now()
+	rev, err := o.cfg.Store.TakeoverLease(ctx, dead, o.cfg.ProcessID, o.cfg.LeaseTTL)
+	var owned *record.OwnedError
+	switch {
+	case errors.As(err, &owned):
+		o.log.Debug("lease of owner process not taken over: held", "dead", dead, "holder", owned.Owner)
+		return
+	case err != nil:
+		o.log.Warn("take over lease failed", "dead", dead, "err", err)
+		return
+	}
+	o.log.Info("took over the lease of a dead owner process", "dead", dead)
+	h := &hold{o: o, dead: dead, rev: rev}
+	hctx, stop := context.WithCancel(ctx)
+	var hwg sync.WaitGroup
+	hwg.Go(func() { h.renew(hctx, stop) })
+	ids, err := o.cfg.Store.ListIndex(hctx, dead)
+	listed := err == nil || errors.Is(err, record.ErrNotFound)
+	if !listed {
+		// Keep the key until the hold expires: the sweeper adopts again.
+		o.log.Warn("list index of dead owner process failed", "dead", dead, "err", err)
+	}
+	for _, id := range extra {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	done := o.wakeAll(hctx, dead, ids) && listed
+	stop()
+	hwg.Wait()
+	if done && !h.lost {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_ = o.cfg.Store.ReleaseLease(rctx, dead, h.rev)
+		cancel()
+	}
+	o.log.Info("adopted the sessions of a dead owner process", "dead", dead, "sessions", len(ids),
+		"complete", done, "took", time.Since(began).Round(time.Millisecond))
+}
+
+// hold is a taken-over lease key, renewed while its sessions are adopted.
+type hold struct {
+	o    *Owner
+	dead string
+	rev  uint64
+	lost bool
+}
+
+func (h *hold) renew(ctx context.Context, stop context.CancelFunc) {
+	l := kv.Lease{ProcessID: h.dead, Holder: h.o.cfg.ProcessID, TakenAt: time.Now().UTC()}
+	for {
+		sleep(ctx, h.o.cfg.LeaseRenew)
+		if ctx.Err() != nil {
+			return
+		}
+		rev, err := h.o.cfg.Store.RenewLease(ctx, l, h.rev, h.o.cfg.LeaseTTL)
+		switch {
+		case err == nil:
+			h.rev = rev
+		case errors.Is(err, record.ErrConflict):
+			h.o.log.Warn("lost the taken-over lease; stopping adoption", "dead", h.dead)
+			h.lost = true
+			stop()
+			return
+		}
+	}
+}
+
+// wakeParallel bounds the wakes one adoption has in flight; wakeGiveUp
+// bounds the retries of one session's wake.
+const (
+	wakeParallel = 16
+	wakeGiveUp   = 30 * time.Second
+)
+
+// wakeAll wakes every session, retrying each until it succeeds or ctx ends;
+// it reports whether all succeeded.
+func (o *Owner) wakeAll(ctx context.Context, dead string, ids []string) bool {
+	var failed atomic.Int32
+	started := eachBounded(ctx, ids, wakeParallel, func(id string) {
+		if !o.wakeUntilDone(ctx, id, dead) {
+			failed.Add(1)
+		}
+	})
+	return started && failed.Load() == 0 && ctx.Err() == nil
+}
+
+func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {
+	// Bounded: a session that cannot be loaded (an unreadable checkpoint)
+	// must not hold the dead key forever — its index entry stays, and the
+	// sweeper tries again later.
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(2*time.Second),
+		backoff.WithMaxElapsedTime(wakeGiveUp)), ctx)
+	attempt := 0
+	err := backoff.Retry(func() error {
+		req := protocol.WakeRequest{SessionID: id, From: dead, Source: protocol.WakeTakeover}
+		var rep protocol.WakeReply
+		var err error
+		// Every other attempt wakes the session here: the queue group may
+		// hand the request to a member that never answers (a frozen
+		// process keeps its subscriptions until its connection times out).
+		if attempt++; attempt%2 == 0 {
+			rep = o.Wake(ctx, req)
+		} else {
+			rep, err = o.requestWake(ctx, req)
+		}
+		if err == nil && rep.Error != nil {
+			err = rep.Error
+		}
+		if err != nil {
+			o.log.Debug("wake failed; retrying", "session", id, "err", err)
+			return err
+		}
+		o.log.Debug("woken", "session", id, "outcome", rep.Outcome, "by", rep.ProcessID)
+		return nil
+	}, b)
+	if err != nil {
+		o.log.Warn("gave up waking a session of a dead owner process", "dead", dead, "session", id, "err", err)
+		return false
+	}
+	if err := o.cfg.Store.RemoveIndex(ctx, dead, id); err != nil {
+		o.log.Warn("remove index entry of adopted session", "dead", dead, "session", id, "err", err)
+	}
+	return true
+}

@@ -1,0 +1,312 @@
+package pool
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/protocol"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Quarantine (docs/driver.md, "Quarantine"): a session that cannot boot,
+// or whose steps keep killing their owner process, is parked after
+// Config.QuarantineAfter counted attempts instead of being retried without
+// bound. The attempts are counted in the session record (record.Claim,
+// record.Failed), so they survive the processes that make them.
+
+// Quarantine defaults.
+const (
+	DefaultQuarantineAfter = 3
+	// maxErrorText bounds the error text a record and an event keep.
+	maxErrorText = 1024
+)
+
+// DefaultQuarantineBackoff is the wait before the next boot attempt after
+// one, two, three or more counted attempts.
+var DefaultQuarantineBackoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
+
+// bootFailed records an attempt that failed before its claim (cause wraps
+// ErrUnbootable) by a CAS of the record at the revision read, without
+// taking ownership, and schedules the next attempt after the backoff; the
+// attempt that reaches QuarantineAfter quarantines instead. Any other
+// error (the store did not answer) is returned as it is, not counted.
+func (o *Owner) bootFailed(ctx context.Context, cur record.Session, cause error) error {
+	if !errors.Is(cause, ErrUnbootable) {
+		return cause
+	}
+	rec, msg := cur.Record, clipText(cause.Error())
+	if n := rec.BootAttempts + 1; n >= o.cfg.QuarantineAfter {
+		return o.quarantine(ctx, cur, n, msg, nil)
+	}
+	next, err := record.Failed(rec, msg, "boot-"+newID(), o.now().UTC())
+	if err == nil {
+		_, err = o.cfg.Store.UpdateSession(ctx, next, cur.Revision)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (the attempt is not recorded: %v)", cause, err)
+	}
+	o.log.Info("boot attempt failed", "session", rec.SessionID, "attempt", next.BootAttempts, "quarantine_after", o.cfg.QuarantineAfter, "err", msg)
+	o.retryAt(rec.SessionID, rec.OwnerProcess, o.backoffLeft(next))
+	return cause
+}
+
+// quarantine parks the session instead of booting it: the record moves to
+// quarantined by a CAS at the revision read, carrying session.quarantined
+// as its floor event, which is then appended at the subject's end (not
+// through the outbox: the checkpoint may be unreadable). d is the decoded
+// checkpoint when it could be read: its committed outbox is appended first,
+// so the event follows every committed event. It returns ErrQuarantined
+// once the record is quarantined (load then removes this process's index
+// entry; the dead owner's goes with its takeover).
+func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int, cause string, d *session.Checkpoint) error {
+	id := cur.Record.SessionID
+	app := o.appender(id)
+	seq, err := o.nextSeq(ctx, app, cur.Record, d)
+	if err != nil {
+		return fmt.Errorf("driver: quarantine %s: events: %w", id, err)
+	}
+	rec, err := o.parked(cur.Record, attempts, cause, seq)
+	if err != nil {
+		return err
+	}
+	if err := o.casRecord(ctx, rec, cur.Revision); err != nil {
+		return fmt.Errorf("driver: quarantine %s: %w", id, err)
+	}
+	if err := app.Append(ctx, seq, rec.FloorEvent); err != nil {
+		o.log.Debug("session.quarantined not appended; the next reader of the record appends it", "session", id, "err", err)
+	}
+	if prev := cur.Record.Consumer; prev != "" {
+		// The vanished owner's consumer: a quarantined session holds none
+		// (it would expire by its inactivity threshold anyway).
+		o.deleteConsumer(ctx, prev)
+	}
+	o.log.Warn("session quarantined", "session", id, "attempts", attempts, "error", cause, "event_seq", seq)
+	return ErrQuarantined
+}
+
+// nextSeq is the seq of an event appended outside a commit: one past the
+// larger of the subject's last event (after what the stream lacks is
+// appended: d's committed outbox, when the checkpoint could be read, and
+// the record's floor event), the floor and the checkpoint's event seq.
+func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.SessionRecord, d *session.Checkpoint) (uint64, error) {
+	var outbox []wire.Event
+	seq := rec.EventSeqFloor
+	if d != nil {
+		outbox, seq = d.Outbox, max(seq, d.Snap.EventSeq)
+	}
+	last, err := o.publishPending(ctx, app, rec, outbox)
+	if err != nil {
+		return 0, err
+	}
+	return max(seq, last) + 1, nil
+}
+
+// parked is the quarantined record: record.Quarantine carrying
+// session.quarantined at seq.
+func (o *Owner) parked(r record.SessionRecord, attempts int, cause string, seq uint64) (record.SessionRecord, error) {
+	writer := "quarantine-" + newID()
+	data, err := o.operatorEvent(r.SessionID, seq, writer, wire.EventSessionQuarantined,
+		wire.SessionQuarantined{Attempts: attempts, Error: cause, DeploymentID: o.cfg.Deployment})
+	if err != nil {
+		return record.SessionRecord{}, err
+	}
+	q := record.QuarantineInfo{Attempts: attempts, Error: cause, Since: o.now().UTC(), DeploymentID: o.cfg.Deployment}
+	return record.Quarantine(r, q, writer, record.Appended{Seq: seq, Event: data})
+}
+
+// terminated handles a wake or claim of a session an operator ended while
+// it was quarantined: nothing runs it (its checkpoint does not say ended);
+// only the session.ended its record carries is appended if the operator
+// could not. It returns errTerminated.
+func (o *Owner) terminated(ctx context.Context, rec record.SessionRecord) error {
+	if _, err := o.publishPending(ctx, o.appender(rec.SessionID), rec, nil); err != nil {
+		o.log.Debug("append the floor event of a terminated session", "session", rec.SessionID, "err", err)
+	}
+	return errTerminated
+}
+
+// deleteConsumer deletes an inbox consumer, best effort.
+func (o *Owner) deleteConsumer(ctx context.Context, name string) {
+	err := o.cfg.JS.DeleteConsumer(ctx, o.cfg.Names.InboxStream(), name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		o.log.Debug("delete consumer", "consumer", name, "err", err)
+	}
+}
+
+// casRecord writes rec at rev; a write whose reply was lost is settled by
+// a leader read of its writer stamp.
+func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uint64) error {
+	_, err := o.cfg.Store.UpdateSession(ctx, rec, rev)
+	if err != nil && !errors.Is(err, record.ErrConflict) && !errors.Is(err, record.ErrInvalid) && !errors.Is(err, record.ErrTooLarge) {
+		_, err = o.settleClaim(ctx, rec, err)
+	}
+	if errors.Is(err, record.ErrConflict) {
+		o.metrics.conflicts.WithLabelValues("claim").Inc()
+	}
+	return err
+}
+
+// publishPending appends what the session's event subject may lack before
+// anything follows it: a checkpoint's committed outbox and the record's
+// floor event, in seq order, each skipped when already there. A gap it
+// cannot fill (events of an unreadable checkpoint's outbox) is left: the
+// next event follows the last one on the subject. It returns the seq of
+// the subject's last event.
+func (o *Owner) publishPending(ctx context.Context, app *kv.Appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
+	type pending struct {
+		seq  uint64
+		data []byte
+	}
+	var evs []pending
+	for _, e := range outbox {
+		data, err := wire.EncodeEvent(nil, e)
+		if err != nil {
+			return 0, err
+		}
+		evs = append(evs, pending{e.Seq, data})
+	}
+	if rec.EventSeqFloor > 0 && len(rec.FloorEvent) > 0 {
+		evs = append(evs, pending{rec.EventSeqFloor, rec.FloorEvent})
+	}
+	slices.SortStableFunc(evs, func(a, b pending) int { return cmp.Compare(a.seq, b.seq) })
+	for _, e := range evs {
+		if err := app.Append(ctx, e.seq, e.data); err != nil && !errors.Is(err, ErrEventGap) {
+			return 0, err
+		}
+	}
+	last, err := app.Last(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return last, nil
+}
+
+// appender is a fresh appender of session id's events.
+func (o *Owner) appender(id string) *kv.Appender {
+	return kv.NewAppender(o.cfg.JS, o.events, o.cfg.Names.Events(id), id)
+}
+
+// operatorEvent encodes an event appended outside a commit, stamped with
+// the writer of the record transition that carries it.
+func (o *Owner) operatorEvent(id string, seq uint64, runID, kind string, data any) ([]byte, error) {
+	e, err := wire.NewEvent(kind, data)
+	if err != nil {
+		return nil, err
+	}
+	e.SessionID, e.Seq, e.Time, e.OwnerRunID, e.DeploymentID = id, seq, o.now().UTC(), runID, o.cfg.Deployment
+	return wire.EncodeEvent(o.cfg.Events, e)
+}
+
+// backoffLeft is how long the next boot attempt of rec must still wait:
+// the backoff after its counted attempts, stretched by up to a half by a
+// jitter fixed per session and attempt (every process computes the same,
+// and sessions that failed together do not retry together), less the time
+// since the last attempt.
+func (o *Owner) backoffLeft(rec record.SessionRecord) time.Duration {
+	n, steps := rec.BootAttempts, o.cfg.QuarantineBackoff
+	if n == 0 || len(steps) == 0 || rec.BootAttemptAt.IsZero() {
+		return 0
+	}
+	b := steps[min(n, len(steps))-1]
+	b += jitter(rec.SessionID, n, b/2)
+	return b - o.now().Sub(rec.BootAttemptAt)
+}
+
+// jitter is a duration in [0, span), fixed by the session and attempt.
+func jitter(id string, n int, span time.Duration) time.Duration {
+	if span <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id + "/" + strconv.Itoa(n)))
+	return time.Duration(h.Sum64() % uint64(span))
+}
+
+// retryAt wakes session id here after wait (once per session at a time),
+// as a claimer for from (the owner process its record named): the next
+// boot attempt after a failed or deferred one. If this process stops
+// first, the sweepers try it.
+func (o *Owner) retryAt(id, from string, wait time.Duration) {
+	o.mu.Lock()
+	if o.retrying[id] {
+		o.mu.Unlock()
+		return
+	}
+	o.retrying[id] = true
+	ctx := o.ctx
+	o.mu.Unlock()
+	o.goBG(ctx, func() {
+		sleep(ctx, max(wait, 0))
+		o.mu.Lock()
+		delete(o.retrying, id)
+		o.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: from, Source: protocol.WakeRestart})
+		o.log.Debug("boot attempt after the backoff", "session", id, "outcome", rep.Outcome, "error", rep.Error)
+	})
+}
+
+// A counted boot (a suspect: its last owner vanished with a step in flight
+// or mid-boot) runs alone among suspects in a process, for suspectHold at
+// most: when one session's step kills its process, every session that was
+// mid-step there becomes a suspect, and re-run side by side the culprit
+// would kill its innocent neighbours again. One at a time, a neighbour's
+// re-run settles (its counter back to 0) before the culprit's next run, or
+// runs in a process the culprit is not in.
+const (
+	suspectHold  = 2 * time.Second
+	suspectRetry = 100 * time.Millisecond
+)
+
+// takeSuspect reserves this process's suspect slot for session id; false
+// while another suspect holds it (for less than suspectHold).
+func (o *Owner) takeSuspect(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.suspect != "" && o.suspect != id && time.Since(o.suspectAt) < suspectHold {
+		return false
+	}
+	o.suspect, o.suspectAt = id, time.Now()
+	return true
+}
+
+// dropSuspect frees the suspect slot if session id holds it: its run
+// settled (a commit reset its counter) or stopped.
+func (o *Owner) dropSuspect(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.suspect == id {
+		o.suspect = ""
+	}
+}
+
+// deferBoot defers a boot attempt that comes before rec's backoff has
+// passed: ErrDeferred, and a retry here when it has.
+func (o *Owner) deferBoot(rec record.SessionRecord) error {
+	wait := o.backoffLeft(rec)
+	if wait <= 0 {
+		return nil
+	}
+	o.retryAt(rec.SessionID, rec.OwnerProcess, wait)
+	return ErrDeferred
+}
+
+// clipText bounds an error text kept in a record or event.
+func clipText(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	return s[:maxErrorText-3] + "..."
+}

@@ -1,0 +1,236 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/baton-rt/baton/protocol"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
+)
+
+type loaded struct {
+	s      *session.Session
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// resumeIndex re-claims every session this process's index names, each by
+// a fresh claim CAS. An entry for a session another process runs now is
+// stale (a crash between index and claim, or a takeover) and is dropped.
+func (o *Owner) resumeIndex(ctx context.Context) error {
+	ids, err := o.cfg.Store.ListIndex(ctx, o.cfg.ProcessID)
+	if err != nil && !errors.Is(err, record.ErrNotFound) {
+		return fmt.Errorf("driver: list index: %w", err)
+	}
+	// A few at a time: a process resuming hundreds of sessions after a
+	// fence must not take a round trip chain per session in series.
+	eachBounded(ctx, ids, resumeParallel, func(id string) { o.resumeOne(ctx, id) })
+	return nil
+}
+
+// resumeParallel bounds the claims a resume runs at once.
+const resumeParallel = 16
+
+func (o *Owner) resumeOne(ctx context.Context, id string) {
+	rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
+	switch {
+	case rep.Error != nil:
+		// The orphan sweeper re-claims it (the record names this process).
+		o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
+	case staleEntry(rep.Outcome):
+		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
+			o.log.Warn("drop stale index entry", "session", id, "err", err)
+		}
+	}
+}
+
+// staleEntry reports a wake outcome after which this process's index
+// entry of the session is stale: it runs elsewhere, is gone, or no owner
+// runs it (quarantined).
+func staleEntry(out protocol.WakeOutcome) bool {
+	return out == protocol.WakeElsewhere || out == protocol.WakeMissing || out == protocol.WakeQuarantined
+}
+
+func (o *Owner) stopAll() {
+	o.mu.Lock()
+	for _, l := range o.sessions {
+		l.cancel()
+	}
+	o.mu.Unlock()
+	o.wg.Wait()
+}
+
+// Loaded reports the IDs of the sessions this owner runs.
+func (o *Owner) Loaded() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ids := make([]string, 0, len(o.sessions))
+	for id := range o.sessions {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// beginLoad reserves id for one claim in this process; false if the session
+// runs here or another claim of it is in progress.
+func (o *Owner) beginLoad(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.sessions[id]; ok || o.loading[id] {
+		return false
+	}
+	o.loading[id] = true
+	return true
+}
+
+// localStopWait bounds how long a handoff start waits for this process's own
+// previous run of the session to exit.
+const localStopWait = 2 * time.Second
+
+// awaitStopped waits up to timeout for this process's run of id (if any) to
+// exit. A run that is the live owner does not exit, and the caller refuses.
+func (o *Owner) awaitStopped(id string, timeout time.Duration) {
+	o.mu.Lock()
+	l, ok := o.sessions[id]
+	o.mu.Unlock()
+	if !ok {
+		return
+	}
+	select {
+	case <-l.done:
+	case <-time.After(timeout):
+	}
+}
+
+func (o *Owner) endLoad(id string) {
+	o.mu.Lock()
+	delete(o.loading, id)
+	o.freed()
+	o.mu.Unlock()
+}
+
+// spawn runs a claimed session in its own goroutine. A run that fails (not
+// fenced, not stopped by a lost CAS, not ended) is restarted by a fresh
+// claim after a backoff, so no session is left without a running owner.
+//
+// A claim that completes after the lease period ended (a handoff activation
+// or a wake racing with a fence or shutdown) does not run: serve's stopAll
+// may be waiting on wg already, and an Add from zero concurrent with that
+// Wait is a WaitGroup misuse. The cancel under o.mu orders this check with
+// stopAll, as in goBG; the session is resumed by the next claim (this
+// process's resume after it re-acquires its lease, or a peer's adoption).
+func (o *Owner) spawn(s *session.Session, reason runtime.BootReason) {
+	s.Touch()
+	o.mu.Lock()
+	if o.ctx.Err() != nil {
+		o.mu.Unlock()
+		o.log.Warn("claimed after the lease period ended; not running it here now (the next claim resumes it)", "session", s.ID())
+		return
+	}
+	ctx, cancel := context.WithCancel(o.ctx)
+	l := &loaded{s: s, cancel: cancel, done: make(chan struct{})}
+	o.sessions[s.ID()] = l
+	o.metrics.loadedNow(len(o.sessions))
+	o.wg.Add(1)
+	o.mu.Unlock()
+	go func() {
+		defer o.wg.Done()
+		defer close(l.done)
+		defer cancel()
+		began := time.Now()
+		err := s.Run(ctx, reason)
+		o.stopped(ctx, l, err, time.Since(began))
+	}()
+}
+
+// stopped is what follows a session's run: it leaves the loaded set, and
+// is re-checked (hibernated), restarted (failed) or let go (moved on).
+func (o *Owner) stopped(ctx context.Context, l *loaded, err error, ran time.Duration) {
+	s, id := l.s, l.s.ID()
+	log := o.log.With(slog.String("session", id), slog.Uint64("epoch", s.Epoch()))
+	o.dropSuspect(id)
+	o.mu.Lock()
+	if o.sessions[id] == l {
+		delete(o.sessions, id)
+		o.metrics.loadedNow(len(o.sessions))
+		o.freed()
+	}
+	if s.Hibernated() {
+		o.settling++ // until its re-check is done (drain waits)
+	}
+	o.mu.Unlock()
+	switch {
+	case s.Hibernated() && ctx.Err() == nil:
+		o.recheckHibernated(ctx, s)
+	case errors.Is(err, ErrFenced) || errors.Is(context.Cause(ctx), ErrFenced):
+		// One WARN for the process ("fenced: stopping every session");
+		// the session resumes by a fresh claim once the lease is back.
+		log.Debug("session stopped: process fenced")
+	case err != nil && ctx.Err() == nil:
+		log.Error("session stopped", "err", err)
+		o.restartLater(id, ran)
+	case err != nil:
+		log.Debug("session stopped", "err", err)
+	case ctx.Err() == nil && s.Ended() == "":
+		o.lost(ctx, id)
+	}
+	if s.Hibernated() {
+		o.mu.Lock()
+		o.settling--
+		o.freed()
+		o.mu.Unlock()
+	}
+}
+
+// lost handles a session that stopped because its record moved on (a lost
+// CAS, a successor's claim): if the record now names another process, this
+// process's index entry is stale and removed; if it still names this
+// process (its own write landed late), the session is claimed afresh.
+func (o *Owner) lost(ctx context.Context, id string) {
+	cur, err := o.cfg.Store.LeaderSession(ctx, id)
+	switch {
+	case err != nil:
+		return // the sweeper decides later
+	case cur.Record.OwnerProcess == o.cfg.ProcessID:
+		o.restartLater(id, 0)
+	default:
+		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
+			o.log.Debug("remove stale index entry", "session", id, "err", err)
+		}
+	}
+}
+
+// restartLater re-claims a session whose run failed, after a backoff that
+// grows with consecutive quick failures.
+func (o *Owner) restartLater(id string, ran time.Duration) {
+	o.mu.Lock()
+	if ran > time.Minute {
+		o.restarts[id] = 0
+	}
+	n := o.restarts[id]
+	o.restarts[id] = n + 1
+	ctx := o.ctx
+	o.mu.Unlock()
+	delay := min(time.Second<<min(n, 5), 30*time.Second)
+	o.goBG(ctx, func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeRestart})
+		o.log.Info("restarted a failed session", "session", id, "outcome", rep.Outcome, "error", rep.Error)
+		if staleEntry(rep.Outcome) {
+			// It runs elsewhere now (a handoff that completed after all),
+			// or no owner runs it: this process's index entry is stale.
+			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
+				o.log.Debug("remove stale index entry", "session", id, "err", err)
+			}
+		}
+	})
+}

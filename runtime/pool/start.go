@@ -1,0 +1,243 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/protocol"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go"
+)
+
+// serveStart answers a request on the start subject: a new session or a
+// handoff start, as protocol.DecodeStart tells them apart.
+func (o *Owner) serveStart(msg *nats.Msg) {
+	st, err := protocol.DecodeStart(msg.Data)
+	switch {
+	case st.Kind == protocol.StartHandoff && err != nil:
+		respond(msg, handoff.Reply(st.Handoff, handoff.Activation{}, err))
+	case st.Kind == protocol.StartHandoff:
+		ctx := o.servingCtx()
+		o.goBG(ctx, func() { o.serveHandoff(ctx, msg, st.Handoff) })
+	case err != nil:
+		respond(msg, refuseStart(protocol.CodeBadRequest, err))
+	default:
+		respond(msg, o.start(o.servingCtx(), st.Session))
+	}
+}
+
+// respond sends reply, JSON-encoded, as the answer to msg.
+func respond(msg *nats.Msg, reply any) {
+	data, _ := json.Marshal(reply)
+	_ = msg.Respond(data)
+}
+
+func refuseStart(code protocol.Code, err error) protocol.StartReply {
+	return protocol.StartReply{Error: protocol.Refuse(code, err)}
+}
+
+// start creates a session: index entry, record (epoch 1), stable hook, alias
+// hooks (create-only; a taken alias rolls everything back and names the
+// holder), then runs it.
+func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.StartReply {
+	timeout, tokens, err := o.checkStart(req)
+	if err != nil {
+		return refuseStart(protocol.CodeBadRequest, err)
+	}
+	if !o.leaseValid() {
+		return refuseStart(protocol.CodeUnavailable, ErrFenced)
+	}
+	id := newID()
+	tokens = append([]string{subjects.StableToken(id)}, tokens...)
+	// Reserved, so a sweep does not claim it before it runs, and counted
+	// against MaxLoaded.
+	if _, err := o.reserve(ctx, id); err != nil {
+		return refuseStart(protocol.CodeUnavailable, err)
+	}
+	defer o.endLoad(id)
+	s, holder, err := o.create(ctx, id, req.Aliases, tokens, timeout)
+	switch {
+	case holder != nil:
+		return protocol.StartReply{SessionID: holder.SessionID, DeploymentID: o.cfg.Deployment, Ended: holder.Ended, WireV: wire.CurrentVersion}
+	case err != nil:
+		o.log.Error("start failed", "err", err)
+		return refuseStart(protocol.CodeUnavailable, err)
+	}
+	o.spawn(s, runtime.BootNew)
+	o.log.Info("session started", "session", id, "aliases", req.Aliases)
+	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Created: true, WireV: wire.CurrentVersion}
+}
+
+func (o *Owner) checkStart(req protocol.StartRequest) (time.Duration, []string, error) {
+	if err := subjects.ValidateDeployment(req.DeploymentID); err != nil {
+		return 0, nil, err
+	}
+	if req.DeploymentID != o.cfg.Deployment {
+		return 0, nil, fmt.Errorf("start for deployment %q reached deployment %q", req.DeploymentID, o.cfg.Deployment)
+	}
+	var timeout time.Duration
+	if req.Timeout != "" {
+		d, err := time.ParseDuration(req.Timeout)
+		if err != nil || d < 0 {
+			return 0, nil, fmt.Errorf("timeout %q: want a positive Go duration", req.Timeout)
+		}
+		timeout = d
+	}
+	toks, err := session.EncodedTokens("x", req.Aliases)
+	if err != nil {
+		return 0, nil, err
+	}
+	return timeout, toks[1:], nil
+}
+
+// create writes the new session's durable state; on a taken alias it undoes
+// what it wrote and returns the holder.
+func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session.Session, *record.OwnedError, error) {
+	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
+		return nil, nil, err
+	}
+	cp, err := session.EncodeNew(id, aliases)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := record.New(id, o.newOwner(), cp)
+	if err != nil {
+		return nil, nil, err
+	}
+	rev, err := o.cfg.Store.CreateSession(ctx, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if holder, err := o.claimHooks(ctx, id, aliases, tokens); holder != nil || err != nil {
+		o.undoCreate(ctx, id, rev, tokens)
+		return nil, holder, err
+	}
+	s, err := o.newSession(session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases), Tokens: tokens, Timeout: timeout})
+	return s, nil, err
+}
+
+func (o *Owner) claimHooks(ctx context.Context, id string, aliases, tokens []string) (*record.OwnedError, error) {
+	for i, tok := range tokens {
+		addr := id
+		if i > 0 {
+			addr = aliases[i-1]
+		}
+		_, err := o.cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: addr, SessionID: id, WireV: wire.CurrentVersion})
+		var owned *record.OwnedError
+		if errors.As(err, &owned) {
+			return owned, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// undoCreate removes what create wrote, best effort: hooks that name this
+// session, the record, the index entry.
+func (o *Owner) undoCreate(ctx context.Context, id string, rev uint64, tokens []string) {
+	for _, tok := range tokens {
+		if h, hrev, err := o.cfg.Store.GetHook(ctx, tok); err == nil && h.SessionID == id {
+			_ = o.cfg.Store.DeleteHook(ctx, tok, hrev)
+		}
+	}
+	_ = o.cfg.Store.DeleteSession(ctx, id, rev)
+	_ = o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id)
+}
+
+// serveHandoff is the candidate side of a handoff (docs/handoff.md): index
+// the session, activate it by the one claim CAS, answer, and run it
+// (runtime.BootHandoff) when this request activated it.
+func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.HandoffStart) {
+	unavailable := func(err error) {
+		respond(msg, protocol.HandoffStartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID,
+			Error: protocol.Refuse(protocol.CodeUnavailable, err)})
+	}
+	if !o.leaseValid() {
+		unavailable(ErrFenced)
+		return
+	}
+	id := req.SessionID
+	// A session that just moved away from this process may still be
+	// stopping here (a quick A→B→A): give that run a moment to exit.
+	o.awaitStopped(id, localStopWait)
+	if ok, err := o.reserve(ctx, id); !ok {
+		if err == nil {
+			err = fmt.Errorf("session %s is already running or loading in process %s", id, o.cfg.ProcessID)
+		}
+		unavailable(err)
+		return
+	}
+	defer o.endLoad(id)
+	// The index entry must exist before the claim (a crash right after it
+	// is recovered from the index); it is written while Activate reads,
+	// and the claim waits for it (BeforeClaim).
+	indexed := make(chan error, 1)
+	go func() { indexed <- o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id) }()
+	waitIndex := sync.OnceValue(func() error { return <-indexed })
+	var d session.Checkpoint
+	validate := func(cp []byte) error {
+		if o.faults.refuseActivation(id) {
+			return errors.New("fault: checkpoint refused")
+		}
+		dd, err := session.ReadCheckpoint(ctx, o.env, id, cp)
+		if err != nil {
+			return err
+		}
+		d = dd
+		return nil
+	}
+	act, err := handoff.Activate(ctx, o.cfg.Store, handoff.ActivateRequestFrom(req), handoff.Candidate{
+		Deployment: o.cfg.Deployment, ProcessID: o.cfg.ProcessID, RunID: newID(),
+		WireV: wire.CurrentVersion, Validate: validate, Hooks: o.faults.handoffCandidate(),
+		BeforeClaim: waitIndex,
+	})
+	_ = waitIndex() // settled before a refusal removes the entry
+	respond(msg, handoff.Reply(req, act, err))
+	switch {
+	case err == nil && !act.Replayed:
+		arrival := &runtime.HandoffInfo{ID: req.HandoffID, From: act.From, Epoch: act.Session.Record.Epoch,
+			Trigger: runtime.Ref{Seq: act.Trigger.Seq, ID: act.Trigger.CommandID}}
+		s, err := o.adopted(ctx, act, d, arrival)
+		if err != nil {
+			o.log.Error("handed-off session could not start; restarting", "session", id, "err", err)
+			o.restartLater(id, 0)
+			return
+		}
+		o.spawn(s, runtime.BootHandoff)
+		o.log.Info("session handed off to this process", "session", id, "handoff", req.HandoffID, "epoch", act.Session.Record.Epoch)
+	case errors.Is(err, handoff.ErrUncertain):
+		o.log.Warn("handoff activation uncertain; not running, loading later", "session", id, "handoff", req.HandoffID, "err", err)
+		o.restartLater(id, 0)
+	default:
+		if err != nil {
+			o.log.Info("handoff refused", "session", id, "handoff", req.HandoffID, "err", err)
+		}
+		if rerr := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); rerr != nil {
+			o.log.Debug("remove index entry", "session", id, "err", rerr)
+		}
+	}
+}
+
+// adopted builds the session a handoff activated in this process, as claim
+// does after its CAS; d is what the candidate's validation read.
+func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d session.Checkpoint, arrival *runtime.HandoffInfo) (*session.Session, error) {
+	rec := act.Session.Record
+	d.SetFloor(rec)
+	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.Snap.Aliases)
+	if err != nil {
+		return nil, err
+	}
+	return o.newSession(session.Boot{Record: rec, Revision: act.Session.Revision, Checkpoint: d, Tokens: tokens,
+		Predecessor: act.Predecessor, Arrival: arrival})
+}

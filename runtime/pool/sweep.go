@@ -1,0 +1,78 @@
+package pool
+
+import (
+	"context"
+
+	"github.com/baton-rt/baton/protocol"
+	"github.com/baton-rt/baton/record"
+)
+
+// sweepLoop runs the orphan sweeper every SweepInterval (±10 %, so the
+// pool's sweeps do not line up).
+func (o *Owner) sweepLoop(ctx context.Context) {
+	jittered(ctx, o.cfg.SweepInterval, func() { o.sweep(ctx) })
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// needsOwner: the states in which a session has a running owner (never
+// ended, hibernated or quarantined).
+func needsOwner(st record.State) bool {
+	return st == record.StateActive || st == record.StateHandoff || st == record.StatePaused
+}
+
+// sweep adopts the sessions of this deployment whose record names an owner
+// process without a live lease — belt and braces for the lease watch: a
+// crash between an index write and a claim, an adopter that died half way,
+// a process that died while nobody watched. Each dead owner is adopted
+// through its lease key (TakeoverLease, so a live one is never adopted). A
+// session whose record names this process but does not run here is
+// re-claimed. Records are read by direct get: hints, decided by CAS.
+func (o *Owner) sweep(ctx context.Context) {
+	ids, err := o.cfg.Store.ListSessions(ctx)
+	if err != nil {
+		o.log.Debug("sweep: list sessions", "err", err)
+		return
+	}
+	orphans := map[string][]string{}
+	var hibernated, quarantined int
+	defer func() {
+		o.metrics.hibernatedG.Set(float64(hibernated))
+		o.metrics.quarantinedG.Set(float64(quarantined))
+	}()
+	for _, id := range ids {
+		cur, err := o.cfg.Store.GetSession(ctx, id)
+		if err != nil {
+			continue
+		}
+		r := cur.Record
+		hibernated += b2i(r.DeploymentID == o.cfg.Deployment && r.State == record.StateHibernated)
+		// Counted by the deployment that quarantined it (an adopter of a
+		// retired deployment's session, or the session's own).
+		quarantined += b2i(r.Quarantined() && r.Quarantine != nil && r.Quarantine.DeploymentID == o.cfg.Deployment)
+		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {
+			continue
+		}
+		switch {
+		case r.OwnerProcess == o.cfg.ProcessID:
+			if o.beginLoad(id) { // not running here, not being claimed
+				o.endLoad(id)
+				// Wake re-reads the record from the leader before claiming.
+				if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeSweeper}); rep.Outcome == protocol.WakeLoaded {
+					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
+				}
+			}
+		case !o.peerLive(r.OwnerProcess):
+			orphans[r.OwnerProcess] = append(orphans[r.OwnerProcess], id)
+		}
+	}
+	for dead, ids := range orphans {
+		o.log.Debug("sweep: sessions whose owner process has no live lease", "dead", dead, "sessions", len(ids))
+		o.adopt(ctx, dead, ids)
+	}
+}

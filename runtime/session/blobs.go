@@ -1,0 +1,157 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/baton-rt/baton/wire"
+)
+
+// blobStore stores a session's out-of-line content in the Blobs port (the
+// baton_state object store) under wire.BlobName(sessionID, ref): agent state above
+// wire.MaxInlineBytes, message.output text and admitted delivery texts above
+// wire.MaxInlineTextBytes. A blob is written before the commit that
+// references it, so a committed record never points at a missing object;
+// the blob of a commit that lost its CAS is an unreferenced object.
+type blobStore struct {
+	obs Blobs
+
+	mu    sync.Mutex
+	known map[string]bool // names this process wrote or read (bounded)
+}
+
+// maxKnownBlobs bounds the names a process remembers as stored.
+const maxKnownBlobs = 4096
+
+func newBlobStore(obs Blobs) *blobStore { return &blobStore{obs: obs, known: map[string]bool{}} }
+
+// put stores data for the session (once: content-addressed) and returns its
+// reference.
+func (b *blobStore) put(ctx context.Context, sessionID string, data []byte) (wire.BlobRef, error) {
+	ref := wire.NewBlobRef(data)
+	name := wire.BlobName(sessionID, ref)
+	if b.isKnown(name) {
+		return ref, nil
+	}
+	if err := b.obs.Put(ctx, name, data); err != nil {
+		return wire.BlobRef{}, fmt.Errorf("session: store blob %s: %w", name, err)
+	}
+	b.remember(name, true)
+	return ref, nil
+}
+
+// get reads a session's blob and verifies it against its reference.
+func (b *blobStore) get(ctx context.Context, sessionID string, ref wire.BlobRef) ([]byte, error) {
+	name := wire.BlobName(sessionID, ref)
+	data, err := b.obs.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("session: blob %s: %w", name, err)
+	}
+	if err := ref.Verify(data); err != nil {
+		return nil, fmt.Errorf("session: blob %s: %w", name, err)
+	}
+	b.remember(name, true)
+	return data, nil
+}
+
+// remove deletes a blob no committed record references any more.
+func (b *blobStore) remove(ctx context.Context, sessionID string, ref wire.BlobRef) error {
+	name := wire.BlobName(sessionID, ref)
+	b.remember(name, false)
+	if err := b.obs.Delete(ctx, name); err != nil {
+		return fmt.Errorf("session: delete blob %s: %w", name, err)
+	}
+	return nil
+}
+
+func (b *blobStore) isKnown(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.known[name]
+}
+
+func (b *blobStore) remember(name string, stored bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !stored {
+		delete(b.known, name)
+		return
+	}
+	if len(b.known) >= maxKnownBlobs {
+		clear(b.known) // forgetting only costs an idempotent put
+	}
+	b.known[name] = true
+}
+
+// externalise moves a checkpoint's content that is too large to keep inline
+// to the session's blobs, before the commit that references them: agent
+// state above wire.MaxInlineBytes (stateRef) and admitted delivery texts
+// above wire.MaxInlineTextBytes (textRef). The checkpoint then encodes at
+// state version 2; one that needs neither stays at version 1.
+func (b *blobStore) externalise(ctx context.Context, cp *wire.Checkpoint) error {
+	if len(cp.State) > wire.MaxInlineBytes {
+		ref, err := b.put(ctx, cp.SessionID, cp.State)
+		if err != nil {
+			return err
+		}
+		cp.State, cp.StateRef = nil, &ref
+	}
+	inputs := cp.Turn.Inputs
+	for i := range inputs {
+		if len(inputs[i].Text) <= wire.MaxInlineTextBytes {
+			continue
+		}
+		ref, err := b.put(ctx, cp.SessionID, []byte(inputs[i].Text))
+		if err != nil {
+			return err
+		}
+		inputs[i].Text, inputs[i].TextRef = "", &ref
+	}
+	return nil
+}
+
+// hydrate reads a decoded checkpoint's out-of-line state and input texts
+// back into its snapshot.
+func (b *blobStore) hydrate(ctx context.Context, sessionID string, d *Checkpoint) error {
+	if d.stateRef != nil {
+		data, err := b.get(ctx, sessionID, *d.stateRef)
+		if err != nil {
+			return fmt.Errorf("session: state of %s: %w", sessionID, err)
+		}
+		d.Snap.State = data
+	}
+	if d.Snap.Turn == nil {
+		return nil
+	}
+	inputs := d.Snap.Turn.Inputs
+	for i := range inputs {
+		if inputs[i].TextRef == nil {
+			continue
+		}
+		data, err := b.get(ctx, sessionID, *inputs[i].TextRef)
+		if err != nil {
+			return fmt.Errorf("session: input text of %s: %w", sessionID, err)
+		}
+		inputs[i].Text, inputs[i].TextRef = string(data), nil
+	}
+	return nil
+}
+
+// outputRef stores a message.output text longer than wire.MaxInlineTextBytes
+// out of line and returns the event's data with the reference instead
+// (unchanged data otherwise). Event blobs live as long as the session's
+// events; the ingress resolves them for its readers.
+func (b *blobStore) outputRef(ctx context.Context, sessionID string, data []byte) ([]byte, error) {
+	var out wire.MessageOutput
+	if len(data) <= wire.MaxInlineTextBytes || json.Unmarshal(data, &out) != nil || len(out.Text) <= wire.MaxInlineTextBytes {
+		return data, nil
+	}
+	ref, err := b.put(ctx, sessionID, []byte(out.Text))
+	if err != nil {
+		return nil, err
+	}
+	out.Text, out.Ref = "", &ref
+	return json.Marshal(out)
+}

@@ -1,0 +1,183 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
+)
+
+// EncodeNew is the first checkpoint of a new session with these aliases
+// (the versioned wire checkpoint: wire owns the durable shape), for
+// record.New; NewCheckpoint is the same checkpoint for Boot.
+func EncodeNew(sessionID string, aliases []string) ([]byte, error) {
+	return wire.EncodeCheckpoint(toCheckpoint(sessionID, runtime.Snapshot{Aliases: aliases}, nil, nil))
+}
+
+// NewCheckpoint is a new session's checkpoint, as EncodeNew encodes it.
+func NewCheckpoint(aliases []string) Checkpoint {
+	return Checkpoint{Snap: runtime.Snapshot{Aliases: aliases}}
+}
+
+// toCheckpoint is the wire checkpoint of a snapshot, all content inline.
+func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, segs []wire.BlobRef) wire.Checkpoint {
+	cp := wire.Checkpoint{
+		HistorySegments: segs,
+		StateV:          wire.CurrentStateVersion, SessionID: sessionID,
+		State: snap.State, EventSeq: snap.EventSeq, Paused: snap.Paused,
+		Tokens:  append([]string{sessionID}, snap.Aliases...),
+		Applied: wire.Applied{Low: snap.Applied.Next, Above: snap.Applied.Above, IDs: snap.Applied.RecentIDs},
+		Outbox:  outbox,
+		Started: snap.Started, Ended: snap.Ended,
+		Writer: wire.Writer{RunID: snap.Writer.RunID, Write: snap.Writer.Write},
+		Turn:   toWireTurn(snap),
+		Waits:  toWireWaits(snap.Waits),
+	}
+	for _, h := range snap.History {
+		cp.History = append(cp.History, wire.HistoryEntry{Role: h.Role, Text: h.Text})
+	}
+	if t := snap.Timer; t != nil {
+		cp.Timeout = t.Duration
+		cp.Timer = &wire.Timer{ID: t.ID, Deadline: t.Deadline.UTC(), Duration: t.Duration}
+	}
+	return cp
+}
+
+// DecodeCheckpoint is the inverse: the snapshot, the encoded tokens and the
+// outbox as stamped by the run that committed it (a successor re-publishes
+// exactly those events). A checkpoint of an unknown state version is refused
+// (wire.ErrUnsupportedState) before anything is claimed or run.
+// The snapshot's History is only the inline tail; segments are the sealed
+// history segments before it (ReadCheckpoint reads them back).
+func DecodeCheckpoint(b []byte) (Checkpoint, error) {
+	cp, err := wire.DecodeCheckpoint(b)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	snap := runtime.Snapshot{
+		Started: cp.Started, Ended: cp.Ended, EventSeq: cp.EventSeq, Paused: cp.Paused, State: cp.State,
+		Applied: runtime.Applied{Next: cp.Applied.Low, Above: cp.Applied.Above, RecentIDs: cp.Applied.IDs},
+		Writer:  runtime.Writer{RunID: cp.Writer.RunID, Write: cp.Writer.Write},
+		Turns:   cp.Turn.Count, Turn: fromWireTurn(cp.Turn), Waits: fromWireWaits(cp.Waits),
+	}
+	if len(cp.Tokens) > 1 {
+		snap.Aliases = cp.Tokens[1:]
+	}
+	for _, h := range cp.History {
+		snap.History = append(snap.History, runtime.Entry{Role: h.Role, Text: h.Text})
+	}
+	for _, e := range cp.Outbox {
+		snap.Outbox = append(snap.Outbox, runtime.Event{Seq: e.Seq, Kind: e.Kind, Data: e.Data})
+	}
+	if t := cp.Timer; t != nil {
+		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
+	}
+	tokens, err := EncodedTokens(cp.SessionID, snap.Aliases)
+	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}, err
+}
+
+// Checkpoint is a checkpoint read back. After DecodeCheckpoint alone,
+// out-of-line content is not read yet: segments (history), stateRef and
+// the turn inputs' TextRef name the blobs ReadCheckpoint reads.
+type Checkpoint struct {
+	// Snap is the machine's snapshot (its History only the inline tail
+	// until ReadCheckpoint).
+	Snap runtime.Snapshot
+	// Tokens are the encoded address tokens: the stable token first.
+	Tokens []string
+	// Outbox is the committed outbox as stamped by the run that wrote it
+	// (a successor re-publishes exactly those events).
+	Outbox   []wire.Event
+	segments []wire.BlobRef
+	stateRef *wire.BlobRef
+	hist     *history // the segments as read (ReadCheckpoint)
+}
+
+// ReadCheckpoint decodes a session's checkpoint and reads its out-of-line
+// content (history segments, state, input texts) back into the snapshot:
+// what an owner must be able to read before it claims the session. An error
+// that will recur (it does not decode, content missing or corrupt) matches
+// ErrUnbootable.
+func ReadCheckpoint(ctx context.Context, env *Env, id string, cp []byte) (Checkpoint, error) {
+	d, err := DecodeCheckpoint(cp)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("%w: session %s checkpoint: %w", ErrUnbootable, id, err)
+	}
+	d.hist = newHistory(env)
+	if d.Snap.History, err = d.hist.load(ctx, d.segments, d.Snap.History); err != nil {
+		return Checkpoint{}, unbootable(fmt.Errorf("session %s history: %w", id, err))
+	}
+	if err := env.blobs.hydrate(ctx, id, &d); err != nil {
+		return Checkpoint{}, unbootable(err)
+	}
+	return d, nil
+}
+
+// unbootable marks an error reading out-of-line content that will recur:
+// the object is gone, does not match its digest, or does not decode. A
+// store that did not answer is left as it is (the attempt is not counted).
+func unbootable(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.Is(err, ErrBlobNotFound) || errors.Is(err, wire.ErrDigestMismatch) ||
+		errors.As(err, &syntax) || errors.As(err, &typ) {
+		return fmt.Errorf("%w: %w", ErrUnbootable, err)
+	}
+	return err
+}
+
+// SetFloor raises the snapshot's event seq to the record's floor: events
+// appended outside a commit (session.quarantined, session.retried) follow
+// the checkpoint's.
+func (c *Checkpoint) SetFloor(rec record.SessionRecord) {
+	c.Snap.EventSeq = rec.EventSeq(c.Snap.EventSeq)
+}
+
+func toWireTurn(snap runtime.Snapshot) wire.TurnState {
+	ts := wire.TurnState{Count: snap.Turns}
+	if t := snap.Turn; t != nil {
+		ts.ID, ts.Caller, ts.Step, ts.Open, ts.Live = t.ID, t.Caller, uint64(t.Steps), t.Open, true
+		ts.Inputs = slices.Clone(t.Inputs) // blobStore.externalise edits the checkpoint's copy
+	}
+	return ts
+}
+
+func fromWireTurn(ts wire.TurnState) *runtime.Turn {
+	if !ts.Live {
+		return nil
+	}
+	return &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open, Inputs: ts.Inputs}
+}
+
+func toWireWaits(w runtime.Waits) wire.Waits {
+	var out wire.Waits
+	if w.Input != nil {
+		out.Input = &wire.InputWait{RequestID: w.Input.RequestID, Question: w.Input.Question}
+	}
+	if w.Auth != nil {
+		out.Auth = &wire.AuthWait{AttemptID: w.Auth.AttemptID}
+	}
+	for _, t := range w.Tasks {
+		out.Tasks = append(out.Tasks, wire.TaskWait{ID: t.ID, Duration: t.Duration})
+	}
+	return out
+}
+
+func fromWireWaits(w wire.Waits) runtime.Waits {
+	var out runtime.Waits
+	if w.Input != nil {
+		out.Input = &runtime.InputWait{RequestID: w.Input.RequestID, Question: w.Input.Question}
+	}
+	if w.Auth != nil {
+		out.Auth = &runtime.AuthWait{AttemptID: w.Auth.AttemptID}
+	}
+	for _, t := range w.Tasks {
+		out.Tasks = append(out.Tasks, runtime.Task{ID: t.ID, Duration: t.Duration})
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+)
+
+// record builds the session record a commit writes: ownership unchanged, the
+// state derived from the snapshot, and the checkpoint with the new outbox
+// stamped with this run's envelope. Content too large to keep inline (a
+// long message.output text, agent state, an admitted delivery's text) is
+// written to the session's blobs first, so the record stays small and
+// always fits the bucket.
+func (s *Session) record(ctx context.Context, snap runtime.Snapshot) (record.SessionRecord, []wire.Event, error) {
+	now := s.now()
+	outbox := make([]wire.Event, len(snap.Outbox))
+	for i, e := range snap.Outbox {
+		w, err := s.restamp(ctx, e, now)
+		if err != nil {
+			return record.SessionRecord{}, nil, err
+		}
+		outbox[i] = w
+	}
+	segs, tail, err := s.hist.layout(ctx, snap.History)
+	if err != nil {
+		return record.SessionRecord{}, nil, err
+	}
+	snap.History = tail
+	c := toCheckpoint(s.id, snap, outbox, segs)
+	if err := s.env.blobs.externalise(ctx, &c); err != nil {
+		return record.SessionRecord{}, nil, err
+	}
+	cp, err := wire.EncodeCheckpoint(c)
+	if err != nil {
+		return record.SessionRecord{}, nil, fmt.Errorf("session %s checkpoint: %w", s.id, err)
+	}
+	// This commit holds (or follows) a completed handoff's events: Commit
+	// confirms it.
+	rec, err := record.Commit(s.rec, s.rec.Ownership(), stateOf(snap), snap.Writer.Write, cp, s.progressed(snap))
+	if err != nil {
+		return record.SessionRecord{}, nil, err
+	}
+	rec.UpdatedAt = now
+	s.nextStateRef = c.StateRef
+	return rec, outbox, nil
+}
+
+// restamp keeps the stamp of an event already committed by this run (so a
+// re-committed outbox does not change), and stamps a new one, storing a
+// long message.output text out of line.
+func (s *Session) restamp(ctx context.Context, e runtime.Event, now time.Time) (wire.Event, error) {
+	if w, ok := s.stamped(e); ok {
+		return w, nil
+	}
+	if e.Kind == wire.EventMessageOutput {
+		data, err := s.env.blobs.outputRef(ctx, s.id, e.Data)
+		if err != nil {
+			return wire.Event{}, err
+		}
+		e.Data = data
+	}
+	return toWireEvent(s.id, s.runID, s.env.Deployment, now, e), nil
+}
+
+// committedState records the state blob of the commit that just landed and
+// deletes the one it superseded (no committed record references it).
+func (s *Session) committedState() {
+	old, cur := s.stateRef, s.nextStateRef
+	s.stateRef = cur
+	if old == nil || cur != nil && cur.Digest == old.Digest {
+		return
+	}
+	s.env.Host.Go(func(ctx context.Context) {
+		if err := s.env.blobs.remove(ctx, s.id, *old); err != nil {
+			s.log.Debug("superseded state blob not deleted", "err", err)
+		}
+	})
+}
+
+// SettledState is the state a claimed session is in: paused or active (an
+// ended record stays ended whatever this says).
+func SettledState(snap runtime.Snapshot) record.State {
+	if snap.Paused {
+		return record.StatePaused
+	}
+	return record.StateActive
+}
+
+// InFlight reports a snapshot with a step due: an admitted turn that is
+// open (the agent asked for another step, or an input reopened it) in a
+// session that is neither paused nor ended. A process that dies with it so
+// may have died of that step; one parked on a wait, idle or paused did not.
+func InFlight(snap runtime.Snapshot) bool {
+	return snap.Ended == "" && !snap.Paused && snap.Turn != nil && snap.Turn.Open
+}
+
+// dueStep names the step a snapshot has due, "<turnId>/<step>", or "" when
+// none is in flight.
+func dueStep(snap runtime.Snapshot) string {
+	if !InFlight(snap) {
+		return ""
+	}
+	return snap.Turn.ID + "/" + strconv.Itoa(snap.Turn.Steps+1)
+}
+
+// progressed reports whether a commit of snap shows progress, which resets
+// the boot attempts: no step is in flight (idle, parked on a wait, paused,
+// ended), or the step that was due at the last commit is not due any more
+// (its result is folded, or its turn was cancelled). A boot or admission
+// commit leaves that step, or a first one, due: no progress. (A session
+// with queued deliveries admits the next turn in the commit that completes
+// one: it is never without a step in flight while the queue lasts, yet
+// each of those commits folds a step that did not kill the process.)
+func (s *Session) progressed(snap runtime.Snapshot) bool {
+	due := dueStep(snap)
+	return due == "" || s.due != "" && due != s.due
+}
+
+func stateOf(snap runtime.Snapshot) record.State {
+	switch {
+	case snap.Ended != "":
+		return record.StateEnded
+	case snap.Paused:
+		return record.StatePaused
+	}
+	return record.StateActive
+}
+
+// claimAlias claims a committed alias: its hook (create-only), then the
+// consumer recreated at Applied.Next over the new token set, since an
+// in-place filter update never rewinds (docs/nats-layout.md). A taken alias is
+// dropped with a log line.
+func (s *Session) claimAlias(ctx context.Context, alias string) error {
+	tok, err := subjects.EncodeToken(alias)
+	if err != nil {
+		s.log.Warn("alias refused", "alias", alias, "err", err)
+		return nil
+	}
+	_, err = s.env.Records.CreateHook(ctx, record.Hook{Token: tok, Address: alias, SessionID: s.id, WireV: wire.CurrentVersion})
+	var owned *record.OwnedError
+	if errors.As(err, &owned) && owned.SessionID != s.id {
+		s.log.Warn("alias taken by another session; dropped", "alias", alias, "owner", owned.SessionID)
+		return nil
+	}
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("session: claim alias %q: %w", alias, err)
+	}
+	if f := s.env.Faults; f != nil && f.AliasHooked != nil {
+		f.AliasHooked(s.id, alias)
+	}
+	s.tokens = appendUnique(s.tokens, tok)
+	return s.reopen(ctx)
+}
+
+func appendUnique(list []string, v string) []string {
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+// flushPurge purges this session's processed commands below the lowest
+// unapplied sequence, on each of its inbox subjects. It runs on the tick,
+// not after every commit, to keep purges off the delivery path.
+func (s *Session) flushPurge(ctx context.Context) {
+	if s.purgeAt <= s.purged+1 || !s.env.Host.LeaseValid() {
+		return
+	}
+	if err := s.env.Inbox.Purge(ctx, s.tokens, s.purgeAt); err != nil {
+		s.log.Debug("purge failed; retried on the next tick", "err", err)
+		return
+	}
+	s.purged = s.purgeAt - 1
+}
+
+// cleanup is the idempotent clean-up after finalization: tombstone every
+// address, delete the consumer, purge the timer, drop the index entry.
+func (s *Session) cleanup(ctx context.Context, c runtime.Cleanup) error {
+	if err := s.awaitPublish(); err != nil {
+		return err
+	}
+	for _, t := range s.tokens {
+		if err := s.tombstone(ctx, t); err != nil {
+			return err
+		}
+	}
+	s.closeCursor()
+	if err := s.env.Inbox.Delete(ctx, s.cursor); err != nil {
+		return fmt.Errorf("session: delete consumer of ended %s: %w", s.id, err)
+	}
+	if err := s.env.Timers.Cancel(ctx, s.id); err != nil {
+		s.log.Warn("cancel timer failed", "err", err)
+	}
+	s.flushPurge(ctx)
+	if err := s.env.Host.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
+		return err
+	}
+	s.log.Info("session ended", "reason", c.Reason)
+	s.stopped = true
+	return nil
+}
+
+func (s *Session) tombstone(ctx context.Context, tok string) error {
+	h, rev, err := s.env.Records.GetHook(ctx, tok)
+	if errors.Is(err, record.ErrNotFound) || err == nil && (h.Tombstone || h.SessionID != s.id) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := s.env.Records.Tombstone(ctx, tok, rev); err != nil && !errors.Is(err, record.ErrConflict) {
+		return fmt.Errorf("session: tombstone %s: %w", tok, err)
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
+	"github.com/cenkalti/backoff/v4"
+	"github.com/oklog/ulid/v2"
+)
+
+// perform carries out one effect and returns the inputs its synchronous
+// result feeds back.
+func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Input, error) {
+	// A process whose lease is not valid does nothing more for its
+	// sessions (no commit, publish, step, timer, task...): it may have been
+	// frozen past its lease while a peer took the session over.
+	if _, cancel := e.(runtime.CancelStep); !cancel && !s.env.Host.LeaseValid() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		return nil, ErrFenced
+	}
+	switch e := e.(type) {
+	case runtime.Commit:
+		return s.commit(ctx, e)
+	case runtime.ResolveCommit:
+		return s.resolve(ctx, e)
+	case runtime.Publish:
+		return nil, s.publish(ctx, e)
+	case runtime.RunStep:
+		s.runStep(ctx, e)
+	case runtime.CancelStep:
+		if s.cancel != nil {
+			s.cancel()
+		}
+	case runtime.Handoff:
+		return s.handoff(ctx, e)
+	case runtime.ArmTimer:
+		return nil, s.env.Timers.Arm(ctx, s.id, e.Timer)
+	case runtime.StartTask:
+		return nil, s.env.Host.StartTask(ctx, s.id, e.Task)
+	case runtime.ClaimAlias:
+		return nil, s.claimAlias(ctx, e.Token)
+	case runtime.Purge:
+		s.purgeAt = max(s.purgeAt, e.Below)
+	case runtime.Cleanup:
+		return nil, s.cleanup(ctx, e)
+	default:
+		return nil, fmt.Errorf("session: unknown effect %T", e)
+	}
+	return nil, nil
+}
+
+// commit is the one CAS of the session record.
+func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
+	if err := s.awaitPublish(); err != nil {
+		return nil, err
+	}
+	rec, outbox, err := s.record(ctx, c.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := s.env.Records.UpdateSession(ctx, rec, s.rev)
+	if err == nil && s.loseCommitReply() {
+		err = errReplyLost // the write landed; pretend its reply was lost
+	}
+	if err != nil && ctx.Err() != nil {
+		// Stopping (shutdown or fence): the next owner's claim settles
+		// whether this commit landed.
+		return nil, ctx.Err()
+	}
+	switch {
+	case err == nil:
+		s.rec, s.rev, s.outbox, s.due = rec, rev, outbox, dueStep(c.Snapshot)
+		if rec.BootAttempts == 0 {
+			s.env.Host.Settled(s.id) // it did not kill the process
+		}
+		s.committedState()
+		s.env.Observer.Committed(outbox)
+		if f := s.env.Faults; f != nil && f.AfterCommit != nil {
+			f.AfterCommit(s.id)
+		}
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
+	case errors.Is(err, record.ErrConflict):
+		s.env.Observer.Conflict("commit")
+		s.log.Warn("commit lost the CAS: ownership moved on, stopping", "rev", s.rev)
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
+	default:
+		s.log.Warn("commit outcome uncertain, settling by leader read", "err", err)
+		s.pendingRec, s.pendingOutbox, s.pendingDue = rec, outbox, dueStep(c.Snapshot)
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitUncertain}}, nil
+	}
+}
+
+// resolve settles an uncertain commit: the record carries this run's write
+// → it landed; anything else → this owner is fenced.
+func (s *Session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runtime.Input, error) {
+	var landed bool
+	var cur record.Session
+	op := func() error {
+		var err error
+		cur, landed, err = s.env.Records.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
+		return err
+	}
+	if err := backoff.Retry(op, backoff.WithContext(backoff.NewExponentialBackOff(), ctx)); err != nil {
+		return nil, fmt.Errorf("session: settle commit of %s: %w", s.id, err)
+	}
+	if !landed {
+		s.log.Warn("uncertain commit did not land: fenced, stopping")
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
+	}
+	s.rec, s.rev, s.outbox, s.due = s.pendingRec, cur.Revision, s.pendingOutbox, s.pendingDue
+	s.committedState()
+	return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
+}
+
+// publish appends committed events; they are in s.outbox, stamped at commit.
+func (s *Session) publish(ctx context.Context, p runtime.Publish) error {
+	if err := s.awaitPublish(); err != nil {
+		return err
+	}
+	type encoded struct {
+		seq  uint64
+		data []byte
+	}
+	batch := make([]encoded, 0, len(p.Events))
+	for _, e := range p.Events {
+		we, ok := s.stamped(e)
+		if !ok {
+			return fmt.Errorf("session %s: event %d is not in the committed outbox", s.id, e.Seq)
+		}
+		// Envelope only: the data was validated once, when the step's result
+		// was checked, and a committed event of a data version newer than
+		// this build knows is re-published unchanged.
+		data, err := wire.EncodeEvent(nil, we)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", s.id, err)
+		}
+		batch = append(batch, encoded{we.Seq, data})
+	}
+	done := make(chan error, 1)
+	s.pubWait = done
+	go func() { // the events are durable already: append them off the step's path
+		for _, e := range batch {
+			if err := s.app.Append(ctx, e.seq, e.data); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return nil
+}
+
+// awaitPublish waits for the append in flight. The machine requires a
+// Publish to complete before the next Commit; the driver also waits before
+// clean-up and shutdown. A failed append stops the session: its events stay
+// in the record's outbox for the next owner.
+func (s *Session) awaitPublish() error {
+	if s.pubWait == nil {
+		return nil
+	}
+	err := <-s.pubWait
+	s.pubWait = nil
+	if err != nil {
+		return fmt.Errorf("session %s: publish events: %w", s.id, err)
+	}
+	return nil
+}
+
+func (s *Session) stamped(e runtime.Event) (wire.Event, bool) {
+	for _, w := range s.outbox {
+		if w.Seq == e.Seq {
+			return w, true
+		}
+	}
+	return wire.Event{}, false
+}
+
+// handoff hands the machine's decision to the host's handoff transaction.
+// The cursor closes first, so nothing but the trigger reaches this owner
+// while the record is staged. Kept: the session continues at the record the
+// transaction left (the cursor is reopened at Applied.Next). Moved or Lost:
+// the machine stops without writing; the successor deletes the cursor. Any
+// error but handoff.ErrInvalid stops the session unresolved: a later claim
+// (restart) settles the record.
+func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Input, error) {
+	s.closeCursor()
+	req := handoff.Request{
+		HandoffID: newID(), SessionID: s.id, SourceRun: s.runID, Source: s.env.Deployment, Target: h.Target,
+		Trigger: handoff.Trigger{CommandID: h.Trigger.ID, Seq: h.Trigger.Seq},
+		Tokens:  append([]string(nil), s.tokens...), Record: record.Session{Record: s.rec, Revision: s.rev},
+	}
+	res, err := s.env.Host.Handoff(ctx, req)
+	switch {
+	case errors.Is(err, ErrHandoffDisabled):
+		s.log.Info("handoff requested but handoff is disabled; keeping the session", "target", h.Target)
+		return []runtime.Input{runtime.HandoffDone{}}, s.reopen(ctx)
+	case errors.Is(err, handoff.ErrInvalid):
+		s.log.Warn("handoff request invalid; keeping the session", "target", h.Target, "err", err)
+		return []runtime.Input{runtime.HandoffDone{}}, s.reopen(ctx)
+	case err != nil:
+		return nil, fmt.Errorf("session %s: handoff %s to %s unresolved: %w", s.id, req.HandoffID, h.Target, err)
+	}
+	switch res.Outcome {
+	case handoff.Moved, handoff.Lost:
+		s.log.Info("session handed off", "handoff", req.HandoffID, "target", h.Target, "outcome", res.Outcome,
+			"owner", res.Session.Record.OwnerProcess, "epoch", res.Session.Record.Epoch)
+		if rerr := s.env.Host.RemoveIndex(context.WithoutCancel(ctx), s.id); rerr != nil {
+			s.log.Debug("remove index entry after handoff", "err", rerr)
+		}
+		return []runtime.Input{runtime.HandoffDone{Moved: true, HandoffID: req.HandoffID}}, nil
+	}
+	s.rec, s.rev = res.Session.Record, res.Session.Revision
+	done := runtime.HandoffDone{SkipReason: res.SkipReason, HandoffID: req.HandoffID}
+	if res.Failure != nil {
+		s.log.Info("handoff failed; keeping the session", "handoff", req.HandoffID, "target", h.Target,
+			"step", res.Failure.Step, "reason", res.Failure.Reason)
+		if done.SkipReason == "" { // the machine records handoff.started + handoff.failed
+			done.Failure = string(res.Failure.Step) + ": " + res.Failure.Reason
+		}
+	}
+	if err := s.reopen(ctx); err != nil {
+		return nil, err
+	}
+	return []runtime.Input{done}, nil
+}
+
+func (s *Session) loseCommitReply() bool {
+	f := s.env.Faults
+	return f != nil && f.LoseCommitReply != nil && f.LoseCommitReply(s.id)
+}
+
+func newID() string { return ulid.Make().String() }

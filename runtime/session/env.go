@@ -1,0 +1,93 @@
+package session
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+)
+
+// Env is what every session of one owner process shares: its ports, its
+// agent and its settings. The owner process builds one; a test builds one
+// over the in-memory ports (package runtime/session/memory).
+type Env struct {
+	Records  Records
+	Inbox    Inbox
+	Blobs    Blobs
+	Timers   Timers
+	Backlog  Backlog
+	Host     Host
+	Observer Observer // nil: Nop
+	// Appender returns the event appender of a session.
+	Appender func(sessionID string) Appender
+	Agent    runtime.Agent
+	Checker  *runtime.Checker // nil: runtime.NewChecker(nil, Agent.EventKinds())
+	Log      *slog.Logger     // nil: discarded
+	Now      func() time.Time // the machine's clock (nil: time.Now)
+	// Deployment and ProcessID are this process's.
+	Deployment string
+	ProcessID  string
+	// TickInterval paces clock ticks and purges (0: 1 s).
+	TickInterval time.Duration
+	// StepTimeout bounds one agent step (0: none).
+	StepTimeout time.Duration
+	// HibernateAfter is how long a quiet session stays loaded (≤ 0: until
+	// asked, or drained).
+	HibernateAfter time.Duration
+	Faults         *Faults
+	segments       *segmentCache
+	blobs          *blobStore
+}
+
+// Ready fills Env's defaults and checks that its ports are set; call it
+// once, before the first New.
+func (e *Env) Ready() error {
+	if e.Records == nil || e.Inbox == nil || e.Blobs == nil || e.Timers == nil || e.Backlog == nil ||
+		e.Host == nil || e.Appender == nil || e.Agent == nil {
+		return errors.New("session: Env needs Records, Inbox, Blobs, Timers, Backlog, Host, Appender and Agent")
+	}
+	if e.Observer == nil {
+		e.Observer = Nop{}
+	}
+	if e.Checker == nil {
+		e.Checker = runtime.NewChecker(nil, e.Agent.EventKinds())
+	}
+	if e.Log == nil {
+		e.Log = slog.New(slog.DiscardHandler)
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.TickInterval == 0 {
+		e.TickInterval = time.Second
+	}
+	e.segments = newSegmentCache()
+	e.blobs = newBlobStore(e.Blobs)
+	return nil
+}
+
+// Boot is what a claim (or a new session, or a handoff activation) hands a
+// session to run: the record as written, at its revision, and the
+// checkpoint as read.
+type Boot struct {
+	Record   record.SessionRecord
+	Revision uint64
+	// Checkpoint is the decoded checkpoint (NewCheckpoint for a new
+	// session), out-of-line content read back (ReadCheckpoint).
+	Checkpoint Checkpoint
+	// Tokens are the encoded address tokens this run filters on: the
+	// stable token first.
+	Tokens []string
+	// Timeout is a new session's inactivity timeout (0: none).
+	Timeout time.Duration
+	// Predecessor is the previous run's cursor, deleted once this run's
+	// exists ("": none).
+	Predecessor string
+	// Arrival is the handoff that activated this run (runtime.BootHandoff),
+	// Adoption the adoption of a retired deployment's session
+	// (runtime.BootAdopt).
+	Arrival  *runtime.HandoffInfo
+	Adoption *runtime.AdoptInfo
+}

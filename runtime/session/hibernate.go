@@ -1,0 +1,191 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+)
+
+// Hibernation (docs/runtime.md, docs/driver.md "Hibernation"): a quiet session
+// leaves memory and deletes its cursor, so an owner process holds only its
+// active sessions. The record says `hibernated`; any owner process of the
+// deployment loads it again on a wake.
+
+// Touch records activity: hibernation picks the least recently active.
+func (s *Session) Touch() { s.active.Store(time.Now().UnixNano()) }
+
+// Active is when the session was last active (Touch), in Unix nanoseconds.
+func (s *Session) Active() int64 { return s.active.Load() }
+
+// AskHibernate asks the session to hibernate if it is quiet (the
+// loaded-session cap); it does not wait.
+func (s *Session) AskHibernate() {
+	select {
+	case s.hib <- struct{}{}:
+	default:
+	}
+}
+
+// idleFor is how long the session has had no activity.
+func (s *Session) idleFor() time.Duration {
+	return time.Since(time.Unix(0, s.active.Load()))
+}
+
+// quiet reports whether the session may hibernate now: no step running, no
+// command read but not handled, nothing queued or in flight in the machine.
+// Waiting for input, an authorization, a background task's result, or a
+// resume is allowed: each of those arrives as an inbox command, and a
+// command wakes the session.
+func (s *Session) quiet() bool {
+	if s.stopped || s.cancel != nil || len(s.deliveries()) > 0 || len(s.steps) > 0 {
+		return false
+	}
+	switch s.m.IdleReason() {
+	case "", runtime.SkipInput, runtime.SkipAuthorization, runtime.SkipTask, runtime.SkipPaused:
+		return true
+	}
+	return false
+}
+
+// maybeHibernate hibernates the session when it is quiet and either idle for
+// HibernateAfter or asked to by the loaded-session cap (force).
+func (s *Session) maybeHibernate(ctx context.Context, force bool) error {
+	if s.env.Host.Draining() {
+		if !s.drainable() {
+			return nil
+		}
+		return s.hibernate(ctx)
+	}
+	after := s.env.HibernateAfter
+	if force {
+		// Even under the cap a session stays a moment: one just loaded
+		// looks quiet until its consumer delivers the command that woke it.
+		after = minResident
+	}
+	if after <= 0 || s.idleFor() < after {
+		return nil
+	}
+	if !s.quiet() {
+		return nil
+	}
+	return s.hibernate(ctx)
+}
+
+// minResident is how long a session stays loaded, idle, before the
+// loaded-session cap may hibernate it.
+const minResident = 200 * time.Millisecond
+
+// hibernate CASes the record to hibernated, deletes the consumer and drops
+// the index entry; the session then stops. The caller (spawn) re-checks the
+// inbox with a leader read once the session has left memory, and loads it
+// again if a command slipped in (see recheckHibernated).
+func (s *Session) hibernate(ctx context.Context) error {
+	if err := s.awaitPublish(); err != nil {
+		return err
+	}
+	s.flushPurge(ctx) // best effort: processed commands off the inbox
+	rec, err := record.Hibernate(s.rec, s.rec.Ownership())
+	if err != nil {
+		return err
+	}
+	rec.UpdatedAt = s.now()
+	rev, err := s.env.Records.UpdateSession(ctx, rec, s.rev)
+	if err != nil && !errors.Is(err, record.ErrConflict) && ctx.Err() == nil {
+		rev, err = s.settleHibernate(ctx, rec, err)
+	}
+	switch {
+	case errors.Is(err, record.ErrConflict):
+		s.env.Observer.Conflict("hibernate")
+		s.log.Warn("hibernation lost the CAS: ownership moved on, stopping", "rev", s.rev)
+		s.stopped = true
+		return nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Warn("hibernation not written; staying loaded", "err", err)
+		return nil
+	}
+	s.rec, s.rev = rec, rev
+	s.hibernating("cas")
+	s.closeCursor()
+	if err := s.env.Inbox.Delete(ctx, s.cursor); err != nil {
+		// The consumer expires by its inactivity threshold.
+		s.log.Debug("delete consumer of hibernated session", "err", err)
+	}
+	if err := s.env.Host.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
+		s.log.Debug("remove index entry of hibernated session", "err", err)
+	}
+	s.hibernating("consumer")
+	s.stopped = true
+	s.hibernated.Store(true)
+	s.env.Observer.Hibernated()
+	s.log.Debug("session hibernated", "idle", s.idleFor().Round(time.Millisecond))
+	return nil
+}
+
+// settleHibernate resolves a hibernation CAS whose reply was lost by a
+// leader read: the record carrying this write means it landed; an unchanged
+// revision means it did not; anything else lost ownership.
+func (s *Session) settleHibernate(ctx context.Context, rec record.SessionRecord, cause error) (uint64, error) {
+	cur, err := s.env.Records.LeaderSession(ctx, s.id)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w (settling: %v)", cause, err)
+	case cur.Record.Writer == rec.Writer && cur.Record.WriteCounter == rec.WriteCounter && cur.Record.State == record.StateHibernated:
+		return cur.Revision, nil
+	case cur.Revision == s.rev:
+		return 0, cause
+	}
+	return 0, record.ErrConflict
+}
+
+// Recheck closes the hibernate/publish race, once a hibernated session is
+// out of the process's loaded set: a command published before it left
+// memory may have reached neither the cursor (now deleted) nor a wake
+// (answered "running"). A leader read of its inbox subjects finds any
+// unprocessed command: Recheck reports whether the session must be loaded
+// again (true also when the read failed: a loaded quiet session hibernates
+// again). A wake arriving after the session left memory finds the record
+// hibernated and loads it anyway.
+func (s *Session) Recheck(ctx context.Context) (bool, error) {
+	s.hibernating("left")
+	seq, err := Unprocessed(ctx, s.env.Backlog, s.tokens, s.m.Snapshot().Applied)
+	return err != nil || seq > 0, err
+}
+
+func (s *Session) hibernating(step string) {
+	if f := s.env.Faults; f != nil && f.Hibernating != nil {
+		f.Hibernating(s.id, step)
+	}
+}
+
+// drainable: while draining, a session hibernates as soon as no step runs,
+// even with commands queued or a turn open (they stay unprocessed in the
+// inbox, and the checkpoint resumes the turn on the next owner).
+func (s *Session) drainable() bool {
+	return !s.stopped && s.cancel == nil && len(s.steps) == 0
+}
+
+// Unprocessed returns the lowest inbox sequence on tokens that applied has
+// not processed, by leader reads of backlog, or 0 when there is none.
+func Unprocessed(ctx context.Context, backlog Backlog, tokens []string, applied runtime.Applied) (uint64, error) {
+	from := applied.Next
+	if from > 0 {
+		from--
+	}
+	for {
+		seq, err := backlog.After(ctx, tokens, from)
+		if err != nil || seq == 0 {
+			return 0, err
+		}
+		if !applied.Has(seq) {
+			return seq, nil
+		}
+		from = seq
+	}
+}

@@ -1,0 +1,179 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
+)
+
+// segmentBytes is the inline history tail at which the owner seals the tail
+// into an immutable object-store segment (well below wire.MaxInlineBytes).
+// The record is encoded on every commit, so a small tail keeps commits cheap;
+// a segment is written once per segmentBytes of history.
+const segmentBytes = 8 << 10
+
+// history keeps a session's sealed history segments: content-addressed
+// objects in the baton_state object store, named by digest. A segment is
+// written before the commit that references it, so a committed record never
+// points at a missing object; a segment of a commit that lost its CAS is an
+// unreferenced object.
+type history struct {
+	obs     Blobs
+	cache   *segmentCache // the owner's segments (nil: none)
+	segs    []wire.BlobRef
+	covered int    // history entries in the segments
+	first   string // fingerprint of entry 0, to notice a rewritten history
+}
+
+func newHistory(env *Env) *history { return &history{obs: env.Blobs, cache: env.segments} }
+
+// layout splits the full history into segments and an inline tail, sealing
+// the tail into a new segment when it grew past segmentBytes.
+func (h *history) layout(ctx context.Context, full []runtime.Entry) ([]wire.BlobRef, []runtime.Entry, error) {
+	if h.covered > len(full) || h.covered > 0 && fingerprint(full[0]) != h.first {
+		h.segs, h.covered, h.first = nil, 0, "" // cleared, compacted or reset
+	}
+	tail := full[h.covered:]
+	if approxSize(tail) < segmentBytes {
+		return h.segs, tail, nil
+	}
+	data, err := json.Marshal(tail)
+	if err != nil {
+		return nil, nil, err
+	}
+	ref := wire.NewBlobRef(data)
+	if err := h.put(ctx, ref, data); err != nil {
+		return nil, nil, err
+	}
+	h.segs = append(h.segs, ref)
+	h.covered, h.first = len(full), fingerprint(full[0])
+	return h.segs, nil, nil
+}
+
+func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error {
+	if ok, err := h.obs.Has(ctx, ref.Digest); err == nil && ok {
+		h.cache.add(ref, data)
+		return nil // content-addressed: already there
+	}
+	if err := h.obs.Put(ctx, ref.Digest, data); err != nil {
+		return fmt.Errorf("session: store history segment: %w", err)
+	}
+	h.cache.add(ref, data)
+	return nil
+}
+
+// load reads the segments back, verifying each digest, and restores the
+// layout so later commits keep them.
+//
+// Segments this owner wrote or read before come from its cache (they are
+// content-addressed and immutable, and were verified against their digest);
+// the others are fetched concurrently: each fetch is several round trips
+// (the object's info, then an ordered consumer for its chunks).
+func (h *history) load(ctx context.Context, segs []wire.BlobRef, tail []runtime.Entry) ([]runtime.Entry, error) {
+	parts := make([][]runtime.Entry, len(segs))
+	errs := make([]error, len(segs))
+	var wg sync.WaitGroup
+	for i, ref := range segs {
+		if data, ok := h.cache.get(ref); ok {
+			parts[i], errs[i] = decodeSegment(data)
+			continue
+		}
+		wg.Go(func() { parts[i], errs[i] = h.segment(ctx, ref) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var full []runtime.Entry
+	for _, part := range parts {
+		full = append(full, part...)
+	}
+	h.segs, h.covered = segs, len(full)
+	if len(full) > 0 {
+		h.first = fingerprint(full[0])
+	}
+	return append(full, tail...), nil
+}
+
+func (h *history) segment(ctx context.Context, ref wire.BlobRef) ([]runtime.Entry, error) {
+	data, err := h.obs.Get(ctx, ref.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("session: history segment %s: %w", ref.Digest, err)
+	}
+	if err := ref.Verify(data); err != nil {
+		return nil, err
+	}
+	h.cache.add(ref, data)
+	return decodeSegment(data)
+}
+
+func decodeSegment(data []byte) ([]runtime.Entry, error) {
+	var part []runtime.Entry
+	return part, json.Unmarshal(data, &part)
+}
+
+// segmentCacheSize and segmentCacheBytes bound an owner's segment cache: a
+// segment is about segmentBytes, or one long entry (a delivery or answer of
+// up to a MiB) alone.
+const (
+	segmentCacheSize  = 1024
+	segmentCacheBytes = 64 << 20
+)
+
+// segmentCache holds the history segments an owner wrote or read, by
+// digest, so a session that comes back (a handoff back, a reload) does not
+// fetch them again. Only data verified against its digest (read) or hashed
+// into it (written) is added; the oldest entry goes first.
+type segmentCache struct {
+	mu    sync.Mutex
+	data  map[string][]byte
+	order []string
+	bytes int
+}
+
+func newSegmentCache() *segmentCache { return &segmentCache{data: map[string][]byte{}} }
+
+func (c *segmentCache) get(ref wire.BlobRef) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.data[ref.Digest]
+	return d, ok
+}
+
+func (c *segmentCache) add(ref wire.BlobRef, data []byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.data[ref.Digest]; ok {
+		return
+	}
+	for len(c.order) > 0 && (len(c.order) >= segmentCacheSize || c.bytes+len(data) > segmentCacheBytes) {
+		c.bytes -= len(c.data[c.order[0]])
+		delete(c.data, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.data[ref.Digest] = data
+	c.order = append(c.order, ref.Digest)
+	c.bytes += len(data)
+}
+
+func fingerprint(e runtime.Entry) string { return e.Role + "\x00" + e.Text }
+
+// approxSize is a cheap upper-bound estimate of the tail's JSON size.
+func approxSize(entries []runtime.Entry) int {
+	n := 2
+	for _, e := range entries {
+		n += len(e.Role) + 2*len(e.Text) + 24
+	}
+	return n
+}

@@ -1,0 +1,188 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
+)
+
+// The ports a session talks to the outside through. JetStream implements
+// them in the owner process (package runtime/pool, package kv); package
+// runtime/session/memory implements them in memory, and
+// runtime/session/conformance holds the suites both must pass.
+
+// Records is the part of the record store a running session uses: its own
+// record by revision CAS and leader read, and its address hooks. kv.Store
+// implements it.
+type Records interface {
+	// UpdateSession writes rec if the record is still at rev and returns
+	// the new revision; a stale rev is record.ErrConflict.
+	UpdateSession(ctx context.Context, rec record.SessionRecord, rev uint64) (uint64, error)
+	// Settle reads the record from the leader and reports whether it
+	// carries the write (writer run, write counter): how a commit whose
+	// reply was lost is settled.
+	Settle(ctx context.Context, id, writer string, write uint64) (record.Session, bool, error)
+	// LeaderSession reads the record from the leader.
+	LeaderSession(ctx context.Context, id string) (record.Session, error)
+	// CreateHook creates an address hook; a live hook is *record.OwnedError.
+	CreateHook(ctx context.Context, h record.Hook) (uint64, error)
+	// GetHook reads a hook (record.ErrNotFound when there is none).
+	GetHook(ctx context.Context, token string) (record.Hook, uint64, error)
+	// Tombstone marks a hook's address ended, if the hook is still at rev.
+	Tombstone(ctx context.Context, token string, rev uint64) (uint64, error)
+}
+
+// Cursor names an inbox reader: the consumer's name, the encoded tokens it
+// filters on, and the first stream sequence it delivers (1: everything).
+// Fresh marks a run's first consumer, whose name was never used: it may be
+// created without deleting a predecessor of the same name first.
+type Cursor struct {
+	Name   string
+	Tokens []string
+	Start  uint64
+	Fresh  bool
+}
+
+// Delivery is one inbox message as stored: its stream sequence, its bytes
+// (a wire command, decoded by the session) and when it was stored.
+type Delivery struct {
+	Seq    uint64
+	Data   []byte
+	Stored time.Time
+}
+
+// Inbox is a session's merged FIFO over every address token: a reader
+// delivers the messages of the cursor's tokens in stream order, from the
+// cursor's start, one at a time.
+type Inbox interface {
+	// Open (re)creates the named cursor at c.Start and starts delivering.
+	Open(ctx context.Context, c Cursor) (Reader, error)
+	// Exists reports whether the named cursor still exists (false after a
+	// server restart lost it, or a successor deleted it).
+	Exists(ctx context.Context, name string) (bool, error)
+	// Delete removes the named cursor; a missing one is not an error.
+	Delete(ctx context.Context, name string) error
+	// Purge removes the messages below seq on each token's subject.
+	Purge(ctx context.Context, tokens []string, below uint64) error
+}
+
+// Reader is one open cursor.
+type Reader interface {
+	// Deliveries yields the messages in stream order.
+	Deliveries() <-chan Delivery
+	// Lost receives the error that ended delivery unexpectedly (the cursor
+	// deleted, heartbeats missed); it is never closed.
+	Lost() <-chan error
+	// Close stops delivery; the cursor stays until Delete (or expiry).
+	Close()
+}
+
+// Appender appends a session's committed events to its event stream,
+// exactly once each and without gaps: an event already there is skipped, one
+// that would leave a hole is refused (kv.ErrEventGap). kv.Appender
+// implements it.
+type Appender interface {
+	Append(ctx context.Context, seq uint64, data []byte) error
+	// Last is the seq of the last event on the stream (0: none).
+	Last(ctx context.Context) (uint64, error)
+}
+
+// Blobs is the object store of out-of-line content (history segments,
+// large state, long texts), by name. Content is addressed by digest, so a
+// Put of a name already stored may be skipped.
+type Blobs interface {
+	Put(ctx context.Context, name string, data []byte) error
+	// Has reports whether name is stored.
+	Has(ctx context.Context, name string) (bool, error)
+	// Get reads name; a missing object is ErrBlobNotFound.
+	Get(ctx context.Context, name string) ([]byte, error)
+	// Delete removes name; a missing object is not an error.
+	Delete(ctx context.Context, name string) error
+}
+
+// Timers arms and cancels a session's one timer: when it fires, a timeout
+// command with the timer's ID reaches the session's inbox.
+type Timers interface {
+	Arm(ctx context.Context, sessionID string, t runtime.Timer) error
+	Cancel(ctx context.Context, sessionID string) error
+}
+
+// Backlog finds unprocessed commands by a leader read of the inbox:
+// handoff.Backlog, which kv.Backlog implements.
+type Backlog = handoff.Backlog
+
+// Host is what belongs to the owner process rather than the session: the
+// lease, the handoff transaction, tasks, the process's session index, its
+// background goroutines and drain state.
+type Host interface {
+	// LeaseValid reports whether the process holds a valid lease: a session
+	// performs no effect without one.
+	LeaseValid() bool
+	// Handoff runs the handoff transaction for req (docs/handoff.md);
+	// ErrHandoffDisabled when the process does not hand off.
+	Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error)
+	// StartTask publishes a committed background task.
+	StartTask(ctx context.Context, sessionID string, t runtime.TaskSpec) error
+	// RemoveIndex drops the session from the process's index (it ended,
+	// hibernated or moved).
+	RemoveIndex(ctx context.Context, sessionID string) error
+	// Go runs f in the background, in the process's serving context: work
+	// that must not hold up the session (deleting a predecessor's cursor, a
+	// superseded blob).
+	Go(f func(ctx context.Context))
+	// Reconnected is closed at the next reconnect of the process's
+	// connection to NATS (cursors may have been lost).
+	Reconnected() <-chan struct{}
+	// Draining reports a graceful drain: sessions hibernate as soon as they
+	// can.
+	Draining() bool
+	// Settled tells the process that the session committed with no boot
+	// attempt pending: it did not kill the process (the quarantine slot is
+	// free).
+	Settled(sessionID string)
+}
+
+// Observer receives a session's measurements (the process's metrics). Nop
+// is a no-op Observer.
+type Observer interface {
+	Committed(events []wire.Event)
+	Conflict(op string)
+	StepDone(d runtime.StepDone, took time.Duration)
+	StepFailed(code string)
+	Hibernated()
+	InboxLag(d time.Duration)
+}
+
+// Nop observes nothing.
+type Nop struct{}
+
+func (Nop) Committed([]wire.Event)                   {}
+func (Nop) Conflict(string)                          {}
+func (Nop) StepDone(runtime.StepDone, time.Duration) {}
+func (Nop) StepFailed(string)                        {}
+func (Nop) Hibernated()                              {}
+func (Nop) InboxLag(time.Duration)                   {}
+
+// Faults are the deterministic fault injection points of a session (tests;
+// nil in production). The owner process's Faults map onto them.
+type Faults struct {
+	// LoseCommitReply reports, per commit, whether to drop the reply of a
+	// commit CAS that landed.
+	LoseCommitReply func(sessionID string) bool
+	// AliasHooked runs after a new alias's hook was created and before the
+	// cursor is recreated over it.
+	AliasHooked func(sessionID, alias string)
+	// AfterCommit runs right after a commit CAS succeeded, before any of
+	// its events is published.
+	AfterCommit func(sessionID string)
+	// AfterConsumer runs when a run created its cursor, before it deletes
+	// the predecessor's and boots the machine; an error stops the run.
+	AfterConsumer func(sessionID string, reason runtime.BootReason) error
+	// Hibernating runs at each step of a hibernation: "cas", "consumer"
+	// and, from Recheck, "left".
+	Hibernating func(sessionID, step string)
+}

@@ -1,0 +1,333 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Session is one loaded session: its machine, its record revision, its
+// inbox cursor and its event appender. Only its own goroutine touches it
+// (Run); Touch, Active, AskHibernate and the read-only accessors may be
+// called from any goroutine.
+type Session struct {
+	env     *Env
+	id      string
+	runID   string
+	log     *slog.Logger
+	m       *runtime.Machine
+	rec     record.SessionRecord
+	rev     uint64
+	tokens  []string // encoded tokens: stable first, then aliases
+	cursor  string   // the cursor's name: <sessionID>-<epoch>
+	reader  Reader   // the open cursor (nil: closed)
+	app     Appender
+	outbox  []wire.Event // events of the last commit, stamped
+	steps   chan runtime.StepDone
+	cancel  context.CancelFunc // cancels the running step
+	purgeAt uint64             // lowest unapplied sequence to purge below
+	purged  uint64
+	prev    string     // the predecessor's cursor, deleted after boot
+	hist    *history   // sealed history segments
+	pubWait chan error // the event append in flight, if any
+
+	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
+	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
+	stateRef      *wire.BlobRef        // the state blob of the last commit (nil: inline)
+	nextStateRef  *wire.BlobRef        // the state blob of the commit in flight
+	pendingRec    record.SessionRecord // the record of an uncertain commit
+	pendingOutbox []wire.Event
+	pendingDue    string
+	due           string // the step due as of the last commit (dueStep)
+	stopped       bool
+	hibernated    atomic.Bool   // stopped by hibernating
+	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
+	hib           chan struct{} // the loaded-session cap asks it to hibernate
+}
+
+// New prepares a claimed session to run (Run); env must be Ready.
+func New(env *Env, b Boot) (*Session, error) {
+	snap := b.Checkpoint.Snap
+	m, err := runtime.NewMachine(runtime.Config{
+		SessionID: b.Record.SessionID, RunID: b.Record.OwnerRunID, Deployment: env.Deployment,
+		Timeout: b.Timeout, EventKinds: env.Agent.EventKinds(), RecentIDs: wire.MaxAppliedIDs,
+	}, snap)
+	if err != nil {
+		return nil, err
+	}
+	rec := b.Record
+	s := &Session{
+		env: env, id: rec.SessionID, runID: rec.OwnerRunID, m: m, rec: rec, rev: b.Revision, tokens: b.Tokens,
+		log:    env.Log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
+		steps:  make(chan runtime.StepDone, 1),
+		hib:    make(chan struct{}, 1),
+		app:    env.Appender(rec.SessionID),
+		cursor: rec.Consumer, prev: b.Predecessor, arrival: b.Arrival, adoption: b.Adoption,
+		outbox: b.Checkpoint.Outbox, stateRef: b.Checkpoint.stateRef,
+	}
+	s.hist, s.due = b.Checkpoint.hist, dueStep(snap)
+	if s.hist == nil {
+		s.hist = newHistory(env)
+	}
+	return s, nil
+}
+
+// ID is the session's ID.
+func (s *Session) ID() string { return s.id }
+
+// Epoch is the epoch this run claimed.
+func (s *Session) Epoch() uint64 { return s.rec.Epoch }
+
+// Hibernated reports whether the run stopped by hibernating.
+func (s *Session) Hibernated() bool { return s.hibernated.Load() }
+
+// Ended is the machine's end reason ("" while the session lives). Call it
+// after Run returned.
+func (s *Session) Ended() string { return s.m.Ended() }
+
+// Run boots the machine and serves it until the session stops (ended,
+// hibernated, handed off, fenced, its record moved on) or ctx ends. A nil
+// error with Ended and Hibernated unset means the record moved on: another
+// run owns the session now.
+func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
+	return s.run(ctx, reason)
+}
+
+// run boots the machine and serves it until the session stops or ctx ends.
+func (s *Session) run(ctx context.Context, reason runtime.BootReason) error {
+	defer s.shutdown()
+	if !s.env.Host.LeaseValid() {
+		return ErrFenced
+	}
+	if err := s.openCursor(ctx, true); err != nil {
+		return err
+	}
+	if f := s.env.Faults; f != nil && f.AfterConsumer != nil {
+		if err := f.AfterConsumer(s.id, reason); err != nil {
+			return err
+		}
+	}
+	// Off the path to the first step: the predecessor's cursor is only a
+	// cursor (its reader stopped before the handoff or died with its
+	// process), and it expires by its inactivity threshold if this fails.
+	// It runs in the process's serving context, so a run that ends at once
+	// (handed on again) does not abandon it.
+	if prev := s.prev; prev != "" && prev != s.cursor {
+		s.env.Host.Go(func(ctx context.Context) { s.deletePredecessor(ctx, prev) })
+	}
+	bootOutbox := s.outbox
+	if err := s.handle(ctx, runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption}); err != nil {
+		return err
+	}
+	if err := s.restartTasks(ctx, bootOutbox); err != nil {
+		return err
+	}
+	return s.loop(ctx)
+}
+
+func (s *Session) now() time.Time { return s.env.Now() }
+
+// deliveries is the open cursor's channel (nil, which blocks, while closed).
+func (s *Session) deliveries() <-chan Delivery {
+	if s.reader == nil {
+		return nil
+	}
+	return s.reader.Deliveries()
+}
+
+// lost is the open cursor's loss signal (nil while closed).
+func (s *Session) lost() <-chan error {
+	if s.reader == nil {
+		return nil
+	}
+	return s.reader.Lost()
+}
+
+func (s *Session) loop(ctx context.Context) error {
+	tick := time.NewTicker(s.env.TickInterval)
+	defer tick.Stop()
+	reconn := s.env.Host.Reconnected()
+	checkCursor := false
+	for !s.stopped {
+		var err error
+		select {
+		case <-ctx.Done():
+			return nil
+		case d := <-s.deliveries():
+			s.Touch()
+			s.env.Observer.InboxLag(time.Since(d.Stored))
+			err = s.handle(ctx, runtime.Received{Cmd: wire.DecodeInput(d.Seq, d.Data)})
+		case d := <-s.steps:
+			s.cancel = nil
+			s.Touch()
+			err = s.handle(ctx, d)
+		case <-s.hib:
+			err = s.maybeHibernate(ctx, true)
+		case cause := <-s.lost():
+			err = s.recoverCursor(ctx, cause)
+		case <-reconn:
+			// The server may have restarted: memory-storage cursors are
+			// gone then, and the reader would only notice after missed
+			// heartbeats. Check on the next ticks.
+			reconn, checkCursor = s.env.Host.Reconnected(), true
+		case now := <-tick.C:
+			err = s.handle(ctx, runtime.Tick{Now: now})
+			if err == nil && checkCursor {
+				checkCursor, err = s.verifyCursor(ctx)
+			}
+			s.flushPurge(ctx)
+			if err == nil {
+				err = s.maybeHibernate(ctx, false)
+			}
+		}
+		if err == nil && s.env.Host.Draining() && !s.stopped {
+			err = s.maybeHibernate(ctx, true) // right after a step finished
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handle feeds one input and performs the resulting effects, feeding back
+// the results of synchronous effects until nothing is left.
+func (s *Session) handle(ctx context.Context, in runtime.Input) error {
+	pending := []runtime.Input{in}
+	for len(pending) > 0 && !s.stopped {
+		in, pending = pending[0], pending[1:]
+		effects, err := s.m.Handle(in)
+		if errors.Is(err, runtime.ErrEnded) {
+			continue // a command after the end: already cleaned up
+		}
+		if err != nil {
+			return fmt.Errorf("session %s: %w", s.id, err)
+		}
+		for _, e := range effects {
+			next, err := s.perform(ctx, e)
+			if err != nil {
+				return err
+			}
+			pending = append(pending, next...)
+		}
+		s.stopped = s.stopped || s.m.Stopped()
+	}
+	return nil
+}
+
+// shutdown stops delivery and a running step. The cursor stays for a
+// successor run of this process or expires by its inactivity threshold.
+func (s *Session) shutdown() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	_ = s.awaitPublish()
+	s.closeCursor()
+}
+
+func (s *Session) deletePredecessor(ctx context.Context, prev string) {
+	if err := s.env.Inbox.Delete(ctx, prev); err == nil {
+		s.log.Debug("deleted predecessor consumer", "consumer", prev)
+	}
+}
+
+// openCursor (re)opens the session's cursor at Applied.Next over its
+// tokens. Deliveries the old cursor made that the machine has not seen yet
+// are dropped with it: the new cursor delivers them again in stream order.
+// Read from the old one, they would reach the machine ahead of a new
+// alias's earlier command, and a commit would raise Applied.Next past that
+// command, which would then be skipped as processed.
+func (s *Session) openCursor(ctx context.Context, fresh bool) error {
+	s.closeCursor()
+	r, err := s.env.Inbox.Open(ctx, Cursor{Name: s.cursor, Tokens: s.tokens, Start: s.m.Snapshot().Applied.Next, Fresh: fresh})
+	if err != nil {
+		return err
+	}
+	s.reader = r
+	return nil
+}
+
+func (s *Session) closeCursor() {
+	if s.reader != nil {
+		s.reader.Close()
+		s.reader = nil
+	}
+}
+
+// reopen recreates the cursor at Applied.Next.
+func (s *Session) reopen(ctx context.Context) error { return s.openCursor(ctx, false) }
+
+// EncodedTokens returns the stable token plus the encoded aliases.
+func EncodedTokens(sessionID string, aliases []string) ([]string, error) {
+	toks := []string{subjects.StableToken(sessionID)}
+	for _, a := range aliases {
+		t, err := subjects.EncodeToken(a)
+		if err != nil {
+			return nil, err
+		}
+		toks = append(toks, t)
+	}
+	return toks, nil
+}
+
+// verifyCursor checks, after a reconnect, that the session's cursor still
+// exists and recreates it if not. It reports whether to check again (the
+// server did not answer yet).
+func (s *Session) verifyCursor(ctx context.Context) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ok, err := s.env.Inbox.Exists(cctx, s.cursor)
+	cancel()
+	switch {
+	case err == nil && ok:
+		return false, nil
+	case err == nil:
+		return false, s.recoverCursor(ctx, errors.New("consumer not found after a reconnect"))
+	}
+	return ctx.Err() == nil, nil
+}
+
+// recoverCursor handles a cursor that ended unexpectedly (deleted by a
+// successor, lost in a server restart, a reader error): only while a
+// leader read shows the record still names this run and epoch is the
+// cursor recreated, at the lowest unapplied sequence. Otherwise the
+// session was taken over: it stops without side effects.
+func (s *Session) recoverCursor(ctx context.Context, cause error) error {
+	s.log.Warn("inbox consumer lost; checking ownership", "consumer", s.cursor, "err", cause)
+	s.closeCursor()
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second),
+		backoff.WithMaxElapsedTime(0)), ctx)
+	err := backoff.Retry(func() error {
+		if !s.env.Host.LeaseValid() {
+			return backoff.Permanent(ErrFenced)
+		}
+		cur, err := s.env.Records.LeaderSession(ctx, s.id)
+		if err != nil {
+			return err
+		}
+		if cur.Record.OwnerRunID != s.runID || cur.Record.Epoch != s.rec.Epoch {
+			s.log.Warn("session taken over by another run; stopping without side effects",
+				"owner", cur.Record.OwnerProcess, "run", cur.Record.OwnerRunID, "new_epoch", cur.Record.Epoch)
+			s.stopped = true
+			return nil
+		}
+		if err := s.reopen(ctx); err != nil {
+			return err
+		}
+		s.log.Info("inbox consumer recreated at the lowest unapplied sequence", "consumer", s.cursor, "start", s.m.Snapshot().Applied.Next)
+		return nil
+	}, b)
+	if ctx.Err() != nil && !errors.Is(err, ErrFenced) {
+		return nil
+	}
+	return err
+}

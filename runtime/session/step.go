@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-rt/baton/runtime"
+)
+
+// runStep runs the agent's step in its own goroutine with a cancellable
+// context; its result comes back through s.steps, checked (runtime.Checker)
+// before the machine folds it. Whatever the agent does costs at most this
+// step: a panic is recovered (agent_panic), a step past the step timeout
+// fails (step_timeout) whether or not it returns, and an invalid result
+// fails with its code. A result that comes after the timeout is discarded.
+func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
+	stepCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	go func() {
+		defer cancel()
+		began := time.Now()
+		d := s.execStep(stepCtx, r.Input)
+		s.env.Observer.StepDone(d, time.Since(began))
+		select {
+		case s.steps <- d:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// execStep runs one step under the step timeout and checks its result.
+func (s *Session) execStep(ctx context.Context, in runtime.StepInput) runtime.StepDone {
+	deadline := time.Now().Add(s.stepTimeout())
+	tctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	res := make(chan runtime.StepDone, 1)
+	go func() {
+		d, perr := runtime.Run(tctx, s.env.Agent, in)
+		if perr != nil {
+			s.log.Error("agent panicked in a step; the step fails", "turn", in.TurnID, "step", in.Step,
+				"panic", fmt.Sprint(perr.Value), "stack", string(perr.Stack))
+		}
+		res <- d
+	}()
+	d, ok := awaitStep(ctx, tctx, res, deadline)
+	if !ok || ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		return s.timedOut(in)
+	}
+	d.Result = s.env.Checker.Check(d.Result)
+	s.env.Observer.StepFailed(d.Result.Code)
+	return d
+}
+
+// awaitStep waits for the step's result. A step whose context was cancelled
+// (a cancel command, shutdown) is still given until the deadline to return;
+// one that has not returned by the deadline is abandoned (ok false).
+func awaitStep(ctx, tctx context.Context, res <-chan runtime.StepDone, deadline time.Time) (runtime.StepDone, bool) {
+	select {
+	case d := <-res:
+		return d, true
+	case <-tctx.Done():
+	}
+	if ctx.Err() == nil {
+		return runtime.StepDone{}, false // the deadline passed
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case d := <-res:
+		return d, true
+	case <-t.C:
+		return runtime.StepDone{}, false
+	}
+}
+
+// timedOut is the failed step of a step past the step timeout.
+func (s *Session) timedOut(in runtime.StepInput) runtime.StepDone {
+	s.log.Warn("step timed out; it fails", "turn", in.TurnID, "step", in.Step, "timeout", s.stepTimeout().String())
+	s.env.Observer.StepFailed(runtime.CodeStepTimeout)
+	err := fmt.Errorf("step %s ran past the step timeout (%v)", in.Key(), s.stepTimeout())
+	return runtime.StepDone{TurnID: in.TurnID, Step: in.Step, Result: runtime.Failed(runtime.CodeStepTimeout, err)}
+}
+
+// noStepTimeout stands for "no step timeout" (Env.StepTimeout 0).
+const noStepTimeout = 100 * 365 * 24 * time.Hour
+
+func (s *Session) stepTimeout() time.Duration {
+	if s.env.StepTimeout <= 0 {
+		return noStepTimeout
+	}
+	return s.env.StepTimeout
+}
