@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 
 	"github.com/baton-rt/baton/wire"
 )
@@ -25,26 +27,20 @@ var writtenEmpty = map[string][]string{
 func builtin(b wire.EventBody) Event {
 	kind := b.EventKind()
 	data, err := encodeBody(kind, b)
-	if err != nil { // the built-in bodies hold only strings, numbers and objects of them
+	if err != nil { // the built-in bodies hold only strings, numbers, string lists and objects of them
 		return NewEvent(kind, map[string]string{"unmarshalable": err.Error()})
 	}
 	return Event{Kind: kind, Data: data}
 }
 
 // encodeBody is the machine's encoding of a kind's body; an empty body is
-// no data (the driver stamps {}).
+// no data (the driver stamps {}). It costs one encoding pass, as the map
+// did: a step's message.output of a MiB is encoded inside its step timeout.
 func encodeBody(kind string, b wire.EventBody) (json.RawMessage, error) {
-	raw, err := json.Marshal(b)
-	if err != nil {
-		return nil, err
-	}
-	members, err := sortedMembers(raw)
-	if err != nil {
-		return nil, err
-	}
+	members := membersOf(reflect.ValueOf(b))
 	for _, name := range writtenEmpty[kind] {
 		if _, ok := members[name]; !ok {
-			members[name] = json.RawMessage(`""`)
+			members[name] = ""
 		}
 	}
 	if len(members) == 0 {
@@ -53,28 +49,48 @@ func encodeBody(kind string, b wire.EventBody) (json.RawMessage, error) {
 	return json.Marshal(members)
 }
 
-// sortedMembers splits a JSON object into its members, each object among
-// them re-encoded with its members sorted by name (encoding/json writes a
-// map's keys in order); every other value keeps its bytes. The bodies hold
-// no arrays of objects.
-func sortedMembers(obj json.RawMessage) (map[string]json.RawMessage, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &members); err != nil {
-		return nil, err
-	}
-	for name, v := range members {
-		if len(v) == 0 || v[0] != '{' {
+// membersOf is a body struct as a map from member names to values, as
+// encoding/json would write it: a member per exported field under its json
+// name, omitempty members left out when empty, a nested struct a map of its
+// own (so its members are sorted too; encoding/json writes a map's keys in
+// order).
+func membersOf(v reflect.Value) map[string]any {
+	t := v.Type()
+	out := make(map[string]any, t.NumField())
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case !f.IsExported() || name == "-":
+			continue
+		case name == "":
+			name = f.Name
+		}
+		if strings.Contains(opts, "omitempty") && emptyJSON(fv) {
 			continue
 		}
-		inner, err := sortedMembers(v)
-		if err != nil {
-			return nil, err
-		}
-		if members[name], err = json.Marshal(inner); err != nil {
-			return nil, err
+		if fv.Kind() == reflect.Struct {
+			out[name] = membersOf(fv)
+		} else {
+			out[name] = fv.Interface()
 		}
 	}
-	return members, nil
+	return out
+}
+
+// emptyJSON is encoding/json's omitempty rule.
+func emptyJSON(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String, reflect.Slice, reflect.Map, reflect.Array:
+		return v.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return v.IsZero()
+	}
+	return false
 }
 
 // emit stages a machine event.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/baton-rt/baton/wire"
@@ -258,5 +259,14 @@ func TestBodyEncoding(t *testing.T) {
 	}
 	if got, want := Output("hi"), oldEvent(EventMessageOutput, Fields{"text": "hi"}); !bytes.Equal(got.Data, want.Data) {
 		t.Errorf("Output: %s, want %s", got.Data, want.Data)
+	}
+}
+
+// BenchmarkOutput: a MiB of message.output, built inside an agent's step
+// (and its step timeout): one encoding pass, as the map took.
+func BenchmarkOutput(b *testing.B) {
+	text := strings.Repeat("abcdefgh", 1<<17)
+	for b.Loop() {
+		_ = Output(text)
 	}
 }
