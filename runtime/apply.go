@@ -3,6 +3,8 @@ package runtime
 import (
 	"slices"
 	"strconv"
+
+	"github.com/baton-rt/baton/wire"
 )
 
 // apply applies one command: its handoff.skipped record (if any), its one
@@ -39,9 +41,9 @@ func (m *Machine) control(c Command) {
 			m.finalize(EndExpired)
 		}
 	case KindPause:
-		m.setPaused(true, EventSessionPaused)
+		m.setPaused(true, wire.SessionPaused{})
 	case KindResume:
-		m.setPaused(false, EventSessionResumed)
+		m.setPaused(false, wire.SessionResumed{})
 	}
 	// move and unknown kinds: applied, no further effect.
 }
@@ -50,18 +52,18 @@ func (m *Machine) markApplied(c Command) {
 	if r, ok := m.skips[c.Seq]; ok {
 		delete(m.skips, c.Seq)
 		target, _ := m.handoffTarget(c)
-		m.emit(EventHandoffSkipped, Fields{
-			"reason": r, "commandId": c.ID, "seq": c.Seq,
-			"deploymentId": m.cfg.Deployment, "targetDeploymentId": target,
+		m.emit(wire.HandoffSkipped{
+			Reason: r, CommandID: c.ID, Seq: c.Seq,
+			DeploymentID: m.cfg.Deployment, TargetDeploymentID: target,
 		})
 	}
-	m.emit(EventCommandApplied, Fields{"commandId": c.ID, "seq": c.Seq, "kind": c.Kind})
+	m.emit(wire.CommandApplied{CommandID: c.ID, Seq: c.Seq, Kind: string(c.Kind)})
 	m.snap.Applied.add(c.Seq, c.ID, m.cfg.RecentIDs)
 	m.st.applied = append(m.st.applied, Ref{Seq: c.Seq, ID: c.ID})
 }
 
 func (m *Machine) reject(c Command) {
-	m.emit(EventWireRejected, Fields{"commandId": c.ID, "seq": c.Seq, "reason": c.Rejected})
+	m.emit(wire.WireRejected{CommandID: c.ID, Seq: c.Seq, Reason: c.Rejected})
 	m.snap.Applied.add(c.Seq, c.ID, m.cfg.RecentIDs)
 	m.st.dirty = true
 }
@@ -70,7 +72,7 @@ func (m *Machine) startTurn(c Command) {
 	m.snap.Turns++
 	t := &Turn{ID: "t" + strconv.FormatUint(m.snap.Turns, 10), Caller: c.Caller, Open: true}
 	m.snap.Turn = t
-	m.emit(EventTurnStarted, Fields{"turnId": t.ID, "caller": t.Caller, "commandId": c.ID})
+	m.emit(wire.TurnStarted{TurnID: t.ID, Caller: t.Caller, CommandID: c.ID})
 	m.join(c)
 }
 
@@ -102,24 +104,24 @@ func (m *Machine) cancelTurn() {
 	}
 	m.cancelTurnWaits()
 	m.snap.Turn = nil
-	m.emit(EventTurnCancelled, Fields{"turnId": t.ID})
-	m.emit(EventSessionWaiting, Fields{"reason": "message"})
+	m.emit(wire.TurnCancelled{TurnID: t.ID})
+	m.emit(wire.SessionWaiting{Reason: wire.WaitMessage})
 }
 
 func (m *Machine) cancelTurnWaits() {
 	w := &m.snap.Waits
 	if w.Input != nil {
-		m.emit(EventWaitCancelled, Fields{"wait": "input", "requestId": w.Input.RequestID})
+		m.emit(wire.WaitCancelled{Wait: wire.WaitInput, RequestID: w.Input.RequestID})
 	}
 	if w.Auth != nil {
-		m.emit(EventWaitCancelled, Fields{"wait": "authorization", "attemptId": w.Auth.AttemptID})
+		m.emit(wire.WaitCancelled{Wait: wire.WaitAuthorization, AttemptID: w.Auth.AttemptID})
 	}
 	w.Input, w.Auth = nil, nil
 }
 
 func (m *Machine) cancelTasks() {
 	for _, t := range m.snap.Waits.Tasks {
-		m.emit(EventWaitCancelled, Fields{"wait": "task", "taskId": t.ID})
+		m.emit(wire.WaitCancelled{Wait: wire.WaitTask, TaskID: t.ID})
 	}
 	m.snap.Waits.Tasks = nil
 }
@@ -163,11 +165,7 @@ func (m *Machine) taskResult(c Command) {
 		return
 	}
 	w.Tasks = slices.Delete(w.Tasks, i, i+1)
-	f := Fields{"taskId": c.TaskID}
-	if c.TaskError != "" {
-		f["error"] = c.TaskError
-	}
-	m.emit(EventTaskCompleted, f)
+	m.emit(wire.TaskCompleted{TaskID: c.TaskID, Error: c.TaskError})
 	if t := m.snap.Turn; t != nil && t.Open {
 		m.join(c)
 		return
@@ -175,10 +173,10 @@ func (m *Machine) taskResult(c Command) {
 	m.remember(c)
 }
 
-func (m *Machine) setPaused(p bool, kind string) {
+func (m *Machine) setPaused(p bool, b wire.EventBody) {
 	if m.snap.Paused != p {
 		m.snap.Paused = p
-		m.emit(kind, nil)
+		m.emit(b)
 	}
 }
 
@@ -187,10 +185,10 @@ func (m *Machine) setPaused(p bool, kind string) {
 func (m *Machine) finalize(reason string) {
 	if t := m.snap.Turn; t != nil {
 		m.cancelTurnWaits()
-		m.emit(EventTurnCancelled, Fields{"turnId": t.ID})
+		m.emit(wire.TurnCancelled{TurnID: t.ID})
 		m.snap.Turn = nil
 	}
 	m.cancelTasks()
 	m.snap.Ended = reason
-	m.emit(EventSessionEnded, Fields{"reason": reason})
+	m.emit(wire.SessionEnded{Reason: reason})
 }

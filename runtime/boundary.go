@@ -1,6 +1,10 @@
 package runtime
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/baton-rt/baton/wire"
+)
 
 // advance runs one committed boundary: fold the finished step, apply the
 // commands the rules admit, and either commit the changes or run the next
@@ -28,20 +32,20 @@ func (m *Machine) foldResult() {
 	}
 	m.result = nil
 	if m.interruptQueued() {
-		m.emit(EventStepInterrupted, Fields{"turnId": d.TurnID, "step": d.Step})
+		m.emit(wire.StepInterrupted{TurnID: d.TurnID, Step: uint64(d.Step)})
 		return
 	}
 	m.fold(d)
 }
 
 func (m *Machine) interruptQueued() bool {
-	return slices.ContainsFunc(m.queue, func(c Command) bool { return c.interrupts(m.snap.Timer) })
+	return slices.ContainsFunc(m.queue, func(c Command) bool { return interrupts(&c, m.snap.Timer) })
 }
 
 // applyImmediate applies every immediate-class command, in sequence order.
 func (m *Machine) applyImmediate() {
 	for m.snap.Ended == "" {
-		i := slices.IndexFunc(m.queue, func(c Command) bool { return c.class() == classImmediate })
+		i := slices.IndexFunc(m.queue, func(c Command) bool { return classOf(&c) == classImmediate })
 		if i < 0 {
 			return
 		}
@@ -53,7 +57,7 @@ func (m *Machine) applyImmediate() {
 func (m *Machine) admitSteers() {
 	for m.canSteer() {
 		t := m.snap.Turn
-		i := slices.IndexFunc(m.queue, func(c Command) bool { return c.steer() && c.Caller == t.Caller })
+		i := slices.IndexFunc(m.queue, func(c Command) bool { return steers(&c) && c.Caller == t.Caller })
 		if i < 0 {
 			return
 		}
@@ -151,13 +155,4 @@ func (m *Machine) advanceApplied() []Effect {
 
 func (m *Machine) cleanup() Effect {
 	return Cleanup{Reason: m.snap.Ended, Aliases: slices.Clone(m.snap.Aliases)}
-}
-
-// emit stages a machine event.
-func (m *Machine) emit(kind string, data Fields) {
-	if data == nil {
-		m.st.events = append(m.st.events, Event{Kind: kind})
-		return
-	}
-	m.st.events = append(m.st.events, NewEvent(kind, data))
 }

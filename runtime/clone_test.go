@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/baton-rt/baton/wire"
 )
 
 func jsonClone(t *testing.T, s Snapshot) Snapshot {
@@ -23,7 +25,7 @@ func TestCloneMatchesJSON(t *testing.T) {
 	full := Snapshot{
 		Started: true, Applied: Applied{Next: 3, Above: []uint64{5, 7}, RecentIDs: []string{"a"}},
 		EventSeq: 9, Turns: 2, History: []Entry{{Role: "user", Text: "hi"}}, State: json.RawMessage(`{"k":1}`),
-		Turn:   &Turn{ID: "t2", Caller: "c", Steps: 1, Open: true, Inputs: []Command{{Seq: 4, ID: "x", Kind: KindDeliver, Value: json.RawMessage(`1`)}}},
+		Turn:   &Turn{ID: "t2", Caller: "c", Steps: 1, Open: true, Inputs: []Command{{Seq: 4, ID: "x", Kind: KindDeliver, Value: json.RawMessage(`1`), TextRef: &wire.BlobRef{Digest: "sha256:00", Size: 1}}}},
 		Waits:  Waits{Input: &InputWait{RequestID: "r"}, Auth: &AuthWait{AttemptID: "a"}, Tasks: []Task{{ID: "k", Duration: time.Second}}},
 		Paused: true, Timer: &Timer{ID: "run", Deadline: time.Unix(1700000000, 0).UTC(), Duration: time.Minute},
 		Aliases: []string{"x"}, Ended: "", Outbox: []Event{{Seq: 9, Kind: "k", Data: json.RawMessage(`{}`)}},
@@ -37,9 +39,10 @@ func TestCloneMatchesJSON(t *testing.T) {
 	}
 	c := full.Clone()
 	c.History[0].Text, c.Turn.Inputs[0].Value[0], c.Waits.Input.RequestID, c.Outbox[0].Data[0] = "changed", '2', "z", '['
-	c.Applied.Above[0], c.Timer.ID = 99, "other"
+	c.Applied.Above[0], c.Timer.ID, c.Turn.Inputs[0].TextRef.Size = 99, "other", 2
 	if full.History[0].Text != "hi" || string(full.Turn.Inputs[0].Value) != "1" || full.Waits.Input.RequestID != "r" ||
-		string(full.Outbox[0].Data) != "{}" || full.Applied.Above[0] != 5 || full.Timer.ID != "run" {
+		string(full.Outbox[0].Data) != "{}" || full.Applied.Above[0] != 5 || full.Timer.ID != "run" ||
+		full.Turn.Inputs[0].TextRef.Size != 1 {
 		t.Fatal("clone shares memory with the original")
 	}
 }

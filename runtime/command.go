@@ -29,42 +29,19 @@ const (
 // Kinds lists every command kind in a fixed order.
 func Kinds() []Kind { return wire.Kinds() }
 
-// Mode is the mode of a delivery.
-type Mode string
-
-// Delivery modes. An empty mode means ModeQueue.
+// Delivery modes (wire's). An empty mode means ModeQueue.
 const (
-	ModeQueue Mode = "queue"
-	ModeSteer Mode = "steer"
+	ModeQueue = wire.ModeQueue
+	ModeSteer = wire.ModeSteer
 )
 
-// Command is one inbox command as the machine sees it: the driver translates
-// the decoded wire command into this shape. Only the fields that belong to
-// Kind are set.
-type Command struct {
-	Seq        uint64 `json:"seq"` // inbox stream sequence
-	ID         string `json:"id"`
-	Kind       Kind   `json:"kind"`
-	Mode       Mode   `json:"mode,omitempty"`
-	Caller     string `json:"caller,omitempty"`
-	Deployment string `json:"deployment,omitempty"` // acceptedDeploymentId
-	Text       string `json:"text,omitempty"`
-
-	RequestID  string          `json:"requestId,omitempty"`  // input.response
-	Value      json.RawMessage `json:"value,omitempty"`      // input.response, task.result
-	AttemptID  string          `json:"attemptId,omitempty"`  // auth.callback
-	AuthResult string          `json:"authResult,omitempty"` // auth.callback: granted|denied
-	TaskID     string          `json:"taskId,omitempty"`     // task.result
-	TaskError  string          `json:"taskError,omitempty"`  // task.result
-	TimerID    string          `json:"timerId,omitempty"`    // timeout
-	Target     string          `json:"target,omitempty"`     // move: deployment ID
-	Force      bool            `json:"force,omitempty"`      // move: cancel waits that keep it (operator, retired source)
-
-	// Rejected is set by the driver when the wire payload could not be
-	// decoded (for example a newer wire version). The machine records a
-	// wire.rejected event for it and never applies it.
-	Rejected string `json:"rejected,omitempty"`
-}
+// Command is one inbox command as the machine sees it: wire's TurnInput,
+// the owner's decoded view of an inbox command with its stream sequence.
+// The driver builds it once, when it reads the payload (wire.DecodeInput:
+// an undecodable one arrives with Rejected set), and the checkpoint stores
+// a command admitted into the open turn as it is. Only the fields that
+// belong to Kind are set.
+type Command = wire.TurnInput
 
 // class says where a command may be applied; see docs/runtime.md.
 type class int
@@ -74,7 +51,7 @@ const (
 	classImmediate              // applies at the next boundary
 )
 
-func (c *Command) class() class {
+func classOf(c *Command) class {
 	switch c.Kind {
 	case KindDeliver, KindClear, KindCompact:
 		if c.Rejected == "" {
@@ -84,11 +61,11 @@ func (c *Command) class() class {
 	return classImmediate
 }
 
-// steer reports whether c is a steering delivery.
-func (c *Command) steer() bool { return c.Kind == KindDeliver && c.Mode == ModeSteer }
+// steers reports whether c is a steering delivery.
+func steers(c *Command) bool { return c.Kind == KindDeliver && c.Mode == ModeSteer }
 
 // interrupts reports whether c must reach a running step at once.
-func (c *Command) interrupts(timer *Timer) bool {
+func interrupts(c *Command, timer *Timer) bool {
 	switch c.Kind {
 	case KindCancel, KindReset:
 		return c.Rejected == ""

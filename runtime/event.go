@@ -74,8 +74,9 @@ const (
 	EndFailed  = "failed"
 )
 
-// Fields is an event body built by the machine. Keys marshal sorted, so
-// bodies are deterministic.
+// Fields is a convenience body for an agent's own event kinds: keys marshal
+// sorted, so bodies are deterministic. (The machine builds the built-in
+// kinds' bodies from wire's types, body.go.)
 type Fields map[string]any
 
 // NewEvent builds an event from a kind and a JSON-marshalable body.
@@ -85,10 +86,10 @@ func NewEvent(kind string, data any) Event {
 	}
 	b, err := json.Marshal(data)
 	if err != nil {
-		b, _ = json.Marshal(Fields{"unmarshalable": err.Error()})
+		b, _ = json.Marshal(map[string]string{"unmarshalable": err.Error()})
 	}
 	return Event{Kind: kind, Data: b}
 }
 
 // Output builds a message.output event {"text": text}.
-func Output(text string) Event { return NewEvent(EventMessageOutput, Fields{"text": text}) }
+func Output(text string) Event { return builtin(wire.MessageOutput{Text: text}) }

@@ -31,7 +31,7 @@ func (w *world) genCommand() runtime.Command {
 	c.Caller = rapid.SampledFrom([]string{"", "", "bob"}).Draw(t, "caller")
 	switch c.Kind {
 	case runtime.KindDeliver:
-		c.Mode = rapid.SampledFrom([]runtime.Mode{runtime.ModeQueue, runtime.ModeSteer, ""}).Draw(t, "mode")
+		c.Mode = rapid.SampledFrom([]string{runtime.ModeQueue, runtime.ModeSteer, ""}).Draw(t, "mode")
 		c.Text = "hi"
 	case runtime.KindInputResponse:
 		c.RequestID, c.Value = pick(t, v.Waits.Input != nil, func() string { return v.Waits.Input.RequestID }), json.RawMessage(`"yes"`)

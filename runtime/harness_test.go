@@ -113,7 +113,7 @@ func (h *harness) handle(in runtime.Input) ([]runtime.Effect, error) {
 func (h *harness) recv(args map[string]string) ([]runtime.Effect, error) {
 	seq, _ := strconv.ParseUint(args["_0"], 10, 64)
 	c := runtime.Command{
-		Seq: seq, ID: args["_1"], Kind: runtime.Kind(args["_2"]), Mode: runtime.Mode(args["mode"]),
+		Seq: seq, ID: args["_1"], Kind: runtime.Kind(args["_2"]), Mode: args["mode"],
 		Caller: args["caller"], Deployment: or(args["dep"], h.cfg.Deployment), Text: args["text"],
 		RequestID: args["req"], AttemptID: args["attempt"], AuthResult: args["result"],
 		TaskID: args["task"], TimerID: args["timer"], Target: args["target"], Force: args["force"] == "true", Rejected: args["rejected"],

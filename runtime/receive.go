@@ -3,6 +3,8 @@ package runtime
 import (
 	"slices"
 	"time"
+
+	"github.com/baton-rt/baton/wire"
 )
 
 func (m *Machine) boot(b Boot) ([]Effect, error) {
@@ -21,8 +23,8 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 		if h.Trigger.ID != "" && h.Trigger.Seq > 0 { // unknown for an older marker
 			m.handoffStarted(h.ID, m.cfg.Deployment, h.Trigger)
 		}
-		m.emit(EventHandoffCompleted, Fields{
-			"handoffId": h.ID, "fromDeploymentId": h.From, "toDeploymentId": m.cfg.Deployment, "epoch": h.Epoch,
+		m.emit(wire.HandoffCompleted{
+			HandoffID: h.ID, FromDeploymentID: h.From, ToDeploymentID: m.cfg.Deployment, Epoch: h.Epoch,
 		})
 	}
 	if a := b.Adopt; a != nil && b.Reason == BootAdopt {
@@ -37,15 +39,15 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 // the driver's rule), and a step the dead owner had not committed is
 // recorded as interrupted before it runs again on this deployment.
 func (m *Machine) adopted(a *AdoptInfo) {
-	m.emit(EventHandoffCompleted, Fields{
-		"handoffId": a.ID, "fromDeploymentId": a.From, "toDeploymentId": m.cfg.Deployment, "epoch": a.Epoch,
+	m.emit(wire.HandoffCompleted{
+		HandoffID: a.ID, FromDeploymentID: a.From, ToDeploymentID: m.cfg.Deployment, Epoch: a.Epoch,
 	})
 	if a.Force {
 		m.cancelTurn()
 		m.cancelTasks()
 	}
 	if t := m.snap.Turn; t != nil && m.snap.Waits.Input == nil && m.snap.Waits.Auth == nil {
-		m.emit(EventStepInterrupted, Fields{"turnId": t.ID, "step": t.Steps + 1})
+		m.emit(wire.StepInterrupted{TurnID: t.ID, Step: uint64(t.Steps + 1)})
 	}
 }
 
@@ -66,7 +68,7 @@ func (m *Machine) bootTimer(r BootReason) []Effect {
 
 func (m *Machine) start() {
 	m.snap.Started = true
-	m.emit(EventSessionStarted, Fields{"sessionId": m.cfg.SessionID, "deploymentId": m.cfg.Deployment})
+	m.emit(wire.SessionStarted{SessionID: m.cfg.SessionID, DeploymentID: m.cfg.Deployment})
 	if m.cfg.Timeout > 0 {
 		m.armTimer(m.cfg.Timeout)
 	}
@@ -177,7 +179,7 @@ func cmpSeq(a, b uint64) int {
 // interrupt cancels the running step at once for cancel, reset and a
 // matching timeout.
 func (m *Machine) interrupt(c Command) []Effect {
-	if m.step == nil || m.cancelled || !c.interrupts(m.snap.Timer) {
+	if m.step == nil || m.cancelled || !interrupts(&c, m.snap.Timer) {
 		return nil
 	}
 	m.cancelled = true
@@ -224,15 +226,15 @@ func (m *Machine) handoffDone(h HandoffDone) ([]Effect, error) {
 		c := *m.handoff
 		target, _ := m.handoffTarget(c)
 		m.handoffStarted(h.HandoffID, target, Ref{Seq: c.Seq, ID: c.ID})
-		m.emit(EventHandoffFailed, Fields{"handoffId": h.HandoffID, "targetDeploymentId": target, "reason": h.Failure})
+		m.emit(wire.HandoffFailed{HandoffID: h.HandoffID, TargetDeploymentID: target, Reason: h.Failure})
 	}
 	m.handoff = nil
 	return m.advance(), nil
 }
 
 func (m *Machine) handoffStarted(id, target string, trigger Ref) {
-	m.emit(EventHandoffStarted, Fields{
-		"handoffId": id, "targetDeploymentId": target,
-		"trigger": Fields{"commandId": trigger.ID, "seq": trigger.Seq},
+	m.emit(wire.HandoffStarted{
+		HandoffID: id, TargetDeploymentID: target,
+		Trigger: wire.CommandRef{CommandID: trigger.ID, Seq: trigger.Seq},
 	})
 }

@@ -185,6 +185,10 @@ func cloneCommands(cs []Command) []Command {
 	out := slices.Clone(cs)
 	for i := range out {
 		out[i].Value = cloneRaw(cs[i].Value)
+		if r := cs[i].TextRef; r != nil {
+			ref := *r
+			out[i].TextRef = &ref
+		}
 	}
 	return out
 }

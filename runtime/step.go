@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 	"slices"
+
+	"github.com/baton-rt/baton/wire"
 )
 
 // fold commits a finished step's result into the open turn.
@@ -22,7 +24,7 @@ func (m *Machine) fold(d *StepDone) {
 		m.snap.State = slices.Clone(r.State)
 	}
 	m.addAliases(r.Aliases)
-	m.emit(EventTurnStep, Fields{"turnId": t.ID, "step": t.Steps})
+	m.emit(wire.TurnStep{TurnID: t.ID, Step: uint64(t.Steps)})
 	m.outcome(t, r)
 }
 
@@ -48,11 +50,7 @@ func (m *Machine) validate(r StepResult) StepResult {
 
 // failStep records the error; the turn ends (or the session, if fatal).
 func (m *Machine) failStep(t *Turn, r StepResult) {
-	f := Fields{"message": r.Error, "turnId": t.ID, "step": t.Steps}
-	if r.Code != "" {
-		f["code"] = r.Code
-	}
-	m.emit(EventError, f)
+	m.emit(wire.ErrorData{Message: r.Error, Code: r.Code, TurnID: t.ID, Step: uint64(t.Steps)})
 	if r.Fatal {
 		m.finalize(EndFailed)
 		return
@@ -99,7 +97,7 @@ func (m *Machine) outcome(t *Turn, r StepResult) {
 		m.startTask(r.Task, key+"-task")
 		m.completeTurn(t)
 	case OutcomeFinish:
-		m.emit(EventTurnCompleted, Fields{"turnId": t.ID})
+		m.emit(wire.TurnCompleted{TurnID: t.ID})
 		m.snap.Turn = nil
 		m.finalize(EndDone)
 	}
@@ -107,20 +105,20 @@ func (m *Machine) outcome(t *Turn, r StepResult) {
 
 func (m *Machine) completeTurn(t *Turn) {
 	m.snap.Turn = nil
-	m.emit(EventTurnCompleted, Fields{"turnId": t.ID})
-	m.emit(EventSessionWaiting, Fields{"reason": "message"})
+	m.emit(wire.TurnCompleted{TurnID: t.ID})
+	m.emit(wire.SessionWaiting{Reason: wire.WaitMessage})
 }
 
 func (m *Machine) waitInput(t *Turn, id, question string) {
 	t.Open = false
 	m.snap.Waits.Input = &InputWait{RequestID: id, Question: question}
-	m.emit(EventInputRequested, Fields{"requestId": id, "question": question})
+	m.emit(wire.InputRequested{RequestID: id, Question: question})
 }
 
 func (m *Machine) waitAuth(t *Turn, id string) {
 	t.Open = false
 	m.snap.Waits.Auth = &AuthWait{AttemptID: id}
-	m.emit(EventAuthRequested, Fields{"attemptId": id})
+	m.emit(wire.AuthRequested{AttemptID: id})
 }
 
 func (m *Machine) startTask(spec *TaskSpec, id string) {
@@ -130,7 +128,7 @@ func (m *Machine) startTask(spec *TaskSpec, id string) {
 	}
 	s.ID = or(s.ID, id)
 	m.snap.Waits.Tasks = append(m.snap.Waits.Tasks, Task{ID: s.ID, Duration: s.Duration})
-	m.emit(EventTaskStarted, Fields{"taskId": s.ID})
+	m.emit(wire.TaskStarted{TaskID: s.ID})
 	m.st.after = append(m.st.after, StartTask{Task: s})
 }
 

@@ -145,13 +145,16 @@ type TurnState struct {
 	Inputs    []TurnInput `json:"inputs,omitempty"`
 }
 
-// TurnInput is a command admitted into the live turn but not yet seen by a
-// step (a steer that joined, an answer that reopened the turn): the owner's
-// decoded view of an inbox command, with its stream sequence.
+// TurnInput is the owner's decoded view of an inbox command, with its
+// stream sequence: what the session machine processes (runtime.Command is
+// this type; DecodeInput builds it from an inbox payload) and, for a command
+// admitted into the live turn but not yet seen by a step (a steer that
+// joined, an answer that reopened the turn), what the checkpoint stores.
+// Only the fields that belong to Kind are set.
 type TurnInput struct {
 	Seq        uint64          `json:"seq"`
 	ID         string          `json:"id" jsonschema:"minLength=1"`
-	Kind       string          `json:"kind" jsonschema:"minLength=1"`
+	Kind       Kind            `json:"kind" jsonschema:"minLength=1"`
 	Mode       string          `json:"mode,omitempty"`
 	Caller     string          `json:"caller,omitempty"`
 	Deployment string          `json:"deployment,omitempty"`
@@ -164,7 +167,14 @@ type TurnInput struct {
 	TaskError  string          `json:"taskError,omitempty"`
 	TimerID    string          `json:"timerId,omitempty"`
 	Target     string          `json:"target,omitempty"`
-	Rejected   string          `json:"rejected,omitempty"`
+	// Force is a move's: it is never stored, because a move is applied at
+	// once and never waits in a turn (json "-": the checkpoint shape of
+	// state versions 1 and 2 has no such member).
+	Force bool `json:"-"`
+	// Rejected is set when the inbox payload could not be decoded (for
+	// example a newer wire version): the reason. The machine records
+	// wire.rejected for it and never applies it.
+	Rejected string `json:"rejected,omitempty"`
 	// TextRef holds Text out of line (state version 2) when it is longer
 	// than MaxInlineTextBytes; Text is then empty.
 	TextRef *BlobRef `json:"textRef,omitempty"`

@@ -615,7 +615,7 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 		Timer:   &Timer{ID: str(4, "run1"), Deadline: time.Unix(1700000000, 0), Duration: dur(5)},
 		Waits: Waits{Input: &InputWait{RequestID: str(6, "r1")}, Auth: &AuthWait{AttemptID: str(7, "a1")},
 			Tasks: []TaskWait{{ID: str(8, "k1"), Duration: dur(9)}}},
-		Turn:            TurnState{Live: true, ID: "t1", Inputs: []TurnInput{{Seq: 1, ID: str(10, "c1"), Kind: str(11, "deliver")}}},
+		Turn:            TurnState{Live: true, ID: "t1", Inputs: []TurnInput{{Seq: 1, ID: str(10, "c1"), Kind: Kind(str(11, "deliver"))}}},
 		HistorySegments: []BlobRef{NewBlobRef([]byte("x"))},
 	}
 	if fault == 12 {

@@ -122,15 +122,19 @@ func (b *blobStore) hydrate(ctx context.Context, sessionID string, d *Checkpoint
 		}
 		d.Snap.State = data
 	}
-	for i, ref := range d.inputRefs {
-		if ref == nil || d.Snap.Turn == nil || i >= len(d.Snap.Turn.Inputs) {
+	if d.Snap.Turn == nil {
+		return nil
+	}
+	inputs := d.Snap.Turn.Inputs
+	for i := range inputs {
+		if inputs[i].TextRef == nil {
 			continue
 		}
-		data, err := b.get(ctx, sessionID, *ref)
+		data, err := b.get(ctx, sessionID, *inputs[i].TextRef)
 		if err != nil {
 			return fmt.Errorf("session: input text of %s: %w", sessionID, err)
 		}
-		d.Snap.Turn.Inputs[i].Text = string(data)
+		inputs[i].Text, inputs[i].TextRef = string(data), nil
 	}
 	return nil
 }

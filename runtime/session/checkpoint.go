@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -77,17 +78,12 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
 	}
 	tokens, err := EncodedTokens(cp.SessionID, snap.Aliases)
-	d := Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}
-	for _, in := range cp.Turn.Inputs {
-		d.inputRefs = append(d.inputRefs, in.TextRef)
-	}
-	return d, err
+	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}, err
 }
 
 // Checkpoint is a checkpoint read back. After DecodeCheckpoint alone,
 // out-of-line content is not read yet: segments (history), stateRef and
-// inputRefs (per turn input, nil when inline) name the blobs ReadCheckpoint
-// reads.
+// the turn inputs' TextRef name the blobs ReadCheckpoint reads.
 type Checkpoint struct {
 	// Snap is the machine's snapshot (its History only the inline tail
 	// until ReadCheckpoint).
@@ -96,11 +92,10 @@ type Checkpoint struct {
 	Tokens []string
 	// Outbox is the committed outbox as stamped by the run that wrote it
 	// (a successor re-publishes exactly those events).
-	Outbox    []wire.Event
-	segments  []wire.BlobRef
-	stateRef  *wire.BlobRef
-	inputRefs []*wire.BlobRef
-	hist      *history // the segments as read (ReadCheckpoint)
+	Outbox   []wire.Event
+	segments []wire.BlobRef
+	stateRef *wire.BlobRef
+	hist     *history // the segments as read (ReadCheckpoint)
 }
 
 // ReadCheckpoint decodes a session's checkpoint and reads its out-of-line
@@ -147,9 +142,7 @@ func toWireTurn(snap runtime.Snapshot) wire.TurnState {
 	ts := wire.TurnState{Count: snap.Turns}
 	if t := snap.Turn; t != nil {
 		ts.ID, ts.Caller, ts.Step, ts.Open, ts.Live = t.ID, t.Caller, uint64(t.Steps), t.Open, true
-		for _, c := range t.Inputs {
-			ts.Inputs = append(ts.Inputs, toTurnInput(c))
-		}
+		ts.Inputs = slices.Clone(t.Inputs) // blobStore.externalise edits the checkpoint's copy
 	}
 	return ts
 }
@@ -158,11 +151,7 @@ func fromWireTurn(ts wire.TurnState) *runtime.Turn {
 	if !ts.Live {
 		return nil
 	}
-	t := &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open}
-	for _, in := range ts.Inputs {
-		t.Inputs = append(t.Inputs, fromTurnInput(in))
-	}
-	return t
+	return &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open, Inputs: ts.Inputs}
 }
 
 func toWireWaits(w runtime.Waits) wire.Waits {
@@ -191,22 +180,4 @@ func fromWireWaits(w wire.Waits) runtime.Waits {
 		out.Tasks = append(out.Tasks, runtime.Task{ID: t.ID, Duration: t.Duration})
 	}
 	return out
-}
-
-func toTurnInput(c runtime.Command) wire.TurnInput {
-	return wire.TurnInput{
-		Seq: c.Seq, ID: c.ID, Kind: string(c.Kind), Mode: string(c.Mode), Caller: c.Caller,
-		Deployment: c.Deployment, Text: c.Text, RequestID: c.RequestID, Value: c.Value,
-		AttemptID: c.AttemptID, AuthResult: c.AuthResult, TaskID: c.TaskID, TaskError: c.TaskError,
-		TimerID: c.TimerID, Target: c.Target, Rejected: c.Rejected,
-	}
-}
-
-func fromTurnInput(c wire.TurnInput) runtime.Command {
-	return runtime.Command{
-		Seq: c.Seq, ID: c.ID, Kind: runtime.Kind(c.Kind), Mode: runtime.Mode(c.Mode), Caller: c.Caller,
-		Deployment: c.Deployment, Text: c.Text, RequestID: c.RequestID, Value: c.Value,
-		AttemptID: c.AttemptID, AuthResult: c.AuthResult, TaskID: c.TaskID, TaskError: c.TaskError,
-		TimerID: c.TimerID, Target: c.Target, Rejected: c.Rejected,
-	}
 }

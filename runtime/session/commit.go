@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/baton-rt/baton/record"
@@ -107,7 +108,7 @@ func dueStep(snap runtime.Snapshot) string {
 	if !InFlight(snap) {
 		return ""
 	}
-	return snap.Turn.ID + "/" + itoa(uint64(snap.Turn.Steps+1))
+	return snap.Turn.ID + "/" + strconv.Itoa(snap.Turn.Steps+1)
 }
 
 // progressed reports whether a commit of snap shows progress, which resets

@@ -165,7 +165,7 @@ func (s *Session) loop(ctx context.Context) error {
 		case d := <-s.deliveries():
 			s.Touch()
 			s.env.Observer.InboxLag(time.Since(d.Stored))
-			err = s.handle(ctx, runtime.Received{Cmd: decodeCommand(d.Seq, d.Data)})
+			err = s.handle(ctx, runtime.Received{Cmd: wire.DecodeInput(d.Seq, d.Data)})
 		case d := <-s.steps:
 			s.cancel = nil
 			s.Touch()
