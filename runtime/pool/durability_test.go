@@ -69,7 +69,10 @@ func TestTakenSessionStopsWhenItsConsumerGoes(t *testing.T) {
 	if evs := e.events(id); len(evs) != len(before) {
 		t.Fatalf("events after the takeover: %s", kinds(evs[len(before):]))
 	}
-	if now, _ := e.session(id); now.Record.OwnerRunID != "foreign-run" || now.Revision != cur.Revision+1 {
+	// The record names p9, a process without a lease: on a loaded machine
+	// the sweeper may adopt the session before this check (a new run at a
+	// later epoch), which is right. The stale run itself never writes again.
+	if now, _ := e.session(id); now.Record.Writer == cur.Record.Writer || now.Record.Epoch <= cur.Record.Epoch {
 		t.Fatalf("the stale owner wrote the record: %+v", now.Record)
 	}
 }
