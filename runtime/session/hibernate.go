@@ -69,10 +69,49 @@ func (s *Session) maybeHibernate(ctx context.Context, force bool) error {
 	if after <= 0 || s.idleFor() < after {
 		return nil
 	}
-	if !s.quiet() {
+	if !s.quiet() || s.backlogged(ctx) {
 		return nil
 	}
 	return s.hibernate(ctx)
+}
+
+// backlogged reports whether the inbox holds a command the cursor has not
+// delivered yet, by leader reads: neither applied nor received (the
+// machine's queue holds commands received while paused or waiting, which
+// do not stop a hibernation: they stay in the inbox). Such a session — one
+// just loaded by a wake, whose consumer is slow on a loaded machine — is
+// not quiet, whatever its machine says: hibernated, the re-check would load
+// it again, and under the loaded-session cap it could be evicted again
+// before its cursor delivered, for ever. Its idle clock restarts, so the
+// next attempt waits a whole period; a failed read also keeps it loaded.
+func (s *Session) backlogged(ctx context.Context) bool {
+	applied := s.m.Snapshot().Applied
+	queued := map[uint64]bool{}
+	for _, c := range s.m.Queued() {
+		queued[c.Seq] = true
+	}
+	from := applied.Next
+	if from > 0 {
+		from--
+	}
+	for range len(queued) + len(applied.Above) + 1 {
+		seq, err := s.env.Backlog.After(ctx, s.tokens, from)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				s.log.Debug("backlog read before hibernating failed; staying loaded", "err", err)
+			}
+			s.Touch()
+			return true
+		case seq == 0:
+			return false
+		case !applied.Has(seq) && !queued[seq]:
+			s.Touch()
+			return true
+		}
+		from = seq
+	}
+	return false
 }
 
 // minResident is how long a session stays loaded, idle, before the

@@ -340,6 +340,32 @@ func TestHibernationRecheckFindsALateCommand(t *testing.T) {
 	}
 }
 
+// A session whose cursor has not yet delivered a command in its inbox is
+// not quiet, even when its machine is idle: it is neither hibernated when
+// idle nor when the loaded-session cap asks. (Under load, a session woken
+// for a command was evicted by the cap before its cursor delivered it, was
+// woken again, evicted again, and never ran the command.)
+func TestNoHibernationWithACommandUndelivered(t *testing.T) {
+	r := newRig(t, func(env *session.Env) { env.HibernateAfter = 20 * time.Millisecond })
+	r.start()
+	r.eventually("the boot commit", func() bool { return len(r.stream()) > 0 })
+	r.inbox.Hold(true)
+	r.send(deliver("one"))
+	deadline := time.Now().Add(500 * time.Millisecond) // many hibernation periods and cap requests
+	for time.Now().Before(deadline) {
+		r.s.AskHibernate()
+		if st := r.record().Record.State; st == record.StateHibernated {
+			t.Fatal("hibernated with an undelivered command in its inbox")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.inbox.Hold(false)
+	r.eventually("one's output", func() bool { return slices.Equal(r.outputs(), []string{"one"}) })
+	if err := r.stopped(); err != nil || !r.s.Hibernated() {
+		t.Fatalf("not hibernated once quiet: %v", err)
+	}
+}
+
 // A cancel command cancels the step in flight: the agent's context ends,
 // the turn ends cancelled, and the session goes on.
 func TestStepCancelledMidRun(t *testing.T) {

@@ -25,6 +25,17 @@ type Inbox struct {
 	grew    chan struct{} // closed and replaced when a message is added
 	// Opened counts Open calls per cursor name.
 	opened map[string]int
+	held   bool // readers deliver nothing (a slow consumer)
+}
+
+// Hold stops every reader from delivering (a consumer slow to deliver on a
+// loaded machine) until Hold(false).
+func (ib *Inbox) Hold(held bool) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	ib.held = held
+	close(ib.grew)
+	ib.grew = make(chan struct{})
 }
 
 type message struct {
@@ -141,7 +152,7 @@ func (ib *Inbox) nextFor(tokens []string, seq uint64) (message, bool, <-chan str
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	for _, m := range ib.msgs {
-		if m.seq >= seq && slices.Contains(tokens, m.token) {
+		if !ib.held && m.seq >= seq && slices.Contains(tokens, m.token) {
 			return m, true, nil
 		}
 	}
