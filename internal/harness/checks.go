@@ -50,3 +50,12 @@ func CommandIDs(applied []wire.CommandApplied) []string {
 	}
 	return out
 }
+
+// ByID maps the applied commands' IDs to their inbox sequences.
+func ByID(applied []wire.CommandApplied) map[string]uint64 {
+	out := make(map[string]uint64, len(applied))
+	for _, a := range applied {
+		out[a.CommandID] = a.Seq
+	}
+	return out
+}

@@ -41,6 +41,9 @@ func TestCheckStream(t *testing.T) {
 		if err != nil || strings.Join(CommandIDs(got), ",") != strings.Join(tc.ids, ",") {
 			t.Errorf("%s: %v %v, want %v", tc.name, CommandIDs(got), err, tc.ids)
 		}
+		if by := ByID(got); len(by) != len(tc.ids) || (len(got) > 0 && by[got[0].CommandID] != got[0].Seq) {
+			t.Errorf("%s: ByID %v of %v", tc.name, by, got)
+		}
 	}
 }
 

@@ -86,6 +86,15 @@ func (e *Env) Send(ctx context.Context, token string, c wire.Command) (wire.Comm
 	return c, ack.Sequence, nil
 }
 
+// SendTo is Send to the inbox of address addr (its token AddressToken).
+func (e *Env) SendTo(ctx context.Context, addr string, c wire.Command) (wire.Command, uint64, error) {
+	tok, err := AddressToken(addr)
+	if err != nil {
+		return c, 0, err
+	}
+	return e.Send(ctx, tok, c)
+}
+
 // Start sends a start request to req.DeploymentID (e.Deployment if empty)
 // and returns the reply; a refusal in the reply is an error.
 func (e *Env) Start(ctx context.Context, req protocol.StartRequest, timeout time.Duration) (protocol.StartReply, error) {
@@ -108,9 +117,13 @@ func (e *Env) Start(ctx context.Context, req protocol.StartRequest, timeout time
 }
 
 // Wake publishes a wake of the session to e.Deployment as the ingress does.
-func (e *Env) Wake(sessionID string) error {
+func (e *Env) Wake(sessionID string) error { return e.WakeOn(e.Deployment, sessionID) }
+
+// WakeOn publishes a wake of the session to deployment as the ingress
+// does: fire and forget.
+func (e *Env) WakeOn(deployment, sessionID string) error {
 	data, _ := json.Marshal(protocol.WakeRequest{SessionID: sessionID, Source: protocol.WakeIngress})
-	return e.NC.Publish(e.Names.Wake(e.Deployment), data)
+	return e.NC.Publish(e.Names.Wake(deployment), data)
 }
 
 // WaitServing polls until deployment's start responder answers (any

@@ -5,7 +5,9 @@
 // The core returns errors and takes contexts; it never fails a test, so a
 // normal binary (cmd/e2e) uses it too. testing.go is the thin layer for
 // tests: T wraps a TB (*testing.T satisfies it) and fails the test where
-// the core returns an error, registering every cleanup.
+// the core returns an error, registering every cleanup; bound.go's Test
+// binds an Env to one test the same way (Send, Events, the waits for an
+// event, a record, a hook or a consumer).
 //
 // The pieces, each in the file named for it:
 //

@@ -178,6 +178,22 @@ func (t T) CheckStream(evs []wire.Event) []wire.CommandApplied {
 	return applied
 }
 
+// Applied decodes the command.applied events (Applied), in event order.
+func (t T) Applied(evs []wire.Event) []wire.CommandApplied {
+	t.Helper()
+	applied, err := Applied(evs)
+	t.Check(err)
+	return applied
+}
+
+// StepKeys lists the committed step keys (StepKeys).
+func (t T) StepKeys(evs []wire.Event) []string {
+	t.Helper()
+	keys, err := StepKeys(evs)
+	t.Check(err)
+	return keys
+}
+
 // FirstData decodes the data of the first event of kind.
 func FirstData[V any](tb TB, evs []wire.Event, kind string) V {
 	tb.Helper()

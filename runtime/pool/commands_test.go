@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
@@ -21,22 +22,22 @@ func TestDeliverQueueAndSteer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, deliver("/sleep 2s"))
-	e.waitKind(id, wire.EventTurnStarted, 1)
-	e.send(id, deliver("queued"))
-	e.send(id, steer("steered"))
-	other := steer("other caller")
+	e.Send(id, harness.Deliver("/sleep 2s"))
+	e.WaitKind(id, wire.EventTurnStarted, 1)
+	e.Send(id, harness.Deliver("queued"))
+	e.Send(id, harness.Steer("steered"))
+	other := harness.Steer("other caller")
 	other.Caller = "bob"
-	e.send(id, other)
+	e.Send(id, other)
 
-	evs := e.waitKind(id, wire.EventTurnCompleted, 3)
-	checkStream(t, evs)
-	if got, want := outputs(evs), []string{"/sleep 2s", "steered", "queued", "other caller"}; !slices.Equal(got, want) {
+	evs := e.WaitKind(id, wire.EventTurnCompleted, 3)
+	e.CheckStream(evs)
+	if got, want := harness.Outputs(evs), []string{"/sleep 2s", "steered", "queued", "other caller"}; !slices.Equal(got, want) {
 		t.Fatalf("outputs %q, want %q", got, want)
 	}
-	if got, want := stepKeys(t, evs), []string{"t1/1", "t1/2", "t2/1", "t3/1"}; !slices.Equal(got, want) {
+	if got, want := e.StepKeys(evs), []string{"t1/1", "t1/2", "t2/1", "t3/1"}; !slices.Equal(got, want) {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
 	// The steer is an input of t1's second step: its output lies between
@@ -47,16 +48,16 @@ func TestDeliverQueueAndSteer(t *testing.T) {
 			steps = append(steps, i)
 		}
 	}
-	if at := index(evs, isOutput("steered")); at < steps[0] || at > steps[1] || index(evs[steps[0]:steps[1]], isKind(wire.EventTurnStarted)) >= 0 {
-		t.Fatalf("steer not in t1's second step: %s", kinds(evs))
+	if at := slices.IndexFunc(evs, harness.IsOutput("steered")); at < steps[0] || at > steps[1] || slices.IndexFunc(evs[steps[0]:steps[1]], harness.IsKind(wire.EventTurnStarted)) >= 0 {
+		t.Fatalf("steer not in t1's second step: %s", harness.Kinds(evs))
 	}
-	if n := count(evs, wire.EventTurnStarted); n != 3 {
+	if n := harness.Count(evs, wire.EventTurnStarted); n != 3 {
 		t.Fatalf("%d turns, want 3 (the steer must not start one)", n)
 	}
-	if n := count(evs, "demo.slept"); n != 1 {
+	if n := harness.Count(evs, "demo.slept"); n != 1 {
 		t.Fatalf("%d demo.slept events", n)
 	}
-	if callers := dataAll[wire.TurnStarted](t, evs, wire.EventTurnStarted); callers[2].Caller != "bob" {
+	if callers := harness.AllData[wire.TurnStarted](t, evs, wire.EventTurnStarted); callers[2].Caller != "bob" {
 		t.Fatalf("turns %+v", callers)
 	}
 }
@@ -67,28 +68,28 @@ func TestCancelDuringStep(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, deliver("/sleep 10s"))
-	e.waitKind(id, wire.EventTurnStarted, 1)
+	e.Send(id, harness.Deliver("/sleep 10s"))
+	e.WaitKind(id, wire.EventTurnStarted, 1)
 	sent := time.Now()
-	e.send(id, control(wire.KindCancel))
-	evs := e.waitKind(id, wire.EventTurnCancelled, 1)
+	e.Send(id, harness.Control(wire.KindCancel))
+	evs := e.WaitKind(id, wire.EventTurnCancelled, 1)
 	if d := time.Since(sent); d > 5*time.Second {
 		t.Fatalf("cancel took %s: it did not reach the running step", d)
 	}
-	if count(evs, wire.EventStepInterrupted) != 1 || count(evs, wire.EventTurnStep) != 0 || len(outputs(evs)) != 0 {
-		t.Fatalf("interrupted step not rolled back: %s", kinds(evs))
+	if harness.Count(evs, wire.EventStepInterrupted) != 1 || harness.Count(evs, wire.EventTurnStep) != 0 || len(harness.Outputs(evs)) != 0 {
+		t.Fatalf("interrupted step not rolled back: %s", harness.Kinds(evs))
 	}
-	if tc := data[wire.TurnCancelled](t, evs, wire.EventTurnCancelled); tc.TurnID != "t1" {
+	if tc := harness.FirstData[wire.TurnCancelled](t, evs, wire.EventTurnCancelled); tc.TurnID != "t1" {
 		t.Fatalf("cancelled %+v", tc)
 	}
 
-	e.send(id, deliver("after cancel"))
-	e.waitOutput(id, "after cancel")
-	evs = e.waitKind(id, wire.EventTurnCompleted, 1)
-	checkStream(t, evs)
-	if got := stepKeys(t, evs); !slices.Equal(got, []string{"t2/1"}) {
+	e.Send(id, harness.Deliver("after cancel"))
+	e.WaitOutput(id, "after cancel")
+	evs = e.WaitKind(id, wire.EventTurnCompleted, 1)
+	e.CheckStream(evs)
+	if got := e.StepKeys(evs); !slices.Equal(got, []string{"t2/1"}) {
 		t.Fatalf("steps %q", got)
 	}
 }
@@ -99,42 +100,42 @@ func TestResetClearCompact(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, deliver("one"))
-	e.waitOutput(id, "one")
-	e.send(id, deliver("/sleep 10s"))
-	e.waitKind(id, wire.EventTurnStarted, 2)
+	e.Send(id, harness.Deliver("one"))
+	e.WaitOutput(id, "one")
+	e.Send(id, harness.Deliver("/sleep 10s"))
+	e.WaitKind(id, wire.EventTurnStarted, 2)
 	sent := time.Now()
-	e.send(id, withID("reset", control(wire.KindReset)))
-	evs := e.waitKind(id, wire.EventTurnCancelled, 1)
+	e.Send(id, harness.WithID("reset", harness.Control(wire.KindReset)))
+	evs := e.WaitKind(id, wire.EventTurnCancelled, 1)
 	if d := time.Since(sent); d > 5*time.Second {
 		t.Fatalf("reset took %s", d)
 	}
-	if count(evs, wire.EventStepInterrupted) != 1 {
-		t.Fatalf("reset did not interrupt the step: %s", kinds(evs))
+	if harness.Count(evs, wire.EventStepInterrupted) != 1 {
+		t.Fatalf("reset did not interrupt the step: %s", harness.Kinds(evs))
 	}
 	if _, snap := e.session(id); len(snap.History) != 0 || snap.Turn != nil {
 		t.Fatalf("after reset: history %+v turn %+v", snap.History, snap.Turn)
 	}
 
-	e.send(id, deliver("two"))
-	e.send(id, withID("clear", control(wire.KindClear)))
-	e.waitApplied(id, "clear")
+	e.Send(id, harness.Deliver("two"))
+	e.Send(id, harness.WithID("clear", harness.Control(wire.KindClear)))
+	e.WaitApplied(id, "clear")
 	if _, snap := e.session(id); len(snap.History) != 0 {
 		t.Fatalf("after clear: history %+v", snap.History)
 	}
 
-	e.send(id, deliver("three"))
-	e.send(id, deliver("four"))
-	e.send(id, withID("compact", control(wire.KindCompact)))
-	evs = e.waitApplied(id, "compact")
+	e.Send(id, harness.Deliver("three"))
+	e.Send(id, harness.Deliver("four"))
+	e.Send(id, harness.WithID("compact", harness.Control(wire.KindCompact)))
+	evs = e.WaitApplied(id, "compact")
 	_, snap := e.session(id)
 	if len(snap.History) != 1 || snap.History[0].Role != "summary" || snap.History[0].Text != "4 entries compacted" {
 		t.Fatalf("after compact: history %+v", snap.History)
 	}
-	checkStream(t, evs)
-	if got := outputs(evs); !slices.Equal(got, []string{"one", "two", "three", "four"}) {
+	e.CheckStream(evs)
+	if got := harness.Outputs(evs); !slices.Equal(got, []string{"one", "two", "three", "four"}) {
 		t.Fatalf("outputs %q", got)
 	}
 }
@@ -145,25 +146,25 @@ func TestInputResponse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, deliver("/ask what colour?"))
-	evs := e.waitKind(id, wire.EventInputRequested, 1)
-	req := data[wire.InputRequested](t, evs, wire.EventInputRequested)
+	e.Send(id, harness.Deliver("/ask what colour?"))
+	evs := e.WaitKind(id, wire.EventInputRequested, 1)
+	req := harness.FirstData[wire.InputRequested](t, evs, wire.EventInputRequested)
 	if req.Question != "what colour?" || req.RequestID == "" {
 		t.Fatalf("input.requested %+v", req)
 	}
-	e.send(id, withID("stale", inputResponse("no-such-request", `"red"`)))
-	e.waitApplied(id, "stale")
-	e.send(id, inputResponse(req.RequestID, `"blue"`))
+	e.Send(id, harness.WithID("stale", harness.InputResponse("no-such-request", `"red"`)))
+	e.WaitApplied(id, "stale")
+	e.Send(id, harness.InputResponse(req.RequestID, `"blue"`))
 	want := "input " + req.RequestID + `: "blue"`
-	evs = e.waitOutput(id, want)
-	evs = e.waitKind(id, wire.EventTurnCompleted, 1)
-	checkStream(t, evs)
-	if got := outputs(evs); !slices.Equal(got, []string{"/ask what colour?", want}) {
+	evs = e.WaitOutput(id, want)
+	evs = e.WaitKind(id, wire.EventTurnCompleted, 1)
+	e.CheckStream(evs)
+	if got := harness.Outputs(evs); !slices.Equal(got, []string{"/ask what colour?", want}) {
 		t.Fatalf("outputs %q", got)
 	}
-	if got := stepKeys(t, evs); !slices.Equal(got, []string{"t1/1", "t1/2"}) {
+	if got := e.StepKeys(evs); !slices.Equal(got, []string{"t1/1", "t1/2"}) {
 		t.Fatalf("steps %q", got)
 	}
 }
@@ -173,19 +174,19 @@ func TestAuthCallback(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, deliver("/authorize"))
-	evs := e.waitKind(id, wire.EventAuthRequested, 1)
-	att := data[wire.AuthRequested](t, evs, wire.EventAuthRequested)
-	e.send(id, withID("stale", authCallback("old-attempt", wire.AuthGranted)))
-	e.waitApplied(id, "stale")
-	e.send(id, authCallback(att.AttemptID, wire.AuthGranted))
+	e.Send(id, harness.Deliver("/authorize"))
+	evs := e.WaitKind(id, wire.EventAuthRequested, 1)
+	att := harness.FirstData[wire.AuthRequested](t, evs, wire.EventAuthRequested)
+	e.Send(id, harness.WithID("stale", harness.AuthCallback("old-attempt", wire.AuthGranted)))
+	e.WaitApplied(id, "stale")
+	e.Send(id, harness.AuthCallback(att.AttemptID, wire.AuthGranted))
 	want := "authorization " + att.AttemptID + ": granted"
-	e.waitOutput(id, want)
-	evs = e.waitKind(id, wire.EventTurnCompleted, 1)
-	checkStream(t, evs)
-	if got := outputs(evs); !slices.Equal(got, []string{"/authorize", want}) {
+	e.WaitOutput(id, want)
+	evs = e.WaitKind(id, wire.EventTurnCompleted, 1)
+	e.CheckStream(evs)
+	if got := harness.Outputs(evs); !slices.Equal(got, []string{"/authorize", want}) {
 		t.Fatalf("outputs %q", got)
 	}
 }
@@ -196,39 +197,39 @@ func TestTaskResult(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
 	// A long task: the runner will not finish it; the result comes from us.
-	e.send(id, deliver("/task 1h"))
-	evs := e.waitKind(id, wire.EventTaskStarted, 1)
-	long := data[wire.TaskStarted](t, evs, wire.EventTaskStarted).TaskID
-	e.send(id, withID("unknown", taskResult("no-such-task", `{}`)))
-	e.send(id, withID("result", taskResult(long, `{"ok":true}`)))
-	evs = e.waitKind(id, wire.EventTaskCompleted, 1)
-	if tc := data[wire.TaskCompleted](t, evs, wire.EventTaskCompleted); tc.TaskID != long || tc.Error != "" {
+	e.Send(id, harness.Deliver("/task 1h"))
+	evs := e.WaitKind(id, wire.EventTaskStarted, 1)
+	long := harness.FirstData[wire.TaskStarted](t, evs, wire.EventTaskStarted).TaskID
+	e.Send(id, harness.WithID("unknown", harness.TaskResult("no-such-task", `{}`)))
+	e.Send(id, harness.WithID("result", harness.TaskResult(long, `{"ok":true}`)))
+	evs = e.WaitKind(id, wire.EventTaskCompleted, 1)
+	if tc := harness.FirstData[wire.TaskCompleted](t, evs, wire.EventTaskCompleted); tc.TaskID != long || tc.Error != "" {
 		t.Fatalf("task.completed %+v", tc)
 	}
-	if _, ok := appliedIDs(evs)["unknown"]; !ok {
+	if _, ok := harness.AppliedIDs(evs)["unknown"]; !ok {
 		t.Fatal("result for an unknown task not applied")
 	}
 
 	// A short task: the built-in runner reports it through the inbox.
-	e.send(id, deliver("/task 200ms"))
-	evs = e.waitKind(id, wire.EventTaskStarted, 2)
-	short := dataAll[wire.TaskStarted](t, evs, wire.EventTaskStarted)[1].TaskID
-	evs = e.waitKind(id, wire.EventTaskCompleted, 2)
-	if tc := dataAll[wire.TaskCompleted](t, evs, wire.EventTaskCompleted)[1]; tc.TaskID != short {
+	e.Send(id, harness.Deliver("/task 200ms"))
+	evs = e.WaitKind(id, wire.EventTaskStarted, 2)
+	short := harness.AllData[wire.TaskStarted](t, evs, wire.EventTaskStarted)[1].TaskID
+	evs = e.WaitKind(id, wire.EventTaskCompleted, 2)
+	if tc := harness.AllData[wire.TaskCompleted](t, evs, wire.EventTaskCompleted)[1]; tc.TaskID != short {
 		t.Fatalf("task.completed %+v, want %s", tc, short)
 	}
-	applied := checkStream(t, evs)
+	applied := harness.ByID(e.CheckStream(evs))
 	if _, ok := applied["task-"+id+"-"+short]; !ok {
 		t.Fatalf("runner's task.result not applied: %v", applied)
 	}
 	if _, snap := e.session(id); len(snap.Waits.Tasks) != 0 {
 		t.Fatalf("tasks still live: %+v", snap.Waits.Tasks)
 	}
-	e.send(id, deliver("still here"))
-	checkStream(t, e.waitOutput(id, "still here"))
+	e.Send(id, harness.Deliver("still here"))
+	e.CheckStream(e.WaitOutput(id, "still here"))
 }
 
 // A timeout whose timer ID is stale is applied and ignored; the one that
@@ -237,29 +238,29 @@ func TestTimeoutCommand(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "1h"}).SessionID
-	e.waitKind(id, wire.EventSessionStarted, 1)
+	id := e.StartWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "1h"}).SessionID
+	e.WaitKind(id, wire.EventSessionStarted, 1)
 	_, snap := e.session(id)
 	if snap.Timer == nil || snap.Timer.ID == "" || snap.Timer.Duration != time.Hour {
 		t.Fatalf("timer %+v", snap.Timer)
 	}
 
-	e.send(id, withID("stale", timeout("stale-"+snap.Timer.ID)))
-	e.waitApplied(id, "stale")
-	e.send(id, deliver("alive"))
-	evs := e.waitOutput(id, "alive")
-	if count(evs, wire.EventSessionEnded) != 0 {
-		t.Fatalf("a stale timer ended the session: %s", kinds(evs))
+	e.Send(id, harness.WithID("stale", harness.Timeout("stale-"+snap.Timer.ID)))
+	e.WaitApplied(id, "stale")
+	e.Send(id, harness.Deliver("alive"))
+	evs := e.WaitOutput(id, "alive")
+	if harness.Count(evs, wire.EventSessionEnded) != 0 {
+		t.Fatalf("a stale timer ended the session: %s", harness.Kinds(evs))
 	}
 
-	e.send(id, withID("expire", timeout(snap.Timer.ID)))
-	evs = e.waitKind(id, wire.EventSessionEnded, 1)
-	checkStream(t, evs)
-	if end := data[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
+	e.Send(id, harness.WithID("expire", harness.Timeout(snap.Timer.ID)))
+	evs = e.WaitKind(id, wire.EventSessionEnded, 1)
+	e.CheckStream(evs)
+	if end := harness.FirstData[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
 		t.Fatalf("ended %+v", end)
 	}
 	if evs[len(evs)-1].Kind != wire.EventSessionEnded {
-		t.Fatalf("session.ended is not the last event: %s", kinds(evs))
+		t.Fatalf("session.ended is not the last event: %s", harness.Kinds(evs))
 	}
 	e.waitEnded(id)
 }
@@ -270,11 +271,11 @@ func TestTimeoutFiredByServer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "1s"}).SessionID
-	e.send(id, deliver("hello"))
-	evs := e.waitKind(id, wire.EventSessionEnded, 1)
-	checkStream(t, evs)
-	if end := data[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
+	id := e.StartWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "1s"}).SessionID
+	e.Send(id, harness.Deliver("hello"))
+	evs := e.WaitKind(id, wire.EventSessionEnded, 1)
+	e.CheckStream(evs)
+	if end := harness.FirstData[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
 		t.Fatalf("ended %+v", end)
 	}
 	e.waitEnded(id)
@@ -286,31 +287,31 @@ func TestPauseResume(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, withID("pause", control(wire.KindPause)))
-	e.waitKind(id, wire.EventSessionPaused, 1)
-	e.send(id, withID("held", deliver("held")))
+	e.Send(id, harness.WithID("pause", harness.Control(wire.KindPause)))
+	e.WaitKind(id, wire.EventSessionPaused, 1)
+	e.Send(id, harness.WithID("held", harness.Deliver("held")))
 	// A later immediate command proves the delivery was received: the
 	// consumer delivers in stream order.
-	e.send(id, withID("pause-again", control(wire.KindPause)))
-	evs := e.waitApplied(id, "pause-again")
-	if _, ok := appliedIDs(evs)["held"]; ok || count(evs, wire.EventTurnStarted) != 0 || len(e.log.Entries()) != 0 {
-		t.Fatalf("a delivery was admitted while paused: %s", kinds(evs))
+	e.Send(id, harness.WithID("pause-again", harness.Control(wire.KindPause)))
+	evs := e.WaitApplied(id, "pause-again")
+	if _, ok := harness.AppliedIDs(evs)["held"]; ok || harness.Count(evs, wire.EventTurnStarted) != 0 || len(e.log.Entries()) != 0 {
+		t.Fatalf("a delivery was admitted while paused: %s", harness.Kinds(evs))
 	}
-	if count(evs, wire.EventSessionPaused) != 1 {
-		t.Fatalf("a repeated pause recorded again: %s", kinds(evs))
+	if harness.Count(evs, wire.EventSessionPaused) != 1 {
+		t.Fatalf("a repeated pause recorded again: %s", harness.Kinds(evs))
 	}
 	if cur, _ := e.session(id); cur.Record.State != "paused" {
 		t.Fatalf("record state %q", cur.Record.State)
 	}
 
-	e.send(id, withID("resume", control(wire.KindResume)))
-	evs = e.waitOutput(id, "held")
-	checkStream(t, evs)
-	resumed, started := index(evs, isKind(wire.EventSessionResumed)), index(evs, isKind(wire.EventTurnStarted))
+	e.Send(id, harness.WithID("resume", harness.Control(wire.KindResume)))
+	evs = e.WaitOutput(id, "held")
+	e.CheckStream(evs)
+	resumed, started := slices.IndexFunc(evs, harness.IsKind(wire.EventSessionResumed)), slices.IndexFunc(evs, harness.IsKind(wire.EventTurnStarted))
 	if resumed < 0 || started < resumed {
-		t.Fatalf("turn started before resume: %s", kinds(evs))
+		t.Fatalf("turn started before resume: %s", harness.Kinds(evs))
 	}
 }
 
@@ -321,25 +322,25 @@ func TestMoveWithoutExecutor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1", func(c *Config) { c.DisableHandoff = true })
-	id := e.start("v1").SessionID
-	e.waitKind(id, wire.EventSessionStarted, 1)
+	id := e.Start("v1").SessionID
+	e.WaitKind(id, wire.EventSessionStarted, 1)
 
-	e.send(id, withID("move-idle", move("v2")))
-	e.send(id, deliver("after move"))
-	e.waitOutput(id, "after move")
+	e.Send(id, harness.WithID("move-idle", harness.Move("v2")))
+	e.Send(id, harness.Deliver("after move"))
+	e.WaitOutput(id, "after move")
 
-	e.send(id, deliver("/sleep 1s"))
-	e.waitKind(id, wire.EventTurnStarted, 2)
-	e.send(id, withID("move-busy", move("v2")))
-	e.send(id, deliver("after busy move"))
-	evs := e.waitOutput(id, "after busy move")
-	applied := checkStream(t, evs)
+	e.Send(id, harness.Deliver("/sleep 1s"))
+	e.WaitKind(id, wire.EventTurnStarted, 2)
+	e.Send(id, harness.WithID("move-busy", harness.Move("v2")))
+	e.Send(id, harness.Deliver("after busy move"))
+	evs := e.WaitOutput(id, "after busy move")
+	applied := harness.ByID(e.CheckStream(evs))
 	for _, c := range []string{"move-idle", "move-busy"} {
 		if _, ok := applied[c]; !ok {
 			t.Fatalf("%s not applied", c)
 		}
 	}
-	skips := dataAll[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
+	skips := harness.AllData[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
 	if len(skips) != 1 || skips[0].CommandID != "move-busy" || skips[0].Reason != wire.SkipBusy || skips[0].TargetDeploymentID != "v2" {
 		t.Fatalf("handoff.skipped %+v", skips)
 	}
@@ -353,19 +354,19 @@ func TestFailedStep(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, deliver("/fail"))
-	evs := e.waitKind(id, wire.EventErrorKind, 1)
-	if len(outputs(evs)) != 0 {
-		t.Fatalf("failed step's output kept: %q", outputs(evs))
+	e.Send(id, harness.Deliver("/fail"))
+	evs := e.WaitKind(id, wire.EventErrorKind, 1)
+	if len(harness.Outputs(evs)) != 0 {
+		t.Fatalf("failed step's output kept: %q", harness.Outputs(evs))
 	}
-	e.send(id, deliver("recovered"))
-	e.waitOutput(id, "recovered")
-	evs = e.waitKind(id, wire.EventTurnCompleted, 2)
-	checkStream(t, evs)
-	if count(evs, wire.EventTurnCompleted) != 2 || count(evs, wire.EventSessionEnded) != 0 {
-		t.Fatalf("events %s", kinds(evs))
+	e.Send(id, harness.Deliver("recovered"))
+	e.WaitOutput(id, "recovered")
+	evs = e.WaitKind(id, wire.EventTurnCompleted, 2)
+	e.CheckStream(evs)
+	if harness.Count(evs, wire.EventTurnCompleted) != 2 || harness.Count(evs, wire.EventSessionEnded) != 0 {
+		t.Fatalf("events %s", harness.Kinds(evs))
 	}
 }
 
@@ -375,16 +376,16 @@ func TestDone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1", "done-alias").SessionID
+	id := e.Start("v1", "done-alias").SessionID
 
-	e.send("done-alias", deliver("/done"))
-	evs := e.waitKind(id, wire.EventSessionEnded, 1)
-	checkStream(t, evs)
-	if end := data[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndDone {
+	e.Send("done-alias", harness.Deliver("/done"))
+	evs := e.WaitKind(id, wire.EventSessionEnded, 1)
+	e.CheckStream(evs)
+	if end := harness.FirstData[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndDone {
 		t.Fatalf("ended %+v", end)
 	}
 	if evs[len(evs)-1].Kind != wire.EventSessionEnded {
-		t.Fatalf("session.ended is not last: %s", kinds(evs))
+		t.Fatalf("session.ended is not last: %s", harness.Kinds(evs))
 	}
 	e.waitEnded(id, "done-alias")
 }
@@ -394,16 +395,16 @@ func TestAliasDirective(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
-	e.send(id, deliver("/alias thread-42"))
-	e.eventually(wait, "hook thread-42", func() bool { _, ok := e.hook("thread-42"); return ok })
-	if h, _ := e.hook("thread-42"); h.SessionID != id || h.Tombstone {
+	e.Send(id, harness.Deliver("/alias thread-42"))
+	e.Eventually(wait, "hook thread-42", func() bool { _, ok := e.Hook("thread-42"); return ok })
+	if h, _ := e.Hook("thread-42"); h.SessionID != id || h.Tombstone {
 		t.Fatalf("hook %+v", h)
 	}
-	e.send("thread-42", deliver("via alias"))
-	evs := e.waitOutput(id, "via alias")
-	checkStream(t, evs)
+	e.Send("thread-42", harness.Deliver("via alias"))
+	evs := e.WaitOutput(id, "via alias")
+	e.CheckStream(evs)
 	if _, snap := e.session(id); !slices.Equal(snap.Aliases, []string{"thread-42"}) {
 		t.Fatalf("aliases %q", snap.Aliases)
 	}
@@ -415,14 +416,14 @@ func (e *env) waitEnded(id string, aliases ...string) {
 	e.t.Helper()
 	addrs := append([]string{id}, aliases...)
 	cur, _ := e.session(id)
-	e.eventually(wait, "clean-up of "+id, func() bool {
+	e.Eventually(wait, "clean-up of "+id, func() bool {
 		for _, a := range addrs {
-			if h, ok := e.hook(a); !ok || !h.Tombstone {
+			if h, ok := e.Hook(a); !ok || !h.Tombstone {
 				return false
 			}
 		}
-		ids, err := e.store.ListIndex(e.t.Context(), "p1")
-		return (err == nil || errors.Is(err, record.ErrNotFound)) && !slices.Contains(ids, id) && !e.consumerExists(cur.Record.Consumer)
+		ids, err := e.Store.ListIndex(e.t.Context(), "p1")
+		return (err == nil || errors.Is(err, record.ErrNotFound)) && !slices.Contains(ids, id) && !e.ConsumerExists(cur.Record.Consumer)
 	})
 	if cur.Record.State != "ended" {
 		e.t.Fatalf("record state %q", cur.Record.State)

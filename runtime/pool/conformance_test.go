@@ -3,12 +3,10 @@ package pool
 import (
 	"testing"
 
-	"github.com/baton-rt/baton/internal/natstest"
-	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/runtime/session/conformance"
-	"github.com/baton-rt/baton/subjects"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -17,16 +15,9 @@ import (
 // appender, the inbox consumers, the state object store.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	s := natstest.Server(t)
-	_, js := natstest.Connect(t, s.ClientURL())
-	if _, err := topology.Ensure(t.Context(), js, topology.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	names := subjects.Default()
-	store, err := kv.Open(t.Context(), js, names)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := harness.For(t)
+	e := h.Env(h.Server().URL())
+	js, names, store := e.JS, e.Names, e.Store
 	obs, err := js.ObjectStore(t.Context(), names.StateBucket())
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
@@ -26,31 +27,28 @@ func TestGracefulDrain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p1 := e.owner("v1", "p1", draining(20*time.Second), hibernating(time.Hour, 0))
-	idle := e.start("v1").SessionID
-	busy := e.start("v1").SessionID
-	asking := e.start("v1").SessionID
-	e.send(idle, deliver("hello"))
-	e.waitOutput(idle, "hello")
-	e.send(asking, deliver("/ask name?"))
-	evs := e.waitKind(asking, wire.EventInputRequested, 1)
-	req := data[wire.InputRequested](t, evs, wire.EventInputRequested)
-	e.send(busy, deliver("/sleep 1500ms"))
-	e.waitKind(busy, wire.EventTurnStarted, 1)
-	e.eventually(wait, "the sleep step running", func() bool { return slices.ContainsFunc(e.execs(busy), func(s string) bool { return s != "" }) })
+	idle := e.Start("v1").SessionID
+	busy := e.Start("v1").SessionID
+	asking := e.Start("v1").SessionID
+	e.Send(idle, harness.Deliver("hello"))
+	e.WaitOutput(idle, "hello")
+	e.Send(asking, harness.Deliver("/ask name?"))
+	evs := e.WaitKind(asking, wire.EventInputRequested, 1)
+	req := harness.FirstData[wire.InputRequested](t, evs, wire.EventInputRequested)
+	e.Send(busy, harness.Deliver("/sleep 1500ms"))
+	e.WaitKind(busy, wire.EventTurnStarted, 1)
+	e.Eventually(wait, "the sleep step running", func() bool { return slices.ContainsFunc(e.execs(busy), func(s string) bool { return s != "" }) })
 	p2 := e.owner("v1", "p2", hibernating(time.Hour, 0))
 
 	stopped := make(chan error, 1)
-	p1.cancel()
-	go func() {
-		stopped <- <-p1.done
-		p1.done <- nil // for Cleanup's stop
-	}()
+	p1.Cancel()
+	go func() { stopped <- p1.Stop() }()
 	// A command during the drain, once the drain hibernated the idle
 	// session (sent earlier, the still-loaded session would apply it on p1,
 	// as it should): p1 takes no new work; p2 applies it.
 	e.waitHibernated(idle)
-	e.send(idle, deliver("during"))
-	e.wake("v1", idle)
+	e.Send(idle, harness.Deliver("during"))
+	e.Wake("v1", idle)
 	select {
 	case err := <-stopped:
 		if err != nil {
@@ -67,25 +65,25 @@ func TestGracefulDrain(t *testing.T) {
 	}
 	// Released: gone, or already taken over by the peer adopting p1's
 	// (empty) index.
-	if l, _, err := e.store.GetLease(t.Context(), "p1"); !errors.Is(err, record.ErrNotFound) && (err != nil || l.Holder != "p2") {
+	if l, _, err := e.Store.GetLease(t.Context(), "p1"); !errors.Is(err, record.ErrNotFound) && (err != nil || l.Holder != "p2") {
 		t.Fatalf("lease of the drained process: %+v %v", l, err)
 	}
 	// The sleep step finished and committed on p1: it never runs again.
-	evs = e.waitKind(busy, wire.EventTurnCompleted, 1)
+	evs = e.WaitKind(busy, wire.EventTurnCompleted, 1)
 	if keys := e.stepRuns(busy); len(keys) == 0 || keys[0] != "t1/1 p1" || hasDup(keys) {
 		t.Fatalf("steps of the busy session: %v (want t1/1 on p1, each once)", keys)
 	}
-	e.waitOutput(idle, "during")
+	e.WaitOutput(idle, "during")
 	// Next commands: loaded by p2 on demand.
-	e.send(asking, inputResponse(req.RequestID, `"ada"`))
-	e.wake("v1", asking)
-	e.waitOutput(asking, "input "+req.RequestID+`: "ada"`)
-	e.send(busy, deliver("after"))
-	e.wake("v1", busy)
-	evs = e.waitOutput(busy, "after")
-	checkStream(t, evs)
+	e.Send(asking, harness.InputResponse(req.RequestID, `"ada"`))
+	e.Wake("v1", asking)
+	e.WaitOutput(asking, "input "+req.RequestID+`: "ada"`)
+	e.Send(busy, harness.Deliver("after"))
+	e.Wake("v1", busy)
+	evs = e.WaitOutput(busy, "after")
+	e.CheckStream(evs)
 	for _, id := range []string{idle, busy, asking} {
-		evs := e.events(id)
+		evs := e.Events(id)
 		for cid, n := range countApplied(evs) {
 			if n != 1 {
 				t.Fatalf("session %s: %s applied %d times", id, cid, n)

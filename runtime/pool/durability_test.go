@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
@@ -24,21 +25,21 @@ func TestLostConsumerIsRecreated(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
-	e.send(id, withID("one", deliver("one")))
-	e.waitOutput(id, "one")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.WithID("one", harness.Deliver("one")))
+	e.WaitOutput(id, "one")
 	cur, _ := e.session(id)
-	if err := e.js.DeleteConsumer(t.Context(), e.names.InboxStream(), cur.Record.Consumer); err != nil {
+	if err := e.JS.DeleteConsumer(t.Context(), e.Names.InboxStream(), cur.Record.Consumer); err != nil {
 		t.Fatal(err)
 	}
-	e.send(id, withID("two", deliver("two")))
-	evs := e.waitOutput(id, "two")
-	if applied := appliedOrder(evs); len(applied) != 2 || applied[1].CommandID != "two" {
+	e.Send(id, harness.WithID("two", harness.Deliver("two")))
+	evs := e.WaitOutput(id, "two")
+	if applied := e.Applied(evs); len(applied) != 2 || applied[1].CommandID != "two" {
 		t.Fatalf("applied %+v", applied)
 	}
-	checkStream(t, evs)
-	if now, _ := e.session(id); now.Record.Epoch != cur.Record.Epoch || !e.consumerExists(cur.Record.Consumer) {
-		t.Fatalf("after the loss: record %+v, consumer %s exists %v", now.Record, cur.Record.Consumer, e.consumerExists(cur.Record.Consumer))
+	e.CheckStream(evs)
+	if now, _ := e.session(id); now.Record.Epoch != cur.Record.Epoch || !e.ConsumerExists(cur.Record.Consumer) {
+		t.Fatalf("after the loss: record %+v, consumer %s exists %v", now.Record, cur.Record.Consumer, e.ConsumerExists(cur.Record.Consumer))
 	}
 }
 
@@ -49,25 +50,25 @@ func TestTakenSessionStopsWhenItsConsumerGoes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	o := e.owner("v1", "p1")
-	id := e.start("v1").SessionID
-	e.send(id, withID("one", deliver("one")))
-	before := e.waitKind(id, wire.EventSessionWaiting, 1)
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.WithID("one", harness.Deliver("one")))
+	before := e.WaitKind(id, wire.EventSessionWaiting, 1)
 	cur, _ := e.session(id)
 	foreign := cur.Record
 	foreign.OwnerRunID, foreign.Writer, foreign.Epoch, foreign.OwnerProcess = "foreign-run", "foreign-run", cur.Record.Epoch+1, "p9"
-	if _, err := e.store.UpdateSession(t.Context(), foreign, cur.Revision); err != nil {
+	if _, err := e.Store.UpdateSession(t.Context(), foreign, cur.Revision); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.js.DeleteConsumer(t.Context(), e.names.InboxStream(), cur.Record.Consumer); err != nil {
+	if err := e.JS.DeleteConsumer(t.Context(), e.Names.InboxStream(), cur.Record.Consumer); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(wait, "the owner to drop the session", func() bool { return !slices.Contains(o.Loaded(), id) })
+	e.Eventually(wait, "the owner to drop the session", func() bool { return !slices.Contains(o.Loaded(), id) })
 	time.Sleep(200 * time.Millisecond)
-	if e.consumerExists(cur.Record.Consumer) {
+	if e.ConsumerExists(cur.Record.Consumer) {
 		t.Fatal("the stale owner recreated its old epoch's consumer")
 	}
-	if evs := e.events(id); len(evs) != len(before) {
-		t.Fatalf("events after the takeover: %s", kinds(evs[len(before):]))
+	if evs := e.Events(id); len(evs) != len(before) {
+		t.Fatalf("events after the takeover: %s", harness.Kinds(evs[len(before):]))
 	}
 	// The record names p9, a process without a lease: on a loaded machine
 	// the sweeper may adopt the session before this check (a new run at a
@@ -85,8 +86,8 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "3s"}).SessionID
-	e.waitKind(id, wire.EventSessionStarted, 1)
+	id := e.StartWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "3s"}).SessionID
+	e.WaitKind(id, wire.EventSessionStarted, 1)
 	_, snap := e.session(id)
 	earlier := snap.Timer
 	if earlier == nil {
@@ -94,16 +95,16 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 	}
 
 	second := e.owner("v1", "p2")
-	e.eventually(wait, "p2 to hold its lease", second.leaseValid)
+	e.Eventually(wait, "p2 to hold its lease", second.leaseValid)
 	if err := second.Load(t.Context(), id, runtime.BootHandoff); err != nil {
 		t.Fatal(err)
 	}
 	rearmed := time.Now()
-	e.eventually(wait, "the first owner to let go", func() bool { return !slices.Contains(first.Loaded(), id) })
+	e.Eventually(wait, "the first owner to let go", func() bool { return !slices.Contains(first.Loaded(), id) })
 	// The successor's boot commit (which re-arms) may land after the first
 	// owner let go: wait for a commit of the new run.
 	var cur record.Session
-	e.eventually(wait, "the successor's boot commit", func() bool {
+	e.Eventually(wait, "the successor's boot commit", func() bool {
 		cur, snap = e.session(id)
 		return cur.Record.Writer == cur.Record.OwnerRunID && cur.Record.WriteCounter > 0
 	})
@@ -111,21 +112,21 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 		t.Fatalf("timer after the re-arm %+v, earlier %+v", snap.Timer, earlier)
 	}
 	// The earlier timer's wake (as if it fired before it was replaced).
-	e.send(id, withID("stale", timeout(earlier.ID)))
-	e.send(id, withID("alive", deliver("still alive")))
-	e.waitOutput(id, "still alive")
-	if evs := e.events(id); count(evs, wire.EventSessionEnded) != 0 {
-		t.Fatalf("the earlier timer ended the session: %s", kinds(evs))
+	e.Send(id, harness.WithID("stale", harness.Timeout(earlier.ID)))
+	e.Send(id, harness.WithID("alive", harness.Deliver("still alive")))
+	e.WaitOutput(id, "still alive")
+	if evs := e.Events(id); harness.Count(evs, wire.EventSessionEnded) != 0 {
+		t.Fatalf("the earlier timer ended the session: %s", harness.Kinds(evs))
 	}
-	evs := e.waitKind(id, wire.EventSessionEnded, 1)
+	evs := e.WaitKind(id, wire.EventSessionEnded, 1)
 	if since := time.Since(rearmed); since < 2*time.Second {
 		t.Fatalf("ended %v after the re-arm, before the later timer's 3s", since)
 	}
-	checkStream(t, evs)
-	if _, ok := appliedIDs(evs)["timeout-"+snap.Timer.ID]; !ok {
-		t.Fatalf("not ended by the later timer: applied %v", appliedOrder(evs))
+	e.CheckStream(evs)
+	if _, ok := harness.AppliedIDs(evs)["timeout-"+snap.Timer.ID]; !ok {
+		t.Fatalf("not ended by the later timer: applied %v", e.Applied(evs))
 	}
-	if end := data[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
+	if end := harness.FirstData[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
 		t.Fatalf("ended %+v", end)
 	}
 	e.waitEnded(id)
@@ -148,11 +149,11 @@ func TestLostLeaseRenewalRepliesAreSettled(t *testing.T) {
 			return false
 		}}
 	})
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 	for i := range 8 {
 		text := "msg " + string(rune('a'+i))
-		e.send(id, deliver(text))
-		e.waitOutput(id, text)
+		e.Send(id, harness.Deliver(text))
+		e.WaitOutput(id, text)
 		time.Sleep(300 * time.Millisecond)
 	}
 	if lost.Load() < 3 {
@@ -161,7 +162,7 @@ func TestLostLeaseRenewalRepliesAreSettled(t *testing.T) {
 	if cur, _ := e.session(id); cur.Record.Epoch != 1 {
 		t.Fatalf("the session was re-claimed (epoch %d): the process fenced itself", cur.Record.Epoch)
 	}
-	checkStream(t, e.events(id))
+	e.CheckStream(e.Events(id))
 }
 
 // A process whose lease key is taken over while it runs fences itself at
@@ -171,16 +172,16 @@ func TestTakenLeaseFencesAndResumes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	o := e.owner("v1", "p1")
-	id := e.start("v1").SessionID
-	e.send(id, withID("one", deliver("one")))
-	e.waitOutput(id, "one")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.WithID("one", harness.Deliver("one")))
+	e.WaitOutput(id, "one")
 	before, _ := e.session(id)
 
 	// Another process writes the key (as a takeover would), without a TTL
 	// so it stays until the test deletes it.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	owners, err := e.js.KeyValue(ctx, e.names.OwnersBucket())
+	owners, err := e.JS.KeyValue(ctx, e.Names.OwnersBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestTakenLeaseFencesAndResumes(t *testing.T) {
 	if _, err := owners.Put(ctx, subjects.LeaseKey("p1"), taken); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(wait, "the owner to fence and drop the session", func() bool { return !slices.Contains(o.Loaded(), id) })
+	e.Eventually(wait, "the owner to fence and drop the session", func() bool { return !slices.Contains(o.Loaded(), id) })
 	time.Sleep(300 * time.Millisecond)
 	if slices.Contains(o.Loaded(), id) {
 		t.Fatal("the session runs again while the lease key is held by another process")
@@ -197,10 +198,10 @@ func TestTakenLeaseFencesAndResumes(t *testing.T) {
 	if err := owners.Delete(ctx, subjects.LeaseKey("p1")); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(wait, "the session to run again", func() bool { return slices.Contains(o.Loaded(), id) })
-	e.send(id, withID("two", deliver("two")))
-	evs := e.waitOutput(id, "two")
-	checkStream(t, evs)
+	e.Eventually(wait, "the session to run again", func() bool { return slices.Contains(o.Loaded(), id) })
+	e.Send(id, harness.WithID("two", harness.Deliver("two")))
+	evs := e.WaitOutput(id, "two")
+	e.CheckStream(evs)
 	if now, _ := e.session(id); now.Record.Epoch != before.Record.Epoch+1 || now.Record.OwnerProcess != "p1" {
 		t.Fatalf("record after the fence %+v, before %+v", now.Record, before.Record)
 	}

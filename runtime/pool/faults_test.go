@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -25,7 +26,7 @@ func TestLostCommitRepliesAreSettled(t *testing.T) {
 			return false
 		}}
 	})
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
 	var want []string
 	for i := range 12 {
@@ -34,27 +35,27 @@ func TestLostCommitRepliesAreSettled(t *testing.T) {
 		case 4:
 			// A multi-step turn of its own caller, steered by that caller.
 			text = "/sleep 100ms"
-			d := deliver(text)
+			d := harness.Deliver(text)
 			d.Caller = "carol"
-			e.send(id, d)
+			e.Send(id, d)
 			want = append(want, text)
 			text = "steer 4"
-			s := steer(text)
+			s := harness.Steer(text)
 			s.Caller = "carol"
-			e.send(id, s)
+			e.Send(id, s)
 		default:
-			e.send(id, deliver(text))
+			e.Send(id, harness.Deliver(text))
 		}
 		want = append(want, text)
 	}
-	evs := e.waitFor(id, "every delivery answered", func(evs []wire.Event) bool {
-		return len(outputs(evs)) >= len(want)
+	evs := e.WaitFor(id, "every delivery answered", func(evs []wire.Event) bool {
+		return len(harness.Outputs(evs)) >= len(want)
 	})
-	applied := checkStream(t, evs)
+	applied := e.CheckStream(evs)
 	if len(applied) != 13 {
 		t.Fatalf("%d commands applied, want 13", len(applied))
 	}
-	if got := outputs(evs); !slices.Equal(got, want) {
+	if got := harness.Outputs(evs); !slices.Equal(got, want) {
 		t.Fatalf("outputs %q, want %q", got, want)
 	}
 	if lost.Load() < 3 {
@@ -62,8 +63,8 @@ func TestLostCommitRepliesAreSettled(t *testing.T) {
 	}
 
 	// The session keeps answering, and its record is still this run's.
-	e.send(id, deliver("still answering"))
-	checkStream(t, e.waitOutput(id, "still answering"))
+	e.Send(id, harness.Deliver("still answering"))
+	e.CheckStream(e.WaitOutput(id, "still answering"))
 	cur, snap := e.session(id)
 	if cur.Record.Epoch != 1 || cur.Record.Writer != cur.Record.OwnerRunID || snap.Writer.Write != cur.Record.WriteCounter {
 		t.Fatalf("record %+v writer %+v", cur.Record, snap.Writer)
@@ -76,26 +77,26 @@ func TestCASConflictStopsWithoutSideEffects(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	o := e.owner("v1", "p1")
-	id := e.start("v1").SessionID
-	e.send(id, deliver("before"))
-	before := e.waitKind(id, wire.EventSessionWaiting, 1)
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("before"))
+	before := e.WaitKind(id, wire.EventSessionWaiting, 1)
 
 	// A foreign owner claims the record at its current revision.
 	cur, _ := e.session(id)
 	foreign := cur.Record
 	foreign.OwnerRunID, foreign.Writer, foreign.Epoch = "foreign-run", "foreign-run", cur.Record.Epoch+1
-	if _, err := e.store.UpdateSession(t.Context(), foreign, cur.Revision); err != nil {
+	if _, err := e.Store.UpdateSession(t.Context(), foreign, cur.Revision); err != nil {
 		t.Fatal(err)
 	}
 
-	e.send(id, deliver("after"))
-	e.eventually(wait, "the owner to drop the session", func() bool {
+	e.Send(id, harness.Deliver("after"))
+	e.Eventually(wait, "the owner to drop the session", func() bool {
 		return !slices.Contains(o.Loaded(), id)
 	})
-	evs := e.events(id)
-	checkStream(t, evs)
+	evs := e.Events(id)
+	e.CheckStream(evs)
 	if len(evs) != len(before) {
-		t.Fatalf("events after the conflict: %s", kinds(evs[len(before):]))
+		t.Fatalf("events after the conflict: %s", harness.Kinds(evs[len(before):]))
 	}
 	// The foreign record still names p1, which does not run it: on a loaded
 	// machine p1's sweeper may claim it afresh (a new run, a later epoch)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -291,7 +292,7 @@ func (sc *mxScenario) live() []*mxInst {
 func (in *mxInst) crash() {
 	in.crashed.Store(true)
 	in.w.cfg.NC.Close()
-	in.w.cancel()
+	in.w.Cancel()
 }
 
 // at is every handoff hook of the instance.
@@ -372,7 +373,7 @@ func (sc *mxScenario) act(in *mxInst) error {
 		time.Sleep(mxStall) // past the source's start timeout
 		return nil
 	case fCommand:
-		if _, err := sc.e.trySend(sc.id, stamped("n1", "v2", "arrived at "+sc.c.point.String())); err != nil {
+		if _, _, err := sc.e.SendTo(context.Background(), sc.id, stamped("n1", "v2", "arrived at "+sc.c.point.String())); err != nil {
 			sc.errorf("send n1: %v", err)
 		}
 		sc.hit <- mxHit{}
@@ -411,7 +412,7 @@ func (sc *mxScenario) awaitLateAdoption(src *mxInst) {
 	}
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
-		cur, err := sc.e.store.LeaderSession(context.Background(), sc.id)
+		cur, err := sc.e.Store.LeaderSession(context.Background(), sc.id)
 		if err == nil && cur.Record.OwnerProcess != "p1" && !src.w.leaseValid() {
 			return
 		}
@@ -426,7 +427,7 @@ func (sc *mxScenario) run() {
 	sc.e = e
 	sc.start("v1", "p1")
 	sc.start("v2", "p2")
-	sc.id = e.start("v1").SessionID
+	sc.id = e.Start("v1").SessionID
 	id := sc.id
 	if c.fault == fLate {
 		sc.start("v1", "p1b") // adopts the session of the frozen source
@@ -435,12 +436,12 @@ func (sc *mxScenario) run() {
 			sc.inst("p1").cutoff.Store(&mxCut{at: &at, free: sc.free})
 		}
 	}
-	e.send(id, stamped("a1", "v1", "warm up"))
-	e.waitOutput(id, "warm up")
+	e.Send(id, stamped("a1", "v1", "warm up"))
+	e.WaitOutput(id, "warm up")
 	before, _ := e.session(id)
 	writes := e.watchRecord(id)
 
-	e.send(id, stamped("t1", "v2", "trigger"))
+	e.Send(id, stamped("t1", "v2", "trigger"))
 	var hit mxHit
 	select {
 	case hit = <-sc.hit:
@@ -450,8 +451,7 @@ func (sc *mxScenario) run() {
 	switch c.fault {
 	case fCrashSource, fCrashCandidate:
 		// Restart the crashed process (same ID), as after a SIGKILL.
-		<-hit.crashed.w.done
-		hit.crashed.w.done <- nil
+		<-hit.crashed.w.Done()
 		sc.start(hit.crashed.dep, hit.crashed.pid)
 	case fLate:
 		if c.point.side != onDriver {
@@ -461,30 +461,30 @@ func (sc *mxScenario) run() {
 				t.Fatalf("%s: the source was never cut off", c)
 			}
 			src := sc.inst("p1")
-			e.eventually(wait, "the late source's lease to expire and the session to be adopted", func() bool {
-				cur, err := e.store.LeaderSession(t.Context(), id)
+			e.Eventually(wait, "the late source's lease to expire and the session to be adopted", func() bool {
+				cur, err := e.Store.LeaderSession(t.Context(), id)
 				return err == nil && cur.Record.OwnerProcess != "p1" && cur.Record.State == record.StateActive &&
 					!src.w.leaseValid()
 			})
 			close(sc.free)
 		}
 		src := sc.inst("p1")
-		e.eventually(wait, "the late source to let go of the session", func() bool {
+		e.Eventually(wait, "the late source to let go of the session", func() bool {
 			return !slices.Contains(src.w.Loaded(), id)
 		})
 	}
 	<-sc.acted
 
 	// The trigger (and a command that arrived meanwhile) are answered.
-	e.waitOutput(id, "trigger")
+	e.WaitOutput(id, "trigger")
 	sent := []string{"a1", "t1"}
 	if c.fault == fCommand {
-		e.waitOutput(id, "arrived at "+c.point.String())
+		e.WaitOutput(id, "arrived at "+c.point.String())
 		sent = append(sent, "n1")
 	}
 	owner := sc.waitOneOwner(id)
-	e.send(id, stamped("z1", owner.dep, "later"))
-	evs := e.waitOutput(id, "later")
+	e.Send(id, stamped("z1", owner.dep, "later"))
+	evs := e.WaitOutput(id, "later")
 	sent = append(sent, "z1")
 	owner = sc.waitOneOwner(id)
 
@@ -496,7 +496,7 @@ func (sc *mxScenario) run() {
 	sc.check(evs, sent, before, writes())
 	sc.expect(evs)
 	t.Logf("%s: owner %s (%s), epoch %d→%d, applied %v", c, owner.pid, owner.dep, before.Record.Epoch,
-		e.mustSession(id).Record.Epoch, appliedOrder(evs))
+		e.mustSession(id).Record.Epoch, e.Applied(evs))
 }
 
 // waitOneOwner waits until the record is active and exactly one live
@@ -506,7 +506,7 @@ func (sc *mxScenario) waitOneOwner(id string) *mxInst {
 	var why string
 	deadline := time.Now().Add(wait)
 	for {
-		cur, err := sc.e.store.LeaderSession(sc.t.Context(), id)
+		cur, err := sc.e.Store.LeaderSession(sc.t.Context(), id)
 		var running []*mxInst
 		for _, in := range sc.live() {
 			if slices.Contains(in.w.Loaded(), id) {
@@ -545,9 +545,9 @@ func (sc *mxScenario) check(evs []wire.Event, sent []string, before record.Sessi
 	t, e, id := sc.t, sc.e, sc.id
 	// Event stream: contiguous seqs from 1 (so none duplicated), every
 	// command applied at most once...
-	checkStream(t, evs)
+	e.CheckStream(evs)
 	// ...every accepted command exactly once, in stream order.
-	applied := appliedOrder(evs)
+	applied := e.Applied(evs)
 	var ids []string
 	for i, a := range applied {
 		ids = append(ids, a.CommandID)
@@ -569,7 +569,7 @@ func (sc *mxScenario) check(evs []wire.Event, sent []string, before record.Sessi
 		}
 		seen[x.StepKey] = x.Process
 	}
-	for _, k := range stepKeys(t, evs) {
+	for _, k := range e.StepKeys(evs) {
 		if _, ok := seen[k]; !ok {
 			t.Fatalf("%s: committed step %s not in the execution log", sc.c, k)
 		}
@@ -597,18 +597,18 @@ func (sc *mxScenario) check(evs []wire.Event, sent []string, before record.Sessi
 	// A late source neither pulled (its consumer, deleted by its
 	// successor, was not recreated) nor can commit at the revision it held.
 	if sc.c.fault == fLate {
-		if e.consumerExists(before.Record.Consumer) {
+		if e.ConsumerExists(before.Record.Consumer) {
 			t.Fatalf("%s: the late source's consumer %s exists", sc.c, before.Record.Consumer)
 		}
 		rec := before.Record
 		rec.WriteCounter++
-		if _, err := e.store.UpdateSession(t.Context(), rec, before.Revision); !errors.Is(err, record.ErrConflict) {
+		if _, err := e.Store.UpdateSession(t.Context(), rec, before.Revision); !errors.Is(err, record.ErrConflict) {
 			t.Fatalf("%s: a late commit at revision %d: %v, want a conflict", sc.c, before.Revision, err)
 		}
 	}
 	// No marker left once the session settled.
-	e.eventually(wait, "no handoff marker", func() bool {
-		_, _, err := e.store.GetMarker(t.Context(), id)
+	e.Eventually(wait, "no handoff marker", func() bool {
+		_, _, err := e.Store.GetMarker(t.Context(), id)
 		return errors.Is(err, record.ErrNotFound)
 	})
 }
@@ -618,7 +618,7 @@ func (sc *mxScenario) expect(evs []wire.Event) {
 	t, p, f := sc.t, sc.c.point, sc.c.fault
 	by := ""
 	for _, ev := range evs {
-		if isApplied("t1")(ev) {
+		if harness.IsApplied("t1")(ev) {
 			by = ev.DeploymentID
 		}
 	}
@@ -628,27 +628,27 @@ func (sc *mxScenario) expect(evs []wire.Event) {
 		p == mxPoint{onSource, false, handoff.StepConfirm}
 	beforeCheck := p.side == onSource && (p.step == handoff.StepStage || p.step == handoff.StepMark ||
 		p.step == handoff.StepCheckBacklog && !p.after)
-	if n := count(evs, wire.EventHandoffCompleted); n > 1 {
+	if n := harness.Count(evs, wire.EventHandoffCompleted); n > 1 {
 		t.Fatalf("%s: %d handoff.completed", sc.c, n)
 	}
 	switch {
 	case f == fCommand && beforeCheck:
-		sk := dataAll[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
+		sk := harness.AllData[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
 		if len(sk) == 0 || sk[0].CommandID != "t1" || sk[0].Reason != handoff.SkipQueued || by != "v1" {
 			t.Fatalf("%s: want the trigger skipped (queued) and applied by v1; skipped %+v, applied by %s", sc.c, sk, by)
 		}
 	case sc.refuses():
-		if by != "v1" || count(evs, wire.EventHandoffFailed) == 0 {
-			t.Fatalf("%s: want the trigger applied by v1 after handoff.failed; applied by %s, %s", sc.c, by, kinds(evs))
+		if by != "v1" || harness.Count(evs, wire.EventHandoffFailed) == 0 {
+			t.Fatalf("%s: want the trigger applied by v1 after handoff.failed; applied by %s, %s", sc.c, by, harness.Kinds(evs))
 		}
 	case (f == fStall || f == fCrashCandidate) && p.side == onCandidate && !activated:
 		// The start times out; the source's reclaim fences the candidate.
-		if by != "v1" || count(evs, wire.EventHandoffFailed) == 0 {
-			t.Fatalf("%s: want the source to keep the session (handoff.failed, trigger applied by v1); applied by %s, %s", sc.c, by, kinds(evs))
+		if by != "v1" || harness.Count(evs, wire.EventHandoffFailed) == 0 {
+			t.Fatalf("%s: want the source to keep the session (handoff.failed, trigger applied by v1); applied by %s, %s", sc.c, by, harness.Kinds(evs))
 		}
 	case activated, f == fCommand:
 		if by != "v2" {
-			t.Fatalf("%s: want the session moved to v2 (trigger applied by v2); applied by %s, %s", sc.c, by, kinds(evs))
+			t.Fatalf("%s: want the session moved to v2 (trigger applied by v2); applied by %s, %s", sc.c, by, harness.Kinds(evs))
 		}
 	}
 	if by == "" {
@@ -660,7 +660,7 @@ func (sc *mxScenario) expect(evs []wire.Event) {
 // returned function stops watching and returns them.
 func (e *env) watchRecord(id string) func() []sessionWrite {
 	e.t.Helper()
-	bucket, err := e.js.KeyValue(e.t.Context(), e.names.SessionsBucket())
+	bucket, err := e.JS.KeyValue(e.t.Context(), e.Names.SessionsBucket())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -30,15 +31,15 @@ func TestHandoffUnreadableCheckpointRecoversSource(t *testing.T) {
 	e.owner("v2", "p2", func(c *Config) {
 		c.Faults = &Faults{RefuseActivation: func(string) bool { refused.Add(1); return true }}
 	})
-	id := e.start("v1").SessionID
-	e.send(id, stamped("u1", "v1", "before"))
-	e.waitOutput(id, "before")
+	id := e.Start("v1").SessionID
+	e.Send(id, stamped("u1", "v1", "before"))
+	e.WaitOutput(id, "before")
 	before, _ := e.session(id)
 	nExec := len(e.execs(id))
 
-	e.send(id, stamped("u2", "v2", "unreadable"))
-	evs := e.waitOutput(id, "unreadable")
-	e.waitKind(id, wire.EventTurnCompleted, 2)
+	e.Send(id, stamped("u2", "v2", "unreadable"))
+	evs := e.WaitOutput(id, "unreadable")
+	e.WaitKind(id, wire.EventTurnCompleted, 2)
 	if refused.Load() == 0 {
 		t.Fatal("the target was never asked to activate")
 	}
@@ -49,13 +50,13 @@ func TestHandoffUnreadableCheckpointRecoversSource(t *testing.T) {
 			after.Record.DeploymentID, after.Record.Epoch, after.Record.OwnerRunID, after.Record.State,
 			before.Record.Epoch, before.Record.OwnerRunID)
 	}
-	evs = e.events(id)
-	applied := checkStream(t, evs)
+	evs = e.Events(id)
+	applied := harness.ByID(e.CheckStream(evs))
 	if _, ok := applied["u2"]; !ok {
 		t.Fatal("trigger not applied")
 	}
 	n := 0
-	for _, a := range appliedOrder(evs) {
+	for _, a := range e.Applied(evs) {
 		if a.CommandID == "u2" {
 			n++
 		}
@@ -73,8 +74,8 @@ func TestHandoffUnreadableCheckpointRecoversSource(t *testing.T) {
 		}
 	}
 	// The session still works on v1.
-	e.send(id, stamped("u3", "v1", "after"))
-	checkStream(t, e.waitOutput(id, "after"))
+	e.Send(id, stamped("u3", "v1", "after"))
+	e.CheckStream(e.WaitOutput(id, "after"))
 }
 
 // A session in a state that is not idle skips the handoff with the reason R10
@@ -95,40 +96,40 @@ func TestHandoffSkipsUnsafeStates(t *testing.T) {
 		{
 			name: "input", reason: "input", settleFirst: true,
 			setup: func(e *env, id string) {
-				e.send(id, stamped("x0", "v1", "/ask q"))
-				e.waitKind(id, wire.EventInputRequested, 1)
+				e.Send(id, stamped("x0", "v1", "/ask q"))
+				e.WaitKind(id, wire.EventInputRequested, 1)
 			},
 			settle: func(e *env, id string) {
-				req := data[wire.InputRequested](e.t, e.events(id), wire.EventInputRequested)
-				e.send(id, withID("ans", inputResponse(req.RequestID, `"a"`)))
-				e.waitApplied(id, "ans")
+				req := harness.FirstData[wire.InputRequested](e.t, e.Events(id), wire.EventInputRequested)
+				e.Send(id, harness.WithID("ans", harness.InputResponse(req.RequestID, `"a"`)))
+				e.WaitApplied(id, "ans")
 			},
 		},
 		{
 			name: "task", reason: "task",
 			setup: func(e *env, id string) {
-				e.send(id, stamped("x0", "v1", "/task 1h"))
-				e.waitKind(id, wire.EventTaskStarted, 1)
+				e.Send(id, stamped("x0", "v1", "/task 1h"))
+				e.WaitKind(id, wire.EventTaskStarted, 1)
 			},
 			settle: func(e *env, id string) {
-				ts := data[wire.TaskStarted](e.t, e.events(id), wire.EventTaskStarted)
-				e.send(id, withID("res", taskResult(ts.TaskID, `{"ok":true}`)))
-				e.waitKind(id, wire.EventTaskCompleted, 1)
+				ts := harness.FirstData[wire.TaskStarted](e.t, e.Events(id), wire.EventTaskStarted)
+				e.Send(id, harness.WithID("res", harness.TaskResult(ts.TaskID, `{"ok":true}`)))
+				e.WaitKind(id, wire.EventTaskCompleted, 1)
 			},
 		},
 		{
 			name: "running step", reason: "busy",
 			setup: func(e *env, id string) {
-				e.send(id, stamped("x0", "v1", "/sleep 2s"))
-				e.waitFor(id, "the sleep step running", func([]wire.Event) bool { return len(e.execs(id)) > 0 })
+				e.Send(id, stamped("x0", "v1", "/sleep 2s"))
+				e.WaitFor(id, "the sleep step running", func([]wire.Event) bool { return len(e.execs(id)) > 0 })
 			},
 		},
 		{
 			name: "queued", reason: "queued",
 			setup: func(e *env, id string) {
-				e.send(id, stamped("x0", "v1", "/sleep 2s"))
-				e.waitFor(id, "the sleep step running", func([]wire.Event) bool { return len(e.execs(id)) > 0 })
-				e.send(id, stamped("x1", "v1", "queued v1"))
+				e.Send(id, stamped("x0", "v1", "/sleep 2s"))
+				e.WaitFor(id, "the sleep step running", func([]wire.Event) bool { return len(e.execs(id)) > 0 })
+				e.Send(id, stamped("x1", "v1", "queued v1"))
 			},
 		},
 	}
@@ -138,31 +139,31 @@ func TestHandoffSkipsUnsafeStates(t *testing.T) {
 			e := newEnv(t)
 			e.owner("v1", "p1")
 			e.owner("v2", "p2")
-			id := e.start("v1").SessionID
+			id := e.Start("v1").SessionID
 			before, _ := e.session(id)
 			tc.setup(e, id)
 
-			e.send(id, stamped("trig", "v2", "trigger v2"))
+			e.Send(id, stamped("trig", "v2", "trigger v2"))
 			if tc.settleFirst {
 				time.Sleep(200 * time.Millisecond) // the trigger is received before the answer
 				tc.settle(e, id)
 			}
-			evs := e.waitKind(id, wire.EventHandoffSkipped, 1)
-			sk := data[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
+			evs := e.WaitKind(id, wire.EventHandoffSkipped, 1)
+			sk := harness.FirstData[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
 			if sk.Reason != tc.reason || sk.CommandID != "trig" || sk.TargetDeploymentID != "v2" || sk.DeploymentID != "v1" {
 				t.Fatalf("handoff.skipped %+v, want reason %s", sk, tc.reason)
 			}
-			if i, j := index(evs, isKind(wire.EventHandoffSkipped)), index(evs, isApplied("trig")); j >= 0 && i > j {
-				t.Fatalf("handoff.skipped after command.applied: %v", kinds(evs))
+			if i, j := slices.IndexFunc(evs, harness.IsKind(wire.EventHandoffSkipped)), slices.IndexFunc(evs, harness.IsApplied("trig")); j >= 0 && i > j {
+				t.Fatalf("handoff.skipped after command.applied: %v", harness.Kinds(evs))
 			}
 			if tc.settle != nil && !tc.settleFirst {
 				tc.settle(e, id)
 			}
-			e.waitOutput(id, "trigger v2")
+			e.WaitOutput(id, "trigger v2")
 			// Let whatever the settling triggers run: nothing may move it.
-			e.waitFor(id, "the session to settle", func(evs []wire.Event) bool {
-				return count(evs, wire.EventTurnStarted) > 0 &&
-					count(evs, wire.EventTurnStarted) == count(evs, wire.EventTurnCompleted)+count(evs, wire.EventTurnCancelled)
+			e.WaitFor(id, "the session to settle", func(evs []wire.Event) bool {
+				return harness.Count(evs, wire.EventTurnStarted) > 0 &&
+					harness.Count(evs, wire.EventTurnStarted) == harness.Count(evs, wire.EventTurnCompleted)+harness.Count(evs, wire.EventTurnCancelled)
 			})
 			time.Sleep(300 * time.Millisecond)
 			cur, _ := e.session(id)
@@ -174,20 +175,20 @@ func TestHandoffSkipsUnsafeStates(t *testing.T) {
 					t.Fatalf("a step ran on %s before an eligible delivery", p)
 				}
 			}
-			evs = e.events(id)
-			if n := count(evs, wire.EventHandoffSkipped); n != 1 {
+			evs = e.Events(id)
+			if n := harness.Count(evs, wire.EventHandoffSkipped); n != 1 {
 				t.Fatalf("%d handoff.skipped, want 1", n)
 			}
-			if n := count(evs, wire.EventHandoffStarted); n != 0 {
+			if n := harness.Count(evs, wire.EventHandoffStarted); n != 0 {
 				t.Fatalf("%d handoff.started before an eligible delivery", n)
 			}
 
-			e.send(id, stamped("fresh", "v2", "fresh v2"))
-			e.waitOutput(id, "fresh v2")
+			e.Send(id, stamped("fresh", "v2", "fresh v2"))
+			e.WaitOutput(id, "fresh v2")
 			if epoch := e.waitOwner(id, "v2"); epoch != before.Record.Epoch+1 {
 				t.Fatalf("epoch %d after the eligible delivery, want %d", epoch, before.Record.Epoch+1)
 			}
-			applied := checkStream(t, e.events(id))
+			applied := harness.ByID(e.CheckStream(e.Events(id)))
 			for _, c := range []string{"x0", "trig", "fresh"} {
 				if _, ok := applied[c]; !ok {
 					t.Fatalf("%s not applied", c)
@@ -214,7 +215,7 @@ func TestHandoffConcurrentSessions(t *testing.T) {
 	e.owner("v1", "p1")
 	e.owner("v2", "p2")
 
-	bucket, err := e.js.KeyValue(t.Context(), e.names.SessionsBucket())
+	bucket, err := e.JS.KeyValue(t.Context(), e.Names.SessionsBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestHandoffConcurrentSessions(t *testing.T) {
 	const per = 4
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = e.start("v1").SessionID
+		ids[i] = e.Start("v1").SessionID
 	}
 	type send struct {
 		session int
@@ -272,16 +273,16 @@ func TestHandoffConcurrentSessions(t *testing.T) {
 		next[i]++
 	}
 	for _, s := range plan {
-		e.send(ids[s.session], stamped(s.id, s.dep, "text "+s.id))
+		e.Send(ids[s.session], stamped(s.id, s.dep, "text "+s.id))
 	}
 	evsOf := make([][]wire.Event, n)
 	for i, id := range ids {
-		evsOf[i] = e.waitApplied(id, fmt.Sprintf("s%d-%d", i, per-1))
+		evsOf[i] = e.WaitApplied(id, fmt.Sprintf("s%d-%d", i, per-1))
 	}
 	// Quiesce: the last deliveries' turns finish, then stop watching.
 	for i, id := range ids {
-		evsOf[i] = e.waitFor(id, "turns complete", func(evs []wire.Event) bool {
-			return count(evs, wire.EventTurnStarted) == count(evs, wire.EventTurnCompleted)+count(evs, wire.EventTurnCancelled)
+		evsOf[i] = e.WaitFor(id, "turns complete", func(evs []wire.Event) bool {
+			return harness.Count(evs, wire.EventTurnStarted) == harness.Count(evs, wire.EventTurnCompleted)+harness.Count(evs, wire.EventTurnCancelled)
 		})
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -323,13 +324,13 @@ func TestHandoffConcurrentSessions(t *testing.T) {
 		if len(runAt) > 1 {
 			moved++
 		}
-		applied := checkStream(t, evsOf[i])
+		applied := harness.ByID(e.CheckStream(evsOf[i]))
 		for k := range per {
 			if _, ok := applied[fmt.Sprintf("s%d-%d", i, k)]; !ok {
 				t.Fatalf("session %s: s%d-%d not applied", id, i, k)
 			}
 		}
-		for _, key := range stepKeys(t, evsOf[i]) {
+		for _, key := range e.StepKeys(evsOf[i]) {
 			if ps := execs[id][key]; len(ps) != 1 {
 				t.Fatalf("session %s: committed step %s executed by %v", id, key, ps)
 			}
@@ -356,26 +357,25 @@ func TestHandoffActivatedWhileStoppingIsResumed(t *testing.T) {
 		return nil
 	}}}
 	p2 := e.owner("v2", "p2", func(c *Config) { c.Faults = faults })
-	other := e.start("v2").SessionID // p2 is busy stopping it while the activation completes
-	id := e.start("v1").SessionID
-	e.send(id, stamped("t1", "v2", "moved"))
+	other := e.Start("v2").SessionID // p2 is busy stopping it while the activation completes
+	id := e.Start("v1").SessionID
+	e.Send(id, stamped("t1", "v2", "moved"))
 	select {
 	case <-held:
 	case <-time.After(wait):
 		t.Fatal("the activation never reached unmark")
 	}
-	go p2.cancel()
-	e.eventually(wait, "p2 to stop its other session", func() bool { return !slices.Contains(p2.Loaded(), other) })
+	go p2.Cancel()
+	e.Eventually(wait, "p2 to stop its other session", func() bool { return !slices.Contains(p2.Loaded(), other) })
 	time.Sleep(100 * time.Millisecond)
 	close(hold)
-	<-p2.done
-	p2.done <- nil
+	<-p2.Done()
 	if slices.Contains(p2.Loaded(), id) {
 		t.Fatal("the stopped process runs the handed-off session")
 	}
 	e.owner("v2", "p2")
-	evs := e.waitOutput(id, "moved")
-	applied := checkStream(t, evs)
+	evs := e.WaitOutput(id, "moved")
+	applied := harness.ByID(e.CheckStream(evs))
 	if _, ok := applied["t1"]; !ok {
 		t.Fatal("trigger not applied")
 	}
@@ -407,21 +407,21 @@ func TestHandoffEventsSurviveSuccessorDeath(t *testing.T) {
 			return nil
 		}}
 	})
-	id := e.start("v1").SessionID
-	e.send(id, deliver("hello"))
-	e.waitOutput(id, "hello")
-	e.send(id, stamped("trigger", "v2", "on v2"))
-	evs := e.waitOutput(id, "on v2")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("hello"))
+	e.WaitOutput(id, "hello")
+	e.Send(id, stamped("trigger", "v2", "on v2"))
+	evs := e.WaitOutput(id, "on v2")
 	if !failed.Load() {
 		t.Fatal("the fault never fired")
 	}
-	if n, m := count(evs, wire.EventHandoffStarted), count(evs, wire.EventHandoffCompleted); n != 1 || m != 1 {
-		t.Fatalf("handoff.started × %d, handoff.completed × %d: %v", n, m, kinds(evs))
+	if n, m := harness.Count(evs, wire.EventHandoffStarted), harness.Count(evs, wire.EventHandoffCompleted); n != 1 || m != 1 {
+		t.Fatalf("handoff.started × %d, handoff.completed × %d: %v", n, m, harness.Kinds(evs))
 	}
-	if i, j := index(evs, isKind(wire.EventHandoffCompleted)), index(evs, isApplied("trigger")); i < 0 || j < i {
-		t.Fatalf("handoff.completed at %d, the trigger applied at %d: %v", i, j, kinds(evs))
+	if i, j := slices.IndexFunc(evs, harness.IsKind(wire.EventHandoffCompleted)), slices.IndexFunc(evs, harness.IsApplied("trigger")); i < 0 || j < i {
+		t.Fatalf("handoff.completed at %d, the trigger applied at %d: %v", i, j, harness.Kinds(evs))
 	}
-	checkStream(t, evs)
+	e.CheckStream(evs)
 	if got := countApplied(evs)["trigger"]; got != 1 {
 		t.Fatalf("trigger applied %d times", got)
 	}

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
 
 // stamped is a delivery accepted by the ingress of deployment dep.
 func stamped(id, dep, text string) wire.Command {
-	c := withID(id, deliver(text))
+	c := harness.WithID(id, harness.Deliver(text))
 	c.AcceptedDeploymentID = dep
 	return c
 }
@@ -30,13 +32,7 @@ func (e *env) execs(id string) []string {
 // waitOwner waits until the record names deployment dep and returns its epoch.
 func (e *env) waitOwner(id, dep string) uint64 {
 	e.t.Helper()
-	var epoch uint64
-	e.eventually(wait, "session "+id+" owned by "+dep, func() bool {
-		cur, err := e.store.LeaderSession(e.t.Context(), id)
-		epoch = cur.Record.Epoch
-		return err == nil && cur.Record.DeploymentID == dep && cur.Record.State == "active"
-	})
-	return epoch
+	return e.WaitRecord(id, func(r record.SessionRecord) bool { return r.DeploymentID == dep && r.State == "active" }).Record.Epoch
 }
 
 // An idle session on v1 receiving a delivery accepted by v2 moves to v2:
@@ -47,14 +43,14 @@ func TestHandoffMovesIdleSession(t *testing.T) {
 	e := newEnv(t)
 	e.owner("v1", "p1")
 	e.owner("v2", "p2")
-	id := e.start("v1").SessionID
-	e.send(id, stamped("a1", "v1", "hello v1"))
-	e.waitOutput(id, "hello v1")
+	id := e.Start("v1").SessionID
+	e.Send(id, stamped("a1", "v1", "hello v1"))
+	e.WaitOutput(id, "hello v1")
 	before, _ := e.session(id)
 	nExec := len(e.execs(id))
 
-	e.send(id, stamped("t2", "v2", "hello v2"))
-	evs := e.waitOutput(id, "hello v2")
+	e.Send(id, stamped("t2", "v2", "hello v2"))
+	evs := e.WaitOutput(id, "hello v2")
 	after, _ := e.session(id)
 	if after.Record.DeploymentID != "v2" || after.Record.Epoch != before.Record.Epoch+1 || after.Record.OwnerProcess != "p2" {
 		t.Fatalf("record after handoff: deployment %s epoch %d process %s (before epoch %d)",
@@ -67,11 +63,11 @@ func TestHandoffMovesIdleSession(t *testing.T) {
 	if len(ex) == 0 || ex[0] != "p2" {
 		t.Fatalf("steps after the trigger ran on %v, want p2", ex)
 	}
-	applied := checkStream(t, evs)
+	applied := harness.ByID(e.CheckStream(evs))
 	if _, ok := applied["t2"]; !ok {
 		t.Fatal("trigger not applied")
 	}
-	if n := count(evs, wire.EventHandoffSkipped); n != 0 {
+	if n := harness.Count(evs, wire.EventHandoffSkipped); n != 0 {
 		t.Fatalf("%d handoff.skipped on an idle session", n)
 	}
 	started, completed := handoffEvents(t, evs, "t2", wire.EventHandoffCompleted)
@@ -86,9 +82,9 @@ func TestHandoffMovesIdleSession(t *testing.T) {
 		t.Fatalf("handoff.completed %+v from %s, want v1 → v2 at epoch %d", done, completed.DeploymentID, after.Record.Epoch)
 	}
 	// The successor keeps serving the same session and stream.
-	e.send(id, stamped("a3", "v2", "still here"))
-	evs = e.waitOutput(id, "still here")
-	checkStream(t, evs)
+	e.Send(id, stamped("a3", "v2", "still here"))
+	evs = e.WaitOutput(id, "still here")
+	e.CheckStream(evs)
 	if cur, _ := e.session(id); cur.Record.Epoch != after.Record.Epoch {
 		t.Fatalf("epoch moved again to %d without a handoff", cur.Record.Epoch)
 	}
@@ -100,13 +96,13 @@ func TestHandoffNotForSameDeployment(t *testing.T) {
 	e := newEnv(t)
 	e.owner("v1", "p1")
 	e.owner("v2", "p2")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 	before, _ := e.session(id)
 	for _, c := range []string{"s1", "s2", "s3"} {
-		e.send(id, stamped(c, "v1", "text "+c))
+		e.Send(id, stamped(c, "v1", "text "+c))
 	}
-	evs := e.waitApplied(id, "s3")
-	checkStream(t, evs)
+	evs := e.WaitApplied(id, "s3")
+	e.CheckStream(evs)
 	after, _ := e.session(id)
 	if after.Record.DeploymentID != "v1" || after.Record.Epoch != before.Record.Epoch || after.Record.Handoff != nil {
 		t.Fatalf("record after same-deployment deliveries: deployment %s epoch %d handoff %+v",
@@ -126,28 +122,28 @@ func TestHandoffSkippedWhileBusy(t *testing.T) {
 	e := newEnv(t)
 	e.owner("v1", "p1")
 	e.owner("v2", "p2")
-	id := e.start("v1").SessionID
-	e.send(id, stamped("sl", "v1", "/sleep 2s"))
-	e.waitFor(id, "the sleep step running", func([]wire.Event) bool { return len(e.execs(id)) > 0 })
-	e.send(id, stamped("b1", "v2", "busy v2"))
-	evs := e.waitKind(id, wire.EventHandoffSkipped, 1)
-	sk := data[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
+	id := e.Start("v1").SessionID
+	e.Send(id, stamped("sl", "v1", "/sleep 2s"))
+	e.WaitFor(id, "the sleep step running", func([]wire.Event) bool { return len(e.execs(id)) > 0 })
+	e.Send(id, stamped("b1", "v2", "busy v2"))
+	evs := e.WaitKind(id, wire.EventHandoffSkipped, 1)
+	sk := harness.FirstData[wire.HandoffSkipped](t, evs, wire.EventHandoffSkipped)
 	if sk.Reason != "busy" || sk.CommandID != "b1" || sk.TargetDeploymentID != "v2" {
 		t.Fatalf("handoff.skipped %+v", sk)
 	}
-	e.waitOutput(id, "busy v2")
-	e.waitKind(id, wire.EventTurnCompleted, 1)
+	e.WaitOutput(id, "busy v2")
+	e.WaitKind(id, wire.EventTurnCompleted, 1)
 	if cur, _ := e.session(id); cur.Record.DeploymentID != "v1" {
 		t.Fatalf("busy session moved to %s", cur.Record.DeploymentID)
 	}
 	nExec := len(e.execs(id))
-	e.send(id, stamped("b2", "v2", "idle v2"))
-	evs = e.waitOutput(id, "idle v2")
+	e.Send(id, stamped("b2", "v2", "idle v2"))
+	evs = e.WaitOutput(id, "idle v2")
 	e.waitOwner(id, "v2")
 	if ex := e.execs(id)[nExec:]; len(ex) == 0 || ex[0] != "p2" {
 		t.Fatalf("steps after the eligible trigger ran on %v", ex)
 	}
-	applied := checkStream(t, evs)
+	applied := harness.ByID(e.CheckStream(evs))
 	for _, c := range []string{"sl", "b1", "b2"} {
 		if _, ok := applied[c]; !ok {
 			t.Fatalf("%s not applied", c)
@@ -161,15 +157,15 @@ func TestHandoffPingPong(t *testing.T) {
 	e := newEnv(t)
 	e.owner("v1", "p1")
 	e.owner("v2", "p2")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 	cur, _ := e.session(id)
 	epoch := cur.Record.Epoch
 	var ids []string
 	for i, dep := range []string{"v2", "v1", "v2", "v1"} {
 		c := "pp" + string(rune('a'+i))
 		ids = append(ids, c)
-		e.send(id, stamped(c, dep, "to "+dep+" "+c))
-		e.waitOutput(id, "to "+dep+" "+c)
+		e.Send(id, stamped(c, dep, "to "+dep+" "+c))
+		e.WaitOutput(id, "to "+dep+" "+c)
 		next := e.waitOwner(id, dep)
 		if next <= epoch {
 			t.Fatalf("hop %d to %s: epoch %d not above %d", i, dep, next, epoch)
@@ -180,8 +176,8 @@ func TestHandoffPingPong(t *testing.T) {
 			t.Fatalf("hop %d: last step ran on %s, want %s", i, ex[len(ex)-1], want)
 		}
 	}
-	evs := e.events(id)
-	applied := checkStream(t, evs)
+	evs := e.Events(id)
+	applied := harness.ByID(e.CheckStream(evs))
 	for _, c := range ids {
 		if _, ok := applied[c]; !ok {
 			t.Fatalf("%s not applied", c)
@@ -195,11 +191,11 @@ func TestHandoffNoResponders(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 	before, _ := e.session(id)
-	e.send(id, stamped("n1", "v3", "nobody"))
-	evs := e.waitOutput(id, "nobody")
-	applied := checkStream(t, evs)
+	e.Send(id, stamped("n1", "v3", "nobody"))
+	evs := e.WaitOutput(id, "nobody")
+	applied := harness.ByID(e.CheckStream(evs))
 	if _, ok := applied["n1"]; !ok {
 		t.Fatal("trigger not applied")
 	}
@@ -214,7 +210,7 @@ func TestHandoffNoResponders(t *testing.T) {
 	if !strings.HasPrefix(f.Reason, "start: ") {
 		t.Fatalf("handoff.failed reason %q does not name the step", f.Reason)
 	}
-	if n := count(evs, wire.EventHandoffSkipped); n != 0 {
+	if n := harness.Count(evs, wire.EventHandoffSkipped); n != 0 {
 		t.Fatalf("%d handoff.skipped for a failed handoff", n)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -225,9 +221,9 @@ func TestHandoffNoResponders(t *testing.T) {
 	if h := after.Record.Handoff; h == nil || h.Target != "v3" {
 		t.Fatalf("handoff outcome not recorded: %+v", h)
 	}
-	e.send(id, stamped("n2", "v1", "after"))
-	checkStream(t, e.waitOutput(id, "after"))
-	if got := count(e.events(id), wire.EventCommandApplied); got != len(appliedIDs(e.events(id))) {
+	e.Send(id, stamped("n2", "v1", "after"))
+	e.CheckStream(e.WaitOutput(id, "after"))
+	if got := harness.Count(e.Events(id), wire.EventCommandApplied); got != len(harness.AppliedIDs(e.Events(id))) {
 		t.Fatal("duplicate applied")
 	}
 }
@@ -237,7 +233,7 @@ func TestHandoffNoResponders(t *testing.T) {
 // before the trigger's command.applied, and returns them.
 func handoffEvents(t *testing.T, evs []wire.Event, trigger, end string) (wire.Event, wire.Event) {
 	t.Helper()
-	if n, m := count(evs, wire.EventHandoffStarted), count(evs, end); n != 1 || m != 1 {
+	if n, m := harness.Count(evs, wire.EventHandoffStarted), harness.Count(evs, end); n != 1 || m != 1 {
 		t.Fatalf("%d handoff.started and %d %s, want one each", n, m, end)
 	}
 	idx := map[string]int{}

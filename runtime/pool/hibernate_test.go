@@ -1,7 +1,7 @@
 package pool
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
@@ -26,23 +27,14 @@ func hibernating(after time.Duration, maxLoaded int) func(*Config) {
 	}
 }
 
-// wake publishes a wake as the ingress does: fire-and-forget.
-func (e *env) wake(deployment, id string) {
-	e.t.Helper()
-	data, _ := json.Marshal(protocol.WakeRequest{SessionID: id, Source: protocol.WakeIngress})
-	if err := e.nc.Publish(e.names.Wake(deployment), data); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
 // waitHibernated waits until the record says hibernated and the session's
 // consumer is gone.
 func (e *env) waitHibernated(id string) record.Session {
 	e.t.Helper()
 	var cur record.Session
-	e.eventually(wait, "hibernation of "+id, func() bool {
+	e.Eventually(wait, "hibernation of "+id, func() bool {
 		cur, _ = e.session(id)
-		return cur.Record.State == record.StateHibernated && !e.consumerExists(cur.Record.Consumer)
+		return cur.Record.State == record.StateHibernated && !e.ConsumerExists(cur.Record.Consumer)
 	})
 	return cur
 }
@@ -50,7 +42,7 @@ func (e *env) waitHibernated(id string) record.Session {
 // tryInboxConsumers is the number of consumers on the inbox stream (for
 // goroutines other than the test's).
 func (e *env) tryInboxConsumers() (int, error) {
-	s, err := e.js.Stream(e.t.Context(), e.names.InboxStream())
+	s, err := e.JS.Stream(e.t.Context(), e.Names.InboxStream())
 	if err != nil {
 		return 0, err
 	}
@@ -68,18 +60,18 @@ func TestHibernateAndWake(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	o := e.owner("v1", "p1", hibernating(200*time.Millisecond, 0), func(c *Config) { c.InboxSweepInterval = -1 })
-	id := e.start("v1").SessionID
-	e.send(id, deliver("hello"))
-	e.waitOutput(id, "hello")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("hello"))
+	e.WaitOutput(id, "hello")
 	before := e.waitHibernated(id)
-	e.eventually(wait, "out of memory", func() bool { return !slices.Contains(o.Loaded(), id) })
-	if ids, _ := e.store.ListIndex(t.Context(), "p1"); slices.Contains(ids, id) {
+	e.Eventually(wait, "out of memory", func() bool { return !slices.Contains(o.Loaded(), id) })
+	if ids, _ := e.Store.ListIndex(t.Context(), "p1"); slices.Contains(ids, id) {
 		t.Fatalf("a hibernated session is still in the process index: %v", ids)
 	}
 
-	e.send(id, deliver("again"))
-	e.wake("v1", id)
-	evs := e.waitOutput(id, "again")
+	e.Send(id, harness.Deliver("again"))
+	e.Wake("v1", id)
+	evs := e.WaitOutput(id, "again")
 	after, _ := e.session(id)
 	// A fresh claim: epoch+1, or more when a second wake (the hibernation's
 	// own re-check finding "again", then the test's wake arriving after the
@@ -87,8 +79,8 @@ func TestHibernateAndWake(t *testing.T) {
 	if after.Record.Epoch <= before.Record.Epoch || after.Record.OwnerProcess != "p1" {
 		t.Fatalf("woken record: epoch %d → %d, owner %q", before.Record.Epoch, after.Record.Epoch, after.Record.OwnerProcess)
 	}
-	checkStream(t, evs)
-	if got := appliedIDs(evs); len(got) != 2 {
+	e.CheckStream(evs)
+	if got := harness.AppliedIDs(evs); len(got) != 2 {
 		t.Fatalf("applied %v", got)
 	}
 	if st := o.Stats(); st.Hibernations < 1 || st.Wakes[protocol.WakeIngress] < 1 {
@@ -115,10 +107,10 @@ func TestHibernatePublishRace(t *testing.T) {
 		}
 		mu.Unlock()
 		if at == step {
-			if _, err := e.trySend(id, withID(fmt.Sprintf("race-%s-%d", step, sent.Add(1)), deliver("race "+step))); err != nil {
+			if _, _, err := e.SendTo(context.Background(), id, harness.WithID(fmt.Sprintf("race-%s-%d", step, sent.Add(1)), harness.Deliver("race "+step))); err != nil {
 				t.Error(err)
 			}
-			e.wake("v1", id)
+			e.Wake("v1", id)
 		}
 	}}
 	e.owner("v1", "p1", hibernating(50*time.Millisecond, 0), func(c *Config) {
@@ -127,30 +119,30 @@ func TestHibernatePublishRace(t *testing.T) {
 	rounds := testsize.Pick(4, 40)
 	for r := range rounds {
 		for _, step := range []string{"cas", "consumer", "left"} {
-			id := e.start("v1").SessionID
+			id := e.Start("v1").SessionID
 			mu.Lock()
 			inject[id] = step
 			mu.Unlock()
-			e.send(id, deliver("first"))
-			e.waitOutput(id, "race "+step)
+			e.Send(id, harness.Deliver("first"))
+			e.WaitOutput(id, "race "+step)
 			e.waitHibernated(id)
-			evs := e.events(id)
-			if got := appliedIDs(evs); len(got) != 2 {
+			evs := e.Events(id)
+			if got := harness.AppliedIDs(evs); len(got) != 2 {
 				t.Fatalf("round %d step %s: applied %v", r, step, got)
 			}
-			checkStream(t, evs)
+			e.CheckStream(evs)
 		}
 	}
 	// Unsynchronised: a command at a random moment around the hibernation.
 	for r := range testsize.Pick(10, 100) {
-		id := e.start("v1").SessionID
-		e.send(id, deliver("first"))
-		e.waitOutput(id, "first")
+		id := e.Start("v1").SessionID
+		e.Send(id, harness.Deliver("first"))
+		e.WaitOutput(id, "first")
 		time.Sleep(time.Duration(r%10) * 15 * time.Millisecond) // a spread of moments, not synchronisation
-		e.send(id, deliver("late"))
-		e.wake("v1", id)
-		evs := e.waitOutput(id, "late")
-		if got := appliedIDs(evs); len(got) != 2 {
+		e.Send(id, harness.Deliver("late"))
+		e.Wake("v1", id)
+		evs := e.WaitOutput(id, "late")
+		if got := harness.AppliedIDs(evs); len(got) != 2 {
 			t.Fatalf("random round %d: applied %v", r, got)
 		}
 	}
@@ -163,21 +155,21 @@ func TestHibernateWhileAwaitingInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1", hibernating(100*time.Millisecond, 0))
-	id := e.start("v1").SessionID
-	e.send(id, deliver("/ask colour?"))
-	evs := e.waitKind(id, wire.EventInputRequested, 1)
-	req := data[wire.InputRequested](t, evs, wire.EventInputRequested)
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("/ask colour?"))
+	evs := e.WaitKind(id, wire.EventInputRequested, 1)
+	req := harness.FirstData[wire.InputRequested](t, evs, wire.EventInputRequested)
 	e.waitHibernated(id)
 	// Not woken by the sweeper while nothing is pending.
 	time.Sleep(time.Second) // several sweeps pass; nothing may load it
 	if cur, _ := e.session(id); cur.Record.State != record.StateHibernated {
 		t.Fatalf("a waiting session without commands was loaded: %+v", cur.Record)
 	}
-	e.send(id, inputResponse(req.RequestID, `"blue"`))
-	e.wake("v1", id)
-	evs = e.waitOutput(id, "input "+req.RequestID+`: "blue"`)
-	e.waitKind(id, wire.EventTurnCompleted, 1)
-	checkStream(t, evs)
+	e.Send(id, harness.InputResponse(req.RequestID, `"blue"`))
+	e.Wake("v1", id)
+	evs = e.WaitOutput(id, "input "+req.RequestID+`: "blue"`)
+	e.WaitKind(id, wire.EventTurnCompleted, 1)
+	e.CheckStream(evs)
 }
 
 // Many sessions cycle through hibernation and wake with deliveries, input
@@ -243,7 +235,7 @@ func TestHibernateManySessions(t *testing.T) {
 		if kind(i) == "expire" {
 			req.Timeout = "4s"
 		}
-		r, err := e.tryStart(req)
+		r, err := e.Env.Start(context.Background(), req, 20*time.Second)
 		ids[i] = r.SessionID
 		return err
 	})
@@ -261,10 +253,10 @@ func TestHibernateManySessions(t *testing.T) {
 		case "task":
 			text = "/task 600ms"
 		}
-		if _, err := e.trySend(ids[i], withID("r1-"+ids[i], deliver(text))); err != nil {
+		if _, _, err := e.SendTo(context.Background(), ids[i], harness.WithID("r1-"+ids[i], harness.Deliver(text))); err != nil {
 			return err
 		}
-		e.wake("v1", ids[i])
+		e.Wake("v1", ids[i])
 		return nil
 	})
 	// Wait for round 1 everywhere, then for the sessions to hibernate.
@@ -272,45 +264,45 @@ func TestHibernateManySessions(t *testing.T) {
 	for i, id := range ids {
 		switch kind(i) {
 		case "ask":
-			evs := e.waitKind(id, wire.EventInputRequested, 1)
-			reqIDs[i] = data[wire.InputRequested](t, evs, wire.EventInputRequested).RequestID
+			evs := e.WaitKind(id, wire.EventInputRequested, 1)
+			reqIDs[i] = harness.FirstData[wire.InputRequested](t, evs, wire.EventInputRequested).RequestID
 		case "task":
-			e.waitKind(id, wire.EventTaskCompleted, 1) // the result came while hibernated or not
+			e.WaitKind(id, wire.EventTaskCompleted, 1) // the result came while hibernated or not
 		case "expire":
 		default:
-			e.waitApplied(id, "r1-"+id)
+			e.WaitApplied(id, "r1-"+id)
 		}
 	}
 	phase("round 1 applied")
 	// Round 2: answers to the asks, another delivery to the others.
 	parallel(t, n, 8, func(i int) error {
-		c := withID("r2-"+ids[i], deliver(fmt.Sprintf("again %d", i)))
+		c := harness.WithID("r2-"+ids[i], harness.Deliver(fmt.Sprintf("again %d", i)))
 		if kind(i) == "ask" {
-			c = withID("r2-"+ids[i], inputResponse(reqIDs[i], `"ada"`))
+			c = harness.WithID("r2-"+ids[i], harness.InputResponse(reqIDs[i], `"ada"`))
 		}
 		if kind(i) == "expire" {
 			return nil // its timer ends it while it sleeps
 		}
-		if _, err := e.trySend(ids[i], c); err != nil {
+		if _, _, err := e.SendTo(context.Background(), ids[i], c); err != nil {
 			return err
 		}
-		e.wake("v1", ids[i])
+		e.Wake("v1", ids[i])
 		return nil
 	})
 	for i, id := range ids {
 		var evs []wire.Event
 		if kind(i) == "expire" {
-			evs = e.waitKind(id, wire.EventSessionEnded, 1)
-			if d := data[wire.SessionEnded](t, evs, wire.EventSessionEnded); d.Reason != "expired" {
+			evs = e.WaitKind(id, wire.EventSessionEnded, 1)
+			if d := harness.FirstData[wire.SessionEnded](t, evs, wire.EventSessionEnded); d.Reason != "expired" {
 				t.Fatalf("session %d ended %+v", i, d)
 			}
 		} else {
-			evs = e.waitApplied(id, "r2-"+id)
+			evs = e.WaitApplied(id, "r2-"+id)
 			if kind(i) == "ask" {
-				evs = e.waitKind(id, wire.EventTurnCompleted, 1)
+				evs = e.WaitKind(id, wire.EventTurnCompleted, 1)
 			}
 		}
-		checkStream(t, evs)
+		e.CheckStream(evs)
 		for cid, c := range countApplied(evs) {
 			if c != 1 {
 				t.Fatalf("session %d: command %s applied %d times", i, cid, c)
@@ -343,27 +335,11 @@ func TestHibernateManySessions(t *testing.T) {
 // countApplied counts command.applied events per command ID.
 func countApplied(evs []wire.Event) map[string]int {
 	out := map[string]int{}
-	for _, d := range appliedOrder(evs) {
+	applied, _ := harness.Applied(evs)
+	for _, d := range applied {
 		out[d.CommandID]++
 	}
 	return out
-}
-
-// tryStart is startWith for goroutines other than the test's.
-func (e *env) tryStart(req protocol.StartRequest) (protocol.StartReply, error) {
-	data, _ := json.Marshal(req)
-	msg, err := e.nc.Request(e.names.Start(req.DeploymentID), data, 20*time.Second)
-	if err != nil {
-		return protocol.StartReply{}, err
-	}
-	var r protocol.StartReply
-	if err := json.Unmarshal(msg.Data, &r); err != nil {
-		return protocol.StartReply{}, err
-	}
-	if r.Error != nil {
-		return r, fmt.Errorf("start: %s: %s", r.Error.Code, r.Error.Message)
-	}
-	return r, nil
 }
 
 // parallel runs f(0..n-1) on workers goroutines and fails on the first
@@ -403,15 +379,15 @@ func TestOwnerMetrics(t *testing.T) {
 	e := newEnv(t)
 	reg := prometheus.NewRegistry()
 	e.owner("v1", "p1", hibernating(200*time.Millisecond, 0), func(c *Config) { c.Registerer = reg })
-	id := e.start("v1").SessionID
-	e.send(id, deliver("hello"))
-	e.waitOutput(id, "hello")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("hello"))
+	e.WaitOutput(id, "hello")
 	e.waitHibernated(id)
-	e.send(id, deliver("again"))
-	e.wake("v1", id)
-	e.waitOutput(id, "again")
-	e.start("v1") // another session, left to hibernate
-	e.eventually(wait, "the metrics", func() bool {
+	e.Send(id, harness.Deliver("again"))
+	e.Wake("v1", id)
+	e.WaitOutput(id, "again")
+	e.Start("v1") // another session, left to hibernate
+	e.Eventually(wait, "the metrics", func() bool {
 		got := gather(t, reg)
 		return got[`baton_owner_step_seconds{outcome="done"}`] >= 2 &&
 			got["baton_owner_inbox_lag_seconds"] >= 2 &&

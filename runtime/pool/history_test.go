@@ -2,9 +2,11 @@ package pool
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/wire"
 )
@@ -15,14 +17,14 @@ func TestHistorySegmentsSurviveRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 	const n = 40
 	for i := range n {
 		text := fmt.Sprintf("%03d %s", i, strings.Repeat("x", 2000))
-		e.send(id, withID(fmt.Sprintf("h%d", i), deliver(text)))
-		e.waitApplied(id, fmt.Sprintf("h%d", i))
+		e.Send(id, harness.WithID(fmt.Sprintf("h%d", i), harness.Deliver(text)))
+		e.WaitApplied(id, fmt.Sprintf("h%d", i))
 	}
-	e.waitKind(id, wire.EventTurnCompleted, n)
+	e.WaitKind(id, wire.EventTurnCompleted, n)
 	cur, _ := e.session(id)
 	cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint)
 	if err != nil {
@@ -34,10 +36,10 @@ func TestHistorySegmentsSurviveRestart(t *testing.T) {
 	if size := len(cur.Record.Checkpoint); size > wire.MaxInlineBytes {
 		t.Fatalf("record checkpoint is %d bytes", size)
 	}
-	first.stop()
+	_ = first.Stop()
 	second := e.owner("v1", "p1")
-	e.send(id, withID("after", deliver("after restart")))
-	e.waitOutput(id, "after restart")
+	e.Send(id, harness.WithID("after", harness.Deliver("after restart")))
+	e.WaitOutput(id, "after restart")
 	cur, _ = e.session(id)
 	d, err := session.ReadCheckpoint(t.Context(), second.env, id, cur.Record.Checkpoint)
 	if err != nil {
@@ -50,7 +52,7 @@ func TestHistorySegmentsSurviveRestart(t *testing.T) {
 	if !strings.HasPrefix(full[0].Text, "000 ") || full[len(full)-1].Text != "after restart" {
 		t.Fatalf("history lost its beginning or end: %q … %q", full[0].Text[:10], full[len(full)-1].Text)
 	}
-	checkStream(t, e.events(id))
+	e.CheckStream(e.Events(id))
 }
 
 // An alias a session asked for but another session holds is never put in
@@ -59,20 +61,20 @@ func TestTakenAliasNotFilteredAfterRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	b := e.start("v1", "shared").SessionID
-	a := e.start("v1").SessionID
-	e.send(a, withID("ask", deliver("/alias shared")))
-	e.waitKind(a, wire.EventTurnCompleted, 1)
-	first.stop()
+	b := e.Start("v1", "shared").SessionID
+	a := e.Start("v1").SessionID
+	e.Send(a, harness.WithID("ask", harness.Deliver("/alias shared")))
+	e.WaitKind(a, wire.EventTurnCompleted, 1)
+	_ = first.Stop()
 	e.owner("v1", "p1")
-	e.send(a, withID("a-live", deliver("a is live")))
-	e.waitOutput(a, "a is live")
-	e.send("shared", withID("to-shared", deliver("for b")))
-	e.waitOutput(b, "for b")
-	if evs := e.events(a); index(evs, isApplied("to-shared")) >= 0 {
+	e.Send(a, harness.WithID("a-live", harness.Deliver("a is live")))
+	e.WaitOutput(a, "a is live")
+	e.Send("shared", harness.WithID("to-shared", harness.Deliver("for b")))
+	e.WaitOutput(b, "for b")
+	if evs := e.Events(a); slices.IndexFunc(evs, harness.IsApplied("to-shared")) >= 0 {
 		t.Fatalf("session %s consumed a command sent to another session's alias", a)
 	}
-	if h, ok := e.hook("shared"); !ok || h.SessionID != b {
+	if h, ok := e.Hook("shared"); !ok || h.SessionID != b {
 		t.Fatalf("hook of shared: %+v %v", h, ok)
 	}
 }

@@ -33,11 +33,11 @@ func TestCheckpointLimitFitsTheBucket(t *testing.T) {
 		Handoff: &record.HandoffOutcome{ID: long, Target: strings.Repeat("t", 64), Outcome: "completed", Step: "activate",
 			From: strings.Repeat("f", 64), TriggerSeq: 1 << 40, TriggerCommandID: long},
 	}
-	rev, err := e.store.CreateSession(e.t.Context(), rec)
+	rev, err := e.Store.CreateSession(e.t.Context(), rec)
 	if err != nil {
 		t.Fatalf("a record with a checkpoint at the limit was refused: %v", err)
 	}
-	if _, err := e.store.UpdateSession(e.t.Context(), rec, rev); err != nil {
+	if _, err := e.Store.UpdateSession(e.t.Context(), rec, rev); err != nil {
 		t.Fatalf("a CAS of a record at the limit was refused: %v", err)
 	}
 	if _, err := wire.EncodeCheckpoint(oneByteMore(cp)); !errors.Is(err, wire.ErrTooLarge) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -20,25 +21,25 @@ func TestAliasesMergedInStreamOrder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1", "alias-A", "alias-B").SessionID
+	id := e.Start("v1", "alias-A", "alias-B").SessionID
 
 	addrs := []string{"alias-A", "alias-B", id}
 	var want []string
 	var seqs []uint64
 	send := func(addr, text string) {
-		c := withID(fmt.Sprintf("m%02d", len(want)), deliver(text))
-		seqs = append(seqs, e.send(addr, c))
+		c := harness.WithID(fmt.Sprintf("m%02d", len(want)), harness.Deliver(text))
+		seqs = append(seqs, e.Send(addr, c))
 		want = append(want, c.ID)
 	}
 	send(id, "/sleep 300ms")
 	for i := range 24 {
 		send(addrs[i%3], fmt.Sprintf("msg %d via %s", i, addrs[i%3]))
 	}
-	evs := e.waitFor(id, "every delivery applied", func(evs []wire.Event) bool {
-		return count(evs, wire.EventTurnCompleted) == len(want)
+	evs := e.WaitFor(id, "every delivery applied", func(evs []wire.Event) bool {
+		return harness.Count(evs, wire.EventTurnCompleted) == len(want)
 	})
-	checkStream(t, evs)
-	order := appliedOrder(evs)
+	e.CheckStream(evs)
+	order := e.Applied(evs)
 	var got []string
 	for i, a := range order {
 		got = append(got, a.CommandID)
@@ -54,7 +55,7 @@ func TestAliasesMergedInStreamOrder(t *testing.T) {
 			t.Fatalf("%s applied with seq %d, published at %d", a.CommandID, a.Seq, seqs[i])
 		}
 	}
-	outs := outputs(evs)
+	outs := harness.Outputs(evs)
 	for i := range 24 {
 		if outs[i+1] != fmt.Sprintf("msg %d via %s", i, addrs[i%3]) {
 			t.Fatalf("outputs %q", outs)
@@ -69,16 +70,16 @@ func TestAliasPublishedAtHookCreation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 
 	const rounds = 3
 	for r := range rounds {
 		alias := fmt.Sprintf("race-X%d", r)
 		tok, _ := subjects.EncodeToken(alias)
-		e.send(id, deliver("/alias "+alias))
+		e.Send(id, harness.Deliver("/alias "+alias))
 		ctx, cancel := context.WithTimeout(t.Context(), wait)
 		for {
-			_, _, err := e.store.GetHook(ctx, tok)
+			_, _, err := e.Store.GetHook(ctx, tok)
 			if err == nil {
 				break
 			}
@@ -88,10 +89,10 @@ func TestAliasPublishedAtHookCreation(t *testing.T) {
 			}
 		}
 		cancel()
-		e.send(alias, withID(fmt.Sprintf("first-%d", r), deliver("first via "+alias)))
-		e.send(id, withID(fmt.Sprintf("next-%d", r), deliver(fmt.Sprintf("next %d", r))))
+		e.Send(alias, harness.WithID(fmt.Sprintf("first-%d", r), harness.Deliver("first via "+alias)))
+		e.Send(id, harness.WithID(fmt.Sprintf("next-%d", r), harness.Deliver(fmt.Sprintf("next %d", r))))
 	}
-	evs := e.waitOutput(id, fmt.Sprintf("next %d", rounds-1))
+	evs := e.WaitOutput(id, fmt.Sprintf("next %d", rounds-1))
 	checkAliasRounds(t, evs, rounds)
 }
 
@@ -109,20 +110,20 @@ func TestAliasPublishedBeforeConsumerRecreated(t *testing.T) {
 			defer func() { hooked <- struct{}{} }()
 			ctx := context.Background()
 			tok, _ := subjects.EncodeToken(alias)
-			if _, _, err := e.store.GetHook(ctx, tok); err != nil {
+			if _, _, err := e.Store.GetHook(ctx, tok); err != nil {
 				t.Errorf("AliasHooked before the hook of %s exists: %v", alias, err)
 				return
 			}
-			if _, err := e.trySend(alias, withID("first-0", deliver("first via "+alias))); err != nil {
+			if _, _, err := e.SendTo(context.Background(), alias, harness.WithID("first-0", harness.Deliver("first via "+alias))); err != nil {
 				t.Error(err)
 				return
 			}
-			seq, err := e.trySend(sessionID, withID("next-0", deliver("next 0")))
+			_, seq, err := e.SendTo(context.Background(), sessionID, harness.WithID("next-0", harness.Deliver("next 0")))
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			cons, err := e.js.Consumer(ctx, e.names.InboxStream(), subjects.Consumer(sessionID, 1))
+			cons, err := e.JS.Consumer(ctx, e.Names.InboxStream(), subjects.Consumer(sessionID, 1))
 			if err != nil {
 				t.Errorf("old consumer: %v", err)
 				return
@@ -138,14 +139,14 @@ func TestAliasPublishedBeforeConsumerRecreated(t *testing.T) {
 			t.Errorf("old consumer never delivered seq %d", seq)
 		}}
 	})
-	id := e.start("v1").SessionID
-	e.send(id, deliver("/alias race-X0"))
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("/alias race-X0"))
 	select {
 	case <-hooked:
 	case <-time.After(wait):
 		t.Fatal("alias never claimed")
 	}
-	evs := e.waitOutput(id, "next 0")
+	evs := e.WaitOutput(id, "next 0")
 	checkAliasRounds(t, evs, 1)
 }
 
@@ -153,13 +154,13 @@ func TestAliasPublishedBeforeConsumerRecreated(t *testing.T) {
 // before the session-ID command published after it.
 func checkAliasRounds(t *testing.T, evs []wire.Event, rounds int) {
 	t.Helper()
-	applied := checkStream(t, evs)
+	applied := harness.ByID(harness.For(t).CheckStream(evs))
 	for r := range rounds {
 		first, next := fmt.Sprintf("first-%d", r), fmt.Sprintf("next-%d", r)
 		if _, ok := applied[first]; !ok {
-			t.Fatalf("%s (published to the new alias) not applied: %s", first, kinds(evs))
+			t.Fatalf("%s (published to the new alias) not applied: %s", first, harness.Kinds(evs))
 		}
-		if applied[first] >= applied[next] || index(evs, isApplied(first)) > index(evs, isApplied(next)) {
+		if applied[first] >= applied[next] || slices.IndexFunc(evs, harness.IsApplied(first)) > slices.IndexFunc(evs, harness.IsApplied(next)) {
 			t.Fatalf("%s (seq %d) not applied before %s (seq %d)", first, applied[first], next, applied[next])
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -54,7 +55,7 @@ func withAgent(a runtime.Agent) func(*Config) { return func(c *Config) { c.Agent
 
 // blob reads a session blob straight from the object store.
 func (e *env) blob(id string, ref wire.BlobRef) ([]byte, error) {
-	obs, err := e.js.ObjectStore(e.t.Context(), e.names.StateBucket())
+	obs, err := e.JS.ObjectStore(e.t.Context(), e.Names.StateBucket())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func (e *env) blob(id string, ref wire.BlobRef) ([]byte, error) {
 func (e *env) fullOutputs(id string, evs []wire.Event) []string {
 	e.t.Helper()
 	var out []string
-	for _, d := range dataAll[wire.MessageOutput](e.t, evs, wire.EventMessageOutput) {
+	for _, d := range harness.AllData[wire.MessageOutput](e.t, evs, wire.EventMessageOutput) {
 		if d.Ref != nil {
 			b, err := e.blob(id, *d.Ref)
 			if err != nil {
@@ -96,11 +97,11 @@ func TestOutputOutOfLine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1")
-	id := e.start("v1").SessionID
-	e.send(id, deliver("/big 600000"))
-	evs := e.waitFor(id, "turn.completed", func(evs []wire.Event) bool { return count(evs, wire.EventTurnCompleted) == 1 })
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("/big 600000"))
+	evs := e.WaitFor(id, "turn.completed", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventTurnCompleted) == 1 })
 	var refs []wire.MessageOutput
-	for _, d := range dataAll[wire.MessageOutput](t, evs, wire.EventMessageOutput) {
+	for _, d := range harness.AllData[wire.MessageOutput](t, evs, wire.EventMessageOutput) {
 		if d.Ref != nil {
 			refs = append(refs, d)
 		}
@@ -119,8 +120,8 @@ func TestOutputOutOfLine(t *testing.T) {
 	if cp := e.checkpointOf(id); cp.StateV != 1 {
 		t.Fatalf("checkpoint at state version %d, want 1 (no state or input ref)", cp.StateV)
 	}
-	e.send(id, deliver("next"))
-	e.waitOutput(id, "next")
+	e.Send(id, harness.Deliver("next"))
+	e.WaitOutput(id, "next")
 }
 
 // Agent state above the inline limit lives in a blob referenced by the
@@ -131,36 +132,36 @@ func TestStateOutOfLine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1", withAgent(stateAgent{}))
-	id := e.start("v1").SessionID
-	e.send(id, deliver("state 300000"))
-	e.waitOutput(id, "state 300000")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("state 300000"))
+	e.WaitOutput(id, "state 300000")
 	cp := e.checkpointOf(id)
 	if cp.StateV != 2 || cp.StateRef == nil || cp.State != nil || cp.StateRef.Size != 300000 {
 		t.Fatalf("checkpoint stateV %d stateRef %+v inline %d bytes", cp.StateV, cp.StateRef, len(cp.State))
 	}
-	first.stop()
+	_ = first.Stop()
 	e.owner("v1", "p1", withAgent(stateAgent{}))
-	e.send(id, deliver("state 200000"))
-	e.waitOutput(id, "state 200000")
-	if evs := e.events(id); !slices.Contains(outputs(evs), "len=300000") {
-		t.Fatalf("the restarted owner did not read the state back: %q", outputs(evs))
+	e.Send(id, harness.Deliver("state 200000"))
+	e.WaitOutput(id, "state 200000")
+	if evs := e.Events(id); !slices.Contains(harness.Outputs(evs), "len=300000") {
+		t.Fatalf("the restarted owner did not read the state back: %q", harness.Outputs(evs))
 	}
 	old := *cp.StateRef
-	e.eventually(wait, "the superseded state blob deleted", func() bool {
+	e.Eventually(wait, "the superseded state blob deleted", func() bool {
 		_, err := e.blob(id, old)
 		return errors.Is(err, jetstream.ErrObjectNotFound)
 	})
 	cp2 := e.checkpointOf(id)
-	e.send(id, deliver("state 10"))
-	e.waitOutput(id, "state 10")
+	e.Send(id, harness.Deliver("state 10"))
+	e.WaitOutput(id, "state 10")
 	if cp := e.checkpointOf(id); cp.StateV != 1 || cp.StateRef != nil || string(cp.State) != `"ssssssss"` {
 		t.Fatalf("small state: stateV %d ref %v state %s", cp.StateV, cp.StateRef, cp.State)
 	}
-	e.eventually(wait, "the second state blob deleted", func() bool {
+	e.Eventually(wait, "the second state blob deleted", func() bool {
 		_, err := e.blob(id, *cp2.StateRef)
 		return errors.Is(err, jetstream.ErrObjectNotFound)
 	})
-	checkStream(t, e.events(id))
+	e.CheckStream(e.Events(id))
 }
 
 // A steering delivery whose text is over the inline limit joins the open
@@ -171,19 +172,19 @@ func TestInputTextOutOfLine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1", withAgent(stateAgent{}))
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 	long := "sleep 30s " + strings.Repeat("x", 300<<10)
-	e.send(id, deliver("sleep 1s"))
-	e.waitKind(id, wire.EventTurnStarted, 1)
-	e.send(id, steer(long))
-	e.eventually(wait, "the steer committed by reference", func() bool {
+	e.Send(id, harness.Deliver("sleep 1s"))
+	e.WaitKind(id, wire.EventTurnStarted, 1)
+	e.Send(id, harness.Steer(long))
+	e.Eventually(wait, "the steer committed by reference", func() bool {
 		cp := e.checkpointOf(id)
 		return cp.StateV == 2 && len(cp.Turn.Inputs) == 1 && cp.Turn.Inputs[0].TextRef != nil
 	})
-	first.stop() // in the 30 s step that got the long text
+	_ = first.Stop() // in the 30 s step that got the long text
 	e.owner("v1", "p1", withAgent(stateAgent{fast: true}))
-	evs := e.waitFor(id, "the long text echoed", func(evs []wire.Event) bool { return slices.Contains(e.fullOutputs(id, evs), long) })
-	checkStream(t, evs)
+	evs := e.WaitFor(id, "the long text echoed", func(evs []wire.Event) bool { return slices.Contains(e.fullOutputs(id, evs), long) })
+	e.CheckStream(evs)
 }
 
 // A committed outbox holding an event of a data version newer than this
@@ -193,10 +194,10 @@ func TestRepublishNewerEventVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	id := e.start("v1").SessionID
-	e.send(id, deliver("hello"))
-	e.waitOutput(id, "hello")
-	first.stop()
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("hello"))
+	e.WaitOutput(id, "hello")
+	_ = first.Stop()
 	cur, _ := e.session(id)
 	cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint)
 	if err != nil {
@@ -208,16 +209,16 @@ func TestRepublishNewerEventVersion(t *testing.T) {
 	if cur.Record.Checkpoint, err = wire.EncodeCheckpoint(cp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.UpdateSession(e.t.Context(), cur.Record, cur.Revision); err != nil {
+	if _, err := e.Store.UpdateSession(e.t.Context(), cur.Record, cur.Revision); err != nil {
 		t.Fatal(err)
 	}
 	e.owner("v1", "p1")
-	evs := e.waitFor(id, "the future event published", func(evs []wire.Event) bool { return len(evs) >= int(future.Seq) })
+	evs := e.WaitFor(id, "the future event published", func(evs []wire.Event) bool { return len(evs) >= int(future.Seq) })
 	got := evs[future.Seq-1]
 	if got.Kind != wire.EventMessageOutput || got.V != 2 || string(got.Data) != string(future.Data) {
 		t.Fatalf("re-published %+v, want %+v", got, future)
 	}
-	e.send(id, deliver("after"))
-	e.waitOutput(id, "after")
-	checkStream(t, e.events(id))
+	e.Send(id, harness.Deliver("after"))
+	e.WaitOutput(id, "after")
+	e.CheckStream(e.Events(id))
 }

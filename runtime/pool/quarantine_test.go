@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -28,14 +29,11 @@ func quarantining(after int, backoff ...time.Duration) func(*Config) {
 // looks to this one. It returns the checkpoint it replaced.
 func (e *env) breakCheckpoint(id string) []byte {
 	e.t.Helper()
-	cur, err := e.store.LeaderSession(e.t.Context(), id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	cur := e.Record(id)
 	orig := cur.Record.Checkpoint
 	rec := cur.Record
 	rec.Checkpoint = withStateV(e.t, orig, 99)
-	if _, err := e.store.UpdateSession(e.t.Context(), rec, cur.Revision); err != nil {
+	if _, err := e.Store.UpdateSession(e.t.Context(), rec, cur.Revision); err != nil {
 		e.t.Fatal(err)
 	}
 	return orig
@@ -58,13 +56,7 @@ func withStateV(t *testing.T, cp []byte, v int) []byte {
 // waitQuarantined waits until the record says quarantined and returns it.
 func (e *env) waitQuarantined(id string) record.Session {
 	e.t.Helper()
-	var cur record.Session
-	e.eventually(wait, "quarantine of "+id, func() bool {
-		c, err := e.store.LeaderSession(e.t.Context(), id)
-		cur = c
-		return err == nil && c.Record.Quarantined()
-	})
-	return cur
+	return e.WaitRecord(id, record.SessionRecord.Quarantined)
 }
 
 // notRunning: no owner runs the session, the record is still the
@@ -77,12 +69,12 @@ func notRunning(t *testing.T, e *env, id string, q record.Session, owners ...*ow
 			t.Fatalf("%s runs the quarantined session", o.cfg.ProcessID)
 		}
 	}
-	cur, err := e.store.LeaderSession(t.Context(), id)
+	cur, err := e.Store.LeaderSession(t.Context(), id)
 	if err != nil || cur.Revision != q.Revision || !cur.Record.Quarantined() {
 		t.Fatalf("record written since the quarantine (rev %d → %d): %+v %v", q.Revision, cur.Revision, cur.Record, err)
 	}
 	for ep := uint64(1); ep <= q.Record.Epoch+1; ep++ {
-		if name := id + "-" + strconv.FormatUint(ep, 10); e.consumerExists(name) {
+		if name := id + "-" + strconv.FormatUint(ep, 10); e.ConsumerExists(name) {
 			t.Fatalf("consumer %s exists for a quarantined session", name)
 		}
 	}
@@ -99,19 +91,19 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 	e := newEnv(t)
 	reg := prometheus.NewRegistry()
 	p1 := e.owner("v1", "p1", hibernating(100*time.Millisecond, 0), quarantining(1), func(c *Config) { c.Registerer = reg })
-	id := e.start("v1").SessionID
-	e.send(id, deliver("hello"))
-	e.waitOutput(id, "hello")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("hello"))
+	e.WaitOutput(id, "hello")
 	e.waitHibernated(id)
 	e.breakCheckpoint(id)
-	kept := e.send(id, withID("kept", deliver("kept")))
-	e.wake("v1", id)
+	kept := e.Send(id, harness.WithID("kept", harness.Deliver("kept")))
+	e.Wake("v1", id)
 	q := e.waitQuarantined(id)
 	if q.Record.Quarantine.Attempts != 1 || q.Record.OwnerProcess != "" || q.Record.Quarantine.DeploymentID != "v1" {
 		t.Fatalf("quarantine %+v", q.Record)
 	}
-	evs := e.waitKind(id, wire.EventSessionQuarantined, 1)
-	checkStream(t, evs)
+	evs := e.WaitKind(id, wire.EventSessionQuarantined, 1)
+	e.CheckStream(evs)
 	if last := evs[len(evs)-1]; last.Kind != wire.EventSessionQuarantined || last.Seq != q.Record.EventSeqFloor {
 		t.Fatalf("last event %+v, floor %d", last, q.Record.EventSeqFloor)
 	}
@@ -128,20 +120,20 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 		t.Fatalf("metrics: quarantined %v, wakes answered quarantined %v", got["baton_owner_sessions_quarantined"],
 			got[`baton_owner_wakes_total{outcome="quarantined",source="ingress"}`])
 	}
-	if err := e.store.AddIndex(ctx, "ghost", id); err != nil {
+	if err := e.Store.AddIndex(ctx, "ghost", id); err != nil {
 		t.Fatal(err)
 	}
 	p1.adopt(ctx, "ghost", nil) // the lease key of a dead process: taken over, its index woken
-	if ids, _ := e.store.ListIndex(ctx, "ghost"); slices.Contains(ids, id) {
+	if ids, _ := e.Store.ListIndex(ctx, "ghost"); slices.Contains(ids, id) {
 		t.Fatalf("takeover left the index entry of the quarantined session: %v", ids)
 	}
-	if err := e.store.AddIndex(ctx, "p1", id); err != nil {
+	if err := e.Store.AddIndex(ctx, "p1", id); err != nil {
 		t.Fatal(err)
 	}
 	if err := p1.resumeIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := e.store.ListIndex(ctx, "p1"); slices.Contains(ids, id) {
+	if ids, _ := e.Store.ListIndex(ctx, "p1"); slices.Contains(ids, id) {
 		t.Fatalf("resume left the index entry of the quarantined session: %v", ids)
 	}
 	if ok, err := p1.load(ctx, id, runtime.BootRecover, nil, nil); ok || !errors.Is(err, ErrQuarantined) {
@@ -149,7 +141,7 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 	}
 	notRunning(t, e, id, q, p1)
 
-	if _, _, err := e.store.RetireDeployment(ctx, "v1"); err != nil {
+	if _, _, err := e.Store.RetireDeployment(ctx, "v1"); err != nil {
 		t.Fatal(err)
 	}
 	p2 := e.owner("v2", "p2", hibernating(time.Hour, 0))
@@ -173,7 +165,7 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 func (e *env) handoffStart(dep, id string, rev uint64) protocol.HandoffStartReply {
 	e.t.Helper()
 	data, _ := json.Marshal(protocol.HandoffStart{DeploymentID: dep, HandoffID: "h-" + id, SessionID: id, ExpectedRevision: rev})
-	msg, err := e.nc.Request(e.names.Start(dep), data, 10*time.Second)
+	msg, err := e.NC.Request(e.Names.Start(dep), data, 10*time.Second)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -192,18 +184,18 @@ func TestBootAttemptsResetOnProgress(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p1 := e.owner("v1", "p1")
-	busy, idle, asking := e.start("v1").SessionID, e.start("v1").SessionID, e.start("v1").SessionID
-	e.send(idle, deliver("hi"))
-	e.waitOutput(idle, "hi")
-	e.send(asking, deliver("/ask name?"))
-	e.waitKind(asking, wire.EventInputRequested, 1)
+	busy, idle, asking := e.Start("v1").SessionID, e.Start("v1").SessionID, e.Start("v1").SessionID
+	e.Send(idle, harness.Deliver("hi"))
+	e.WaitOutput(idle, "hi")
+	e.Send(asking, harness.Deliver("/ask name?"))
+	e.WaitKind(asking, wire.EventInputRequested, 1)
 	e.owner("v1", "p2")
-	e.send(busy, deliver("/sleep 1500ms"))
-	e.eventually(wait, "the sleep step running on p1", func() bool { return slices.Contains(e.stepRuns(busy), "t1/1 p1") })
-	p1.stop() // gone mid-step
+	e.Send(busy, harness.Deliver("/sleep 1500ms"))
+	e.Eventually(wait, "the sleep step running on p1", func() bool { return slices.Contains(e.stepRuns(busy), "t1/1 p1") })
+	_ = p1.Stop() // gone mid-step
 
 	var during record.SessionRecord
-	e.eventually(wait, "p2 re-running the step", func() bool {
+	e.Eventually(wait, "p2 re-running the step", func() bool {
 		cur, _ := e.session(busy)
 		during = cur.Record
 		return during.OwnerProcess == "p2" && slices.Contains(e.stepRuns(busy), "t1/1 p2")
@@ -212,14 +204,14 @@ func TestBootAttemptsResetOnProgress(t *testing.T) {
 		t.Fatalf("the claim of the interrupted session counted %d attempts (%q), want 1", during.BootAttempts, during.LastBootError)
 	}
 	for _, id := range []string{idle, asking} {
-		e.eventually(wait, "p2 owning "+id, func() bool { cur, _ := e.session(id); return cur.Record.OwnerProcess == "p2" })
+		e.Eventually(wait, "p2 owning "+id, func() bool { cur, _ := e.session(id); return cur.Record.OwnerProcess == "p2" })
 		if cur, _ := e.session(id); cur.Record.BootAttempts != 0 {
 			t.Fatalf("settled neighbour %s counted %d attempts", id, cur.Record.BootAttempts)
 		}
 	}
-	evs := e.waitKind(busy, wire.EventTurnCompleted, 1)
-	checkStream(t, evs)
-	e.eventually(wait, "the counter reset by the settled commit", func() bool {
+	evs := e.WaitKind(busy, wire.EventTurnCompleted, 1)
+	e.CheckStream(evs)
+	e.Eventually(wait, "the counter reset by the settled commit", func() bool {
 		cur, _ := e.session(busy)
 		return cur.Record.BootAttempts == 0 && cur.Record.BootAttemptAt.IsZero()
 	})
@@ -234,14 +226,14 @@ func TestQuarantineAfterDeaths(t *testing.T) {
 	e := newEnv(t)
 	q := quarantining(2, 50*time.Millisecond)
 	p1 := e.owner("v1", "p1", q)
-	id := e.start("v1").SessionID
+	id := e.Start("v1").SessionID
 	p2 := e.owner("v1", "p2", q)
-	e.send(id, deliver("/sleep 30s"))
-	e.eventually(wait, "the step on p1", func() bool { return slices.Contains(e.stepRuns(id), "t1/1 p1") })
-	p1.stop()
-	e.eventually(wait, "the step on p2", func() bool { return slices.Contains(e.stepRuns(id), "t1/1 p2") })
+	e.Send(id, harness.Deliver("/sleep 30s"))
+	e.Eventually(wait, "the step on p1", func() bool { return slices.Contains(e.stepRuns(id), "t1/1 p1") })
+	_ = p1.Stop()
+	e.Eventually(wait, "the step on p2", func() bool { return slices.Contains(e.stepRuns(id), "t1/1 p2") })
 	p3 := e.owner("v1", "p3", q)
-	p2.stop()
+	_ = p2.Stop()
 	cur := e.waitQuarantined(id)
 	if q := cur.Record.Quarantine; q.Attempts != 2 || q.Error != record.ProcessDied {
 		t.Fatalf("quarantine %+v", q)
@@ -249,11 +241,11 @@ func TestQuarantineAfterDeaths(t *testing.T) {
 	if runs := e.stepRuns(id); len(runs) != 2 {
 		t.Fatalf("the step ran %v, want on p1 and p2 only", runs)
 	}
-	evs := e.waitKind(id, wire.EventSessionQuarantined, 1)
-	checkStream(t, evs)
-	d := data[wire.SessionQuarantined](t, evs, wire.EventSessionQuarantined)
+	evs := e.WaitKind(id, wire.EventSessionQuarantined, 1)
+	e.CheckStream(evs)
+	d := harness.FirstData[wire.SessionQuarantined](t, evs, wire.EventSessionQuarantined)
 	if d.Attempts != 2 || d.Error != record.ProcessDied || d.DeploymentID != "v1" || evs[len(evs)-1].Kind != wire.EventSessionQuarantined {
-		t.Fatalf("session.quarantined %+v; events %v", d, kinds(evs))
+		t.Fatalf("session.quarantined %+v; events %v", d, harness.Kinds(evs))
 	}
 	notRunning(t, e, id, cur, p3)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/wire"
 )
@@ -19,11 +20,11 @@ func TestRestartResumesFromIndex(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	id := e.startWith(protocol.StartRequest{DeploymentID: "v1", Aliases: []string{"restart-alias"}, Timeout: "1h"}).SessionID
+	id := e.StartWith(protocol.StartRequest{DeploymentID: "v1", Aliases: []string{"restart-alias"}, Timeout: "1h"}).SessionID
 
-	e.send(id, deliver("warm up"))
-	e.waitOutput(id, "warm up")
-	e.send(id, deliver("/sleep 1s"))
+	e.Send(id, harness.Deliver("warm up"))
+	e.WaitOutput(id, "warm up")
+	e.Send(id, harness.Deliver("/sleep 1s"))
 	want := []string{"warm up", "/sleep 1s"}
 	for i := range 6 {
 		addr := id
@@ -31,14 +32,14 @@ func TestRestartResumesFromIndex(t *testing.T) {
 			addr = "restart-alias"
 		}
 		text := fmt.Sprintf("queued %d", i)
-		e.send(addr, deliver(text))
+		e.Send(addr, harness.Deliver(text))
 		want = append(want, text)
 	}
 	// Stop while the sleep step runs: its turn has started, its step is
 	// not committed.
-	e.waitKind(id, wire.EventTurnStarted, 2)
+	e.WaitKind(id, wire.EventTurnStarted, 2)
 	epoch1, _ := e.session(id)
-	first.stop()
+	_ = first.Stop()
 	if slices.Contains(first.Loaded(), id) {
 		t.Fatal("the stopped owner still runs the session")
 	}
@@ -47,10 +48,10 @@ func TestRestartResumesFromIndex(t *testing.T) {
 	// step before its commit; on a slow machine (events are appended in the
 	// background, so the test may see turn.started late) a later step may
 	// be the one cut short, or none.
-	stopped := e.events(id)
+	stopped := e.Events(id)
 	var interruptedKey string
 	if runs := e.log.Entries(); len(runs) > 0 {
-		if last := runs[len(runs)-1]; !slices.Contains(stepKeys(t, stopped), last.StepKey) {
+		if last := runs[len(runs)-1]; !slices.Contains(e.StepKeys(stopped), last.StepKey) {
 			interruptedKey = last.StepKey
 		}
 	}
@@ -59,14 +60,14 @@ func TestRestartResumesFromIndex(t *testing.T) {
 	}
 
 	e.owner("v1", "p1")
-	evs := e.waitFor(id, "every queued delivery answered", func(evs []wire.Event) bool {
-		return len(outputs(evs)) >= len(want) && count(evs, wire.EventSessionWaiting) >= len(want)
+	evs := e.WaitFor(id, "every queued delivery answered", func(evs []wire.Event) bool {
+		return len(harness.Outputs(evs)) >= len(want) && harness.Count(evs, wire.EventSessionWaiting) >= len(want)
 	})
-	applied := checkStream(t, evs)
+	applied := e.CheckStream(evs)
 	if len(applied) != len(want) {
 		t.Fatalf("%d commands applied, want %d", len(applied), len(want))
 	}
-	if got := outputs(evs); !slices.Equal(got, want) {
+	if got := harness.Outputs(evs); !slices.Equal(got, want) {
 		t.Fatalf("outputs %q, want %q", got, want)
 	}
 	for i, ev := range stopped {
@@ -81,7 +82,7 @@ func TestRestartResumesFromIndex(t *testing.T) {
 
 	// No committed step ran twice; only the interrupted one ran once per
 	// owner (at-least-once for uncommitted work).
-	for _, k := range stepKeys(t, evs) {
+	for _, k := range e.StepKeys(evs) {
 		n, want := e.log.Count(id, k), 1
 		if k == interruptedKey {
 			want = 2
@@ -92,18 +93,18 @@ func TestRestartResumesFromIndex(t *testing.T) {
 	}
 
 	// The successor keeps answering on every address.
-	e.send("restart-alias", deliver("after restart"))
-	checkStream(t, e.waitOutput(id, "after restart"))
+	e.Send("restart-alias", harness.Deliver("after restart"))
+	e.CheckStream(e.WaitOutput(id, "after restart"))
 
 	// The timer armed by the first owner still ends the session.
 	_, snap := e.session(id)
 	if snap.Timer == nil || snap.Timer.ID != epoch1.Record.OwnerRunID {
 		t.Fatalf("timer after restart %+v, armed by run %s", snap.Timer, epoch1.Record.OwnerRunID)
 	}
-	e.send(id, timeout(snap.Timer.ID))
-	evs = e.waitKind(id, wire.EventSessionEnded, 1)
-	checkStream(t, evs)
-	if end := data[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
+	e.Send(id, harness.Timeout(snap.Timer.ID))
+	evs = e.WaitKind(id, wire.EventSessionEnded, 1)
+	e.CheckStream(evs)
+	if end := harness.FirstData[wire.SessionEnded](t, evs, wire.EventSessionEnded); end.Reason != wire.EndExpired {
 		t.Fatalf("ended %+v", end)
 	}
 	e.waitEnded(id, "restart-alias")
