@@ -435,9 +435,15 @@ func TestRollingUpgrade(t *testing.T) {
 			t.Fatalf("%s: exit code %d after SIGTERM", name, code)
 		}
 	}
-	for pid, p := range map[string]*proctest.Proc{"blue-1": blue1, "blue-2": blue2} {
+	blues := map[string]*proctest.Proc{"blue-1": blue1, "blue-2": blue2}
+	for pid, p := range blues {
 		switch {
 		case p.Contains(`"msg":"lease released"`):
+		case p.Contains(`"msg":"fenced: stopping every session"`) && blues[other(pid)].Contains(`"took over the lease of a dead owner process","deployment":"blue","process":"`+other(pid)+`","dead":"`+pid+`"`):
+			// On a loaded machine this owner missed its renewals and fenced
+			// itself, and its peer took the lease over (as it must): there
+			// is no lease of its own left to release.
+			t.Logf("%s fenced itself and %s took its lease over; nothing to release", pid, other(pid))
 		case knownBugLeaseNotReleased && p.Contains(`"msg":"release lease"`) && p.Contains("revision conflict: release lease."+pid):
 			t.Logf("KNOWN BUG (lease not released): %s's release on SIGTERM lost a revision conflict; its lease expires with the TTL", pid)
 		default:
@@ -985,4 +991,12 @@ func (w *world) figures(sessions []*session, switchAt time.Time) {
 		t.Logf("handoff.completed after the switch: median %s, last %s; mean final epoch %.2f",
 			handoffAt[len(handoffAt)/2].Round(time.Millisecond), handoffAt[len(handoffAt)-1].Round(time.Millisecond), float64(epochs)/float64(len(sessions)))
 	}
+}
+
+// other is the other blue owner.
+func other(pid string) string {
+	if pid == "blue-1" {
+		return "blue-2"
+	}
+	return "blue-1"
 }
