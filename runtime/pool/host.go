@@ -28,7 +28,7 @@ func (o *Owner) newEnv() error {
 		Observer: o.metrics,
 		Appender: func(id string) session.Appender { return o.appender(id) },
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
-		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment, ProcessID: cfg.ProcessID,
+		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
 		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
 		Faults: cfg.Faults.session(),
 	}
@@ -75,12 +75,3 @@ func (h host) Reconnected() <-chan struct{} { return h.o.reconnected() }
 func (h host) Draining() bool { return h.o.draining.Load() }
 
 func (h host) Settled(sessionID string) { h.o.dropSuspect(sessionID) }
-
-// newSession prepares a claimed session of this process.
-func (o *Owner) newSession(b session.Boot) (*session.Session, error) {
-	s, err := session.New(o.env, b)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}

@@ -74,7 +74,7 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	case b.Arrival != nil:
 		reason = runtime.BootHandoff
 	}
-	s, err := o.newSession(b)
+	s, err := session.New(o.env, b)
 	if err != nil {
 		return false, err
 	}

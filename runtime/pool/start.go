@@ -121,7 +121,7 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 		o.undoCreate(ctx, id, rev, tokens)
 		return nil, holder, err
 	}
-	s, err := o.newSession(session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases), Tokens: tokens, Timeout: timeout})
+	s, err := session.New(o.env, session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases), Tokens: tokens, Timeout: timeout})
 	return s, nil, err
 }
 
@@ -238,6 +238,6 @@ func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d session.C
 	if err != nil {
 		return nil, err
 	}
-	return o.newSession(session.Boot{Record: rec, Revision: act.Session.Revision, Checkpoint: d, Tokens: tokens,
+	return session.New(o.env, session.Boot{Record: rec, Revision: act.Session.Revision, Checkpoint: d, Tokens: tokens,
 		Predecessor: act.Predecessor, Arrival: arrival})
 }

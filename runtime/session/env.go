@@ -26,9 +26,8 @@ type Env struct {
 	Checker  *runtime.Checker // nil: runtime.NewChecker(nil, Agent.EventKinds())
 	Log      *slog.Logger     // nil: discarded
 	Now      func() time.Time // the machine's clock (nil: time.Now)
-	// Deployment and ProcessID are this process's.
+	// Deployment is this process's deployment.
 	Deployment string
-	ProcessID  string
 	// TickInterval paces clock ticks and purges (0: 1 s).
 	TickInterval time.Duration
 	// StepTimeout bounds one agent step (0: none).

@@ -99,11 +99,6 @@ func (s *Session) Ended() string { return s.m.Ended() }
 // error with Ended and Hibernated unset means the record moved on: another
 // run owns the session now.
 func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
-	return s.run(ctx, reason)
-}
-
-// run boots the machine and serves it until the session stops or ctx ends.
-func (s *Session) run(ctx context.Context, reason runtime.BootReason) error {
 	defer s.shutdown()
 	if !s.env.Host.LeaseValid() {
 		return ErrFenced

@@ -11,8 +11,8 @@ import (
 )
 
 // Host is session.Host for tests: the lease is a flag, a handoff is handed
-// to OnHandoff (nil: session.ErrHandoffDisabled), and tasks, index removals
-// and settled sessions are recorded.
+// to OnHandoff (nil: session.ErrHandoffDisabled), tasks are accepted, and
+// handoff requests, index removals and settled sessions are recorded.
 type Host struct {
 	lease    atomic.Bool
 	draining atomic.Bool
@@ -24,7 +24,6 @@ type Host struct {
 	cancel   context.CancelFunc
 	bg       sync.WaitGroup
 	reconn   chan struct{}
-	tasks    []runtime.TaskSpec
 	removed  []string
 	settled  []string
 	handoffs []handoff.Request
@@ -74,12 +73,7 @@ func (h *Host) Handoff(ctx context.Context, req handoff.Request) (handoff.Result
 	return f(ctx, req)
 }
 
-func (h *Host) StartTask(_ context.Context, _ string, t runtime.TaskSpec) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.tasks = append(h.tasks, t)
-	return nil
-}
+func (h *Host) StartTask(context.Context, string, runtime.TaskSpec) error { return nil }
 
 func (h *Host) RemoveIndex(_ context.Context, id string) error {
 	h.mu.Lock()
@@ -109,13 +103,6 @@ func (h *Host) Handoffs() []handoff.Request {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]handoff.Request(nil), h.handoffs...)
-}
-
-// Tasks are the tasks the sessions started, in order.
-func (h *Host) Tasks() []runtime.TaskSpec {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]runtime.TaskSpec(nil), h.tasks...)
 }
 
 // Removed are the sessions dropped from the index, in order.

@@ -139,13 +139,6 @@ func (ib *Inbox) After(_ context.Context, tokens []string, seq uint64) (uint64, 
 	return 0, nil
 }
 
-// Len is how many messages the inbox holds.
-func (ib *Inbox) Len() int {
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
-	return len(ib.msgs)
-}
-
 // nextFor is the first message at or above seq on tokens, or the channel
 // that is closed when the inbox grows.
 func (ib *Inbox) nextFor(tokens []string, seq uint64) (message, bool, <-chan struct{}) {

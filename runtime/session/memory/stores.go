@@ -107,34 +107,12 @@ func (b *Blobs) Delete(_ context.Context, name string) error {
 	return nil
 }
 
-// Timers is session.Timers in memory: it records the armed timer of each
-// session (nothing fires; a test publishes the timeout itself).
-type Timers struct {
-	mu    sync.Mutex
-	armed map[string]runtime.Timer
-}
+// Timers is session.Timers that never fires: a test publishes a timeout
+// command itself when it wants one.
+type Timers struct{}
 
-// NewTimers returns no timers.
-func NewTimers() *Timers { return &Timers{armed: map[string]runtime.Timer{}} }
+// NewTimers returns timers that never fire.
+func NewTimers() Timers { return Timers{} }
 
-func (t *Timers) Arm(_ context.Context, id string, tm runtime.Timer) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.armed[id] = tm
-	return nil
-}
-
-func (t *Timers) Cancel(_ context.Context, id string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.armed, id)
-	return nil
-}
-
-// Armed reports the session's armed timer.
-func (t *Timers) Armed(id string) (runtime.Timer, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	tm, ok := t.armed[id]
-	return tm, ok
-}
+func (Timers) Arm(context.Context, string, runtime.Timer) error { return nil }
+func (Timers) Cancel(context.Context, string) error             { return nil }
