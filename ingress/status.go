@@ -28,6 +28,9 @@ type Status struct {
 	BootAttempts int `json:"bootAttempts"`
 	// Quarantine is set while the state is quarantined.
 	Quarantine *QuarantineStatus `json:"quarantine,omitempty"`
+	// Usage is the session's total reported usage as of its last commit
+	// (all members optional; zero when its agent reported none).
+	Usage wire.Usage `json:"usage"`
 }
 
 // QuarantineStatus says why and since when a session is quarantined.
@@ -79,7 +82,7 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	st := Status{
 		SessionID: rec.SessionID, OwnerRunID: rec.OwnerRunID, DeploymentID: rec.DeploymentID,
 		Epoch: rec.Epoch, State: string(rec.State), EventSeq: rec.EventSeq(cp.EventSeq), Tokens: cp.Tokens,
-		BootAttempts: rec.BootAttempts,
+		BootAttempts: rec.BootAttempts, Usage: cp.Usage,
 	}
 	if q := rec.Quarantine; q != nil && rec.Quarantined() {
 		st.Quarantine = &QuarantineStatus{Attempts: q.Attempts, Error: q.Error, Since: q.Since}

@@ -23,6 +23,9 @@ type Agent interface {
 }
 
 // StepInput is what one step sees: committed state plus the admitted inputs.
+// Each delivery in Inputs carries its Payloads as the channel sent them
+// (message text and image or file parts, context, outputSchema, ext);
+// Text is their messages' text joined with newlines.
 type StepInput struct {
 	SessionID string          `json:"sessionId"`
 	TurnID    string          `json:"turnId"`
@@ -55,6 +58,15 @@ type StepResult struct {
 	Events  []Event         `json:"events,omitempty"` // message.output and registered kinds
 	State   json.RawMessage `json:"state,omitempty"`  // nil keeps the state
 	Aliases []string        `json:"aliases,omitempty"`
+	// History are the agent's own entries, appended to the session's
+	// history when the step commits: assistant entries (with any tool
+	// calls) and tool entries (tool results). The runtime appends the
+	// entries of the commands it admits itself (see [Entry]).
+	History []Entry `json:"history,omitempty"`
+	// Usage is what the step consumed (all members optional): summed per
+	// turn (turn.completed's usage) and per session (the status's), and
+	// held to the token limits. A failed step's usage counts too.
+	Usage Usage `json:"usage,omitzero"`
 
 	Question  string    `json:"question,omitempty"`  // OutcomeInput
 	RequestID string    `json:"requestId,omitempty"` // OutcomeInput; derived if empty

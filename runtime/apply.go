@@ -74,6 +74,9 @@ func (m *Machine) startTurn(c Command) {
 	m.snap.Turn = t
 	m.emit(wire.TurnStarted{TurnID: t.ID, Caller: t.Caller, CommandID: c.ID})
 	m.join(c)
+	if hit, ok := m.sessionLimitHit(t); ok { // no tokens left: no step runs
+		m.limitReached(t, hit)
+	}
 }
 
 // join admits c as an input of the open turn's next step.
@@ -83,17 +86,21 @@ func (m *Machine) join(c Command) {
 	m.remember(c)
 }
 
+// remember appends the runtime's history entry of an admitted command
+// (see [Entry]).
 func (m *Machine) remember(c Command) {
-	role, text := "user", c.Text
+	var e Entry
 	switch c.Kind {
 	case KindInputResponse:
-		role, text = "input", string(c.Value)
+		e = typedEntry(EntryInputResponse, jsonText(c.Value))
 	case KindAuthCallback:
-		role, text = "auth", c.AuthResult
+		e = typedEntry(EntryAuthCallback, c.AuthResult)
 	case KindTaskResult:
-		role, text = "task", c.TaskID+": "+string(c.Value)+c.TaskError
+		e = typedEntry(EntryTaskResult, c.TaskID+": "+jsonText(c.Value)+c.TaskError)
+	default:
+		e = deliveryEntry(c)
 	}
-	m.snap.History = append(m.snap.History, Entry{Role: role, Text: text})
+	m.snap.History = append(m.snap.History, e)
 }
 
 // cancelTurn cancels the open turn and its waits (turn.cancelled).
@@ -137,7 +144,7 @@ func (m *Machine) compact(k Kind) {
 	n := len(m.snap.History)
 	m.snap.History = nil
 	if k == KindCompact && n > 0 {
-		m.snap.History = []Entry{{Role: "summary", Text: strconv.Itoa(n) + " entries compacted"}}
+		m.snap.History = []Entry{{Role: RoleSystem, Kind: EntrySummary, Content: []Part{TextPart(strconv.Itoa(n) + " entries compacted")}}}
 	}
 }
 

@@ -30,7 +30,11 @@ func builtin(b wire.EventBody) Event {
 	if err != nil { // the built-in bodies hold only strings, numbers, string lists and objects of them
 		return NewEvent(kind, map[string]string{"unmarshalable": err.Error()})
 	}
-	return Event{Kind: kind, Data: data}
+	e := Event{Kind: kind, Data: data}
+	if v := wire.DataVersionOf(b); v > 1 {
+		e.V = v
+	}
+	return e
 }
 
 // encodeBody is the machine's encoding of a kind's body; an empty body is

@@ -92,6 +92,20 @@ var bodyCases = map[string]bodyCase{
 		func(v bodyValues) (string, Fields) { return EventTurnCompleted, Fields{"turnId": v.turn} },
 		func(v bodyValues) wire.EventBody { return wire.TurnCompleted{TurnID: v.turn} },
 	},
+	"turn.completed v2": {
+		func(v bodyValues) (string, Fields) {
+			return EventTurnCompleted, Fields{"turnId": v.turn, "stopReason": v.a, "usage": map[string]any{}}
+		},
+		func(v bodyValues) wire.EventBody { return wire.TurnCompletedV2{TurnID: v.turn, StopReason: v.a} },
+	},
+	"limit.reached": {
+		func(v bodyValues) (string, Fields) {
+			return EventLimitReached, Fields{"turnId": v.turn, "limit": v.a, "used": int64(v.seq), "max": int64(v.epoch)}
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.LimitReached{TurnID: v.turn, Limit: v.a, Used: int64(v.seq), Max: int64(v.epoch)}
+		},
+	},
 	"turn.cancelled": {
 		func(v bodyValues) (string, Fields) { return EventTurnCancelled, Fields{"turnId": v.turn} },
 		func(v bodyValues) wire.EventBody { return wire.TurnCancelled{TurnID: v.turn} },

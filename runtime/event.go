@@ -10,8 +10,11 @@ import (
 // session, starting at 1) when it stages the event for a commit; an agent
 // leaves it zero. Data is the event's JSON body.
 type Event struct {
-	Seq  uint64          `json:"seq,omitempty"`
-	Kind string          `json:"kind"`
+	Seq  uint64 `json:"seq,omitempty"`
+	Kind string `json:"kind"`
+	// V is the data version of a built-in kind's event the machine records
+	// above version 1 (0 means 1); an agent leaves it zero.
+	V    int             `json:"v,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
@@ -38,6 +41,7 @@ const (
 	EventHandoffFailed    = wire.EventHandoffFailed
 	EventWaitCancelled    = wire.EventWaitCancelled
 	EventStepInterrupted  = wire.EventStepInterrupted
+	EventLimitReached     = wire.EventLimitReached
 	EventWireRejected     = wire.EventWireRejected
 	EventSessionEnded     = wire.EventSessionEnded
 	EventError            = wire.EventErrorKind
@@ -53,7 +57,7 @@ func BuiltinEvents() []string {
 		EventSessionPaused, EventSessionResumed, EventHandoffStarted,
 		EventHandoffSkipped, EventHandoffCompleted, EventHandoffFailed,
 		EventWaitCancelled, EventStepInterrupted, EventWireRejected,
-		EventSessionEnded, EventError,
+		EventSessionEnded, EventError, EventLimitReached,
 	}
 }
 

@@ -79,6 +79,10 @@ func (w *world) genResult() runtime.StepResult {
 	r := runtime.StepResult{Outcome: runtime.Outcome(o)}
 	for range rapid.SampledFrom([]int{1, 0, 2, 1}).Draw(t, "events") {
 		r.Events = append(r.Events, runtime.Output("out"))
+		r.History = append(r.History, runtime.AssistantText("out"))
+	}
+	if n := rapid.IntRange(0, 20).Draw(t, "tokens"); n > 0 {
+		r.Usage = runtime.Usage{InputTokens: int64(n), OutputTokens: int64(n / 2), CostUSD: 0.25}
 	}
 	switch o {
 	case "input":

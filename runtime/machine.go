@@ -18,6 +18,21 @@ type Config struct {
 	EventKinds []string
 	// RecentIDs bounds the applied-ID deduplication window (default 1024).
 	RecentIDs int
+	// Limits are this deployment's maximums (zero members: none). The used
+	// counters are in the snapshot, so a successor with other maximums
+	// applies its own to what was used before.
+	Limits Limits
+}
+
+// Limits bound a turn's steps and the tokens (input + output) a turn and a
+// session use. A token limit is checked after the step that reaches it; a
+// session already at its token limit ends each new turn before its first
+// step. Hitting one records limit.reached and ends the turn (turn.completed
+// with stopReason "limit").
+type Limits struct {
+	MaxStepsPerTurn     int
+	MaxTokensPerTurn    int64
+	MaxTokensPerSession int64
 }
 
 // Machine is the pure session state machine. It is not safe for concurrent

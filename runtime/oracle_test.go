@@ -30,6 +30,11 @@ type appliedData struct {
 	TurnID    string `json:"turnId"`
 	Step      int    `json:"step"`
 	Reason    string `json:"reason"`
+	// turn.completed and limit.reached
+	StopReason string `json:"stopReason"`
+	Limit      string `json:"limit"`
+	Used       int64  `json:"used"`
+	Max        int64  `json:"max"`
 }
 
 func decode(e runtime.Event) appliedData {
@@ -71,6 +76,13 @@ func (sc *scan) event(i int, e runtime.Event) {
 		sc.turn = true
 	case runtime.EventTurnCompleted, runtime.EventTurnCancelled:
 		sc.turn = false
+		if e.Kind == runtime.EventTurnCompleted {
+			limited := i > 0 && sc.events[i-1].Kind == runtime.EventLimitReached
+			sc.w.require(e.V == 2 && (d.StopReason == "limit") == limited,
+				"turn.completed v%d stopReason %q after %s", e.V, d.StopReason, sc.events[max(i-1, 0)].Kind)
+		}
+	case runtime.EventLimitReached:
+		sc.limit(i, d)
 	case runtime.EventTurnStep, runtime.EventError:
 		key := d.TurnID + "/" + strconv.Itoa(d.Step)
 		sc.w.require(!sc.w.steps[key], "step %s committed twice", key)
@@ -81,6 +93,19 @@ func (sc *scan) event(i int, e runtime.Event) {
 		sc.w.require(sc.w.ends == 1 && sc.post.Ended == d.Reason, "finalized twice or inconsistently")
 		sc.ended = true
 	}
+}
+
+// limit: limit.reached names a limit of this deployment that was reached,
+// and turn.completed follows it.
+func (sc *scan) limit(i int, d appliedData) {
+	l := sc.w.cfg.Limits
+	want := map[string]int64{"steps_per_turn": int64(l.MaxStepsPerTurn), "tokens_per_turn": l.MaxTokensPerTurn,
+		"tokens_per_session": l.MaxTokensPerSession}[d.Limit]
+	sc.w.require(want > 0 && d.Max == want && d.Used >= d.Max, "limit.reached %s used %d max %d (configured %d)", d.Limit, d.Used, d.Max, want)
+	if d.Limit == "tokens_per_session" {
+		sc.w.require(sc.post.Usage.Tokens() >= d.Used, "session usage %d below the reported %d", sc.post.Usage.Tokens(), d.Used)
+	}
+	sc.w.require(i+1 < len(sc.events) && sc.events[i+1].Kind == runtime.EventTurnCompleted, "limit.reached not followed by turn.completed")
 }
 
 // applied checks one command.applied event against the rules.
@@ -131,6 +156,10 @@ func (sc *scan) delivery(i int, x runtime.Command) {
 	if starts {
 		sc.fifoOrder(x)
 		w.require(!sc.turn, "delivery %d started a turn while one is open", x.Seq)
+		if i+2 < len(sc.events) && sc.events[i+2].Kind == runtime.EventLimitReached { // no tokens left
+			w.require(decode(sc.events[i+2]).Limit == "tokens_per_session", "turn of %d ended at once by %s", x.Seq, decode(sc.events[i+2]).Limit)
+			return
+		}
 		w.require(t != nil && t.Open && len(t.Inputs) == 1 && t.Inputs[0].ID == x.ID, "turn of %d not committed", x.Seq)
 		return
 	}
@@ -212,7 +241,7 @@ func validWire(e runtime.Event) error {
 		data = json.RawMessage("{}")
 	}
 	_, err := wire.EncodeEvent(wireEvents, wire.Event{SessionID: "s1", Seq: e.Seq, Time: time.Unix(1700000000, 0).UTC(),
-		OwnerRunID: "run", DeploymentID: "v1", Kind: e.Kind, V: 1, Data: data})
+		OwnerRunID: "run", DeploymentID: "v1", Kind: e.Kind, V: max(e.V, 1), Data: data})
 	return err
 }
 

@@ -24,6 +24,9 @@ type Snapshot struct {
 	Ended    string          `json:"ended,omitempty"` // done|expired|failed
 	Outbox   []Event         `json:"outbox,omitempty"`
 	Writer   Writer          `json:"writer"`
+	// Usage is the session's total reported usage: the used counter of
+	// the session token limit, carried across handoffs in the checkpoint.
+	Usage Usage `json:"usage,omitzero"`
 }
 
 // Applied is the record of exactly which commands were processed (applied,
@@ -76,13 +79,6 @@ func (a *Applied) advance(next uint64) {
 	}
 }
 
-// Entry is one history entry. Role is "user", "agent", "input", "auth",
-// "task" or "summary".
-type Entry struct {
-	Role string `json:"role"`
-	Text string `json:"text"`
-}
-
 // Turn is the open turn. Open means the agent asked for another step (the
 // next step is due and steering may join); a turn that is not open is parked
 // on an input or authorization wait. Inputs are the admitted commands for
@@ -93,6 +89,7 @@ type Turn struct {
 	Steps  int       `json:"steps"` // committed steps
 	Open   bool      `json:"open"`
 	Inputs []Command `json:"inputs,omitempty"`
+	Usage  Usage     `json:"usage,omitzero"` // the turn's steps' usage so far
 }
 
 // Waits are the session's live waits.
@@ -141,7 +138,7 @@ func (s *Snapshot) Clone() Snapshot {
 	out := *s
 	out.Applied.Above = slices.Clone(s.Applied.Above)
 	out.Applied.RecentIDs = slices.Clone(s.Applied.RecentIDs)
-	out.History = slices.Clone(s.History)
+	out.History = cloneEntries(s.History)
 	out.State = cloneRaw(s.State)
 	if s.Turn != nil {
 		t := *s.Turn
@@ -189,6 +186,11 @@ func cloneCommands(cs []Command) []Command {
 			ref := *r
 			out[i].TextRef = &ref
 		}
+		if r := cs[i].PayloadsRef; r != nil {
+			ref := *r
+			out[i].PayloadsRef = &ref
+		}
+		out[i].Payloads = clonePayloads(cs[i].Payloads)
 	}
 	return out
 }

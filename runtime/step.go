@@ -12,20 +12,70 @@ func (m *Machine) fold(d *StepDone) {
 	t, r := m.snap.Turn, m.validate(d.Result)
 	t.Steps++
 	t.Inputs = nil
+	m.addUsage(t, r.Usage)
 	if r.Error != "" {
 		m.failStep(t, r)
 		return
 	}
 	for _, e := range r.Events {
 		m.st.events = append(m.st.events, Event{Kind: e.Kind, Data: e.Data})
-		m.rememberOutput(e)
 	}
+	m.snap.History = append(m.snap.History, cloneEntries(r.History)...)
 	if r.State != nil {
 		m.snap.State = slices.Clone(r.State)
 	}
 	m.addAliases(r.Aliases)
 	m.emit(wire.TurnStep{TurnID: t.ID, Step: uint64(t.Steps)})
+	if r.Outcome != OutcomeFinish {
+		if hit, ok := m.limitHit(t, r.Outcome); ok {
+			m.limitReached(t, hit)
+			return
+		}
+	}
 	m.outcome(t, r)
+}
+
+// addUsage adds a step's usage to its turn's and the session's.
+func (m *Machine) addUsage(t *Turn, u Usage) {
+	if u == (Usage{}) {
+		return
+	}
+	t.Usage = t.Usage.Add(u)
+	m.snap.Usage = m.snap.Usage.Add(u)
+	m.st.dirty = true
+}
+
+// limitHit reports the first limit the turn has reached after a step whose
+// agent asked for outcome: the session's tokens, the turn's tokens, or its
+// steps when the outcome would run another step.
+func (m *Machine) limitHit(t *Turn, o Outcome) (wire.LimitReached, bool) {
+	l := m.cfg.Limits
+	if hit, ok := m.sessionLimitHit(t); ok {
+		return hit, true
+	}
+	if used := t.Usage.Tokens(); l.MaxTokensPerTurn > 0 && used >= l.MaxTokensPerTurn {
+		return wire.LimitReached{TurnID: t.ID, Limit: wire.LimitTokensPerTurn, Used: used, Max: l.MaxTokensPerTurn}, true
+	}
+	another := o == OutcomeContinue || o == OutcomeInput || o == OutcomeAuthorize
+	if max := l.MaxStepsPerTurn; another && max > 0 && t.Steps >= max {
+		return wire.LimitReached{TurnID: t.ID, Limit: wire.LimitStepsPerTurn, Used: int64(t.Steps), Max: int64(max)}, true
+	}
+	return wire.LimitReached{}, false
+}
+
+func (m *Machine) sessionLimitHit(t *Turn) (wire.LimitReached, bool) {
+	max := m.cfg.Limits.MaxTokensPerSession
+	if used := m.snap.Usage.Tokens(); max > 0 && used >= max {
+		return wire.LimitReached{TurnID: t.ID, Limit: wire.LimitTokensPerSession, Used: used, Max: max}, true
+	}
+	return wire.LimitReached{}, false
+}
+
+// limitReached records the limit and ends the turn: what the agent asked
+// for (another step, a wait, a task) is not done.
+func (m *Machine) limitReached(t *Turn, hit wire.LimitReached) {
+	m.emit(hit)
+	m.endTurn(t, wire.StopLimit)
 }
 
 // validate turns an illegal result into a failed step.
@@ -58,17 +108,6 @@ func (m *Machine) failStep(t *Turn, r StepResult) {
 	m.completeTurn(t)
 }
 
-func (m *Machine) rememberOutput(e Event) {
-	if e.Kind != EventMessageOutput {
-		return
-	}
-	var body struct {
-		Text string `json:"text"`
-	}
-	_ = jsonUnmarshal(e.Data, &body)
-	m.snap.History = append(m.snap.History, Entry{Role: "agent", Text: body.Text})
-}
-
 func (m *Machine) addAliases(aliases []string) {
 	for _, a := range aliases {
 		if a != "" && !slices.Contains(m.snap.Aliases, a) {
@@ -97,16 +136,23 @@ func (m *Machine) outcome(t *Turn, r StepResult) {
 		m.startTask(r.Task, key+"-task")
 		m.completeTurn(t)
 	case OutcomeFinish:
-		m.emit(wire.TurnCompleted{TurnID: t.ID})
+		m.emit(turnCompleted(t, wire.StopDone))
 		m.snap.Turn = nil
 		m.finalize(EndDone)
 	}
 }
 
-func (m *Machine) completeTurn(t *Turn) {
+func (m *Machine) completeTurn(t *Turn) { m.endTurn(t, wire.StopDone) }
+
+// endTurn completes the turn for reason; the session waits for a message.
+func (m *Machine) endTurn(t *Turn, reason string) {
 	m.snap.Turn = nil
-	m.emit(wire.TurnCompleted{TurnID: t.ID})
+	m.emit(turnCompleted(t, reason))
 	m.emit(wire.SessionWaiting{Reason: wire.WaitMessage})
+}
+
+func turnCompleted(t *Turn, reason string) wire.TurnCompletedV2 {
+	return wire.TurnCompletedV2{TurnID: t.ID, StopReason: reason, Usage: t.Usage}
 }
 
 func (m *Machine) waitInput(t *Turn, id, question string) {

@@ -28,7 +28,9 @@ const (
 	MaxTaskKindBytes     = 64      // Task.Kind
 	MaxTaskInputBytes    = 16 << 10
 	MaxStepAliases       = 16
-	MaxErrorMessageBytes = 2 << 10 // an error event's message (longer is cut)
+	MaxErrorMessageBytes = 2 << 10             // an error event's message (longer is cut)
+	MaxStepHistory       = 256                 // history entries one step appends
+	MaxStepHistoryBytes  = wire.MaxOutputBytes // as long as a message.output
 )
 
 // Checker validates what an agent returns before the machine folds it: the
@@ -63,7 +65,11 @@ func NewChecker(reg *wire.EventRegistry, agentKinds []string) *Checker {
 // MaxErrorMessageBytes.
 func (c *Checker) Check(r StepResult) StepResult {
 	if r.Error != "" || r.Fatal {
-		return StepResult{Error: cut(or(r.Error, "fatal step failure")), Code: r.Code, Fatal: r.Fatal}
+		f := StepResult{Error: cut(or(r.Error, "fatal step failure")), Code: r.Code, Fatal: r.Fatal}
+		if r.Usage.Validate() == nil {
+			f.Usage = r.Usage // what the failed step consumed still counts
+		}
+		return f
 	}
 	if err := checkOutcome(r); err != nil {
 		return Failed(CodeResultInvalid, err)
@@ -77,7 +83,40 @@ func (c *Checker) Check(r StepResult) StepResult {
 	if err := checkAliases(r.Aliases); err != nil {
 		return Failed(CodeResultInvalid, err)
 	}
+	if err := checkHistory(r.History); err != nil {
+		return Failed(CodeResultInvalid, err)
+	}
+	if err := r.Usage.Validate(); err != nil {
+		return Failed(CodeResultInvalid, err)
+	}
 	return r
+}
+
+// checkHistory: an agent appends assistant and tool entries only, each
+// valid in wire's structured shape, at most MaxStepHistory of them and
+// MaxStepHistoryBytes in all.
+func checkHistory(es []Entry) error {
+	if len(es) > MaxStepHistory {
+		return fmt.Errorf("%d history entries in one step, limit %d", len(es), MaxStepHistory)
+	}
+	total := 0
+	for i, e := range es {
+		if e.Role != RoleAssistant && e.Role != RoleTool {
+			return fmt.Errorf("history entry %d: role %q: an agent appends assistant and tool entries", i, e.Role)
+		}
+		if e.Kind != "" {
+			return fmt.Errorf("history entry %d: kind %q is the runtime's", i, e.Kind)
+		}
+		if err := wire.ValidateEntry(e.Wire()); err != nil {
+			return fmt.Errorf("history entry %d: %w", i, err)
+		}
+		b, _ := json.Marshal(e)
+		total += len(b)
+	}
+	if total > MaxStepHistoryBytes {
+		return fmt.Errorf("the step's history entries hold %d bytes, limit %d", total, MaxStepHistoryBytes)
+	}
+	return nil
 }
 
 // Failed is the result of a step that failed with code: an error event

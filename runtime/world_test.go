@@ -46,6 +46,13 @@ func newWorld(t *rapid.T, broken bool) *world {
 	if rapid.Bool().Draw(t, "timeout") {
 		w.cfg.Timeout = time.Hour
 	}
+	if rapid.Bool().Draw(t, "limits") {
+		w.cfg.Limits = runtime.Limits{
+			MaxStepsPerTurn:     rapid.IntRange(0, 3).Draw(t, "maxSteps"),
+			MaxTokensPerTurn:    int64(rapid.SampledFrom([]int{0, 25, 60}).Draw(t, "maxTurnTokens")),
+			MaxTokensPerSession: int64(rapid.SampledFrom([]int{0, 100, 250}).Draw(t, "maxSessionTokens")),
+		}
+	}
 	w.boot(runtime.BootNew)
 	return w
 }

@@ -17,7 +17,11 @@ import (
 //	1  the first shape
 //	2  out-of-line content: stateRef (agent state in the object store) and
 //	   turn.inputs[].textRef (an admitted delivery's text)
-const CurrentStateVersion = 2
+//	3  the agent API: structured history entries (kind, content, toolCalls,
+//	   toolCallId, isError; historyV on sealed segments), full delivery
+//	   payloads of admitted inputs (turn.inputs[].payloads, payloadsRef),
+//	   usage (the session's totals and the live turn's)
+const CurrentStateVersion = 3
 
 // MinStateVersion is the oldest checkpoint state version this build reads.
 const MinStateVersion = 1
@@ -37,6 +41,10 @@ type Checkpoint struct {
 	// lives; each commit writes at most one new segment.
 	HistorySegments []BlobRef      `json:"historySegments,omitempty"`
 	History         []HistoryEntry `json:"history,omitempty"`
+	// HistoryV is 3 when a sealed segment holds structured entries (state
+	// version 3): an older owner decodes segments as {role, text}. 0
+	// otherwise.
+	HistoryV int `json:"historyV,omitempty" jsonschema:"enum=0,enum=3"`
 	// State is the authored agent state, opaque to Baton; likewise inline
 	// or under StateRef.
 	State    json.RawMessage `json:"state,omitempty"`
@@ -50,6 +58,9 @@ type Checkpoint struct {
 	EventSeq uint64 `json:"eventSeq"`
 	// Limits are the remaining budgets by name (for example "turns").
 	Limits map[string]int64 `json:"limits,omitempty"`
+	// Usage is the session's total reported usage (state version 3): the
+	// used counters of the token limits, carried across every handoff.
+	Usage Usage `json:"usage,omitzero"`
 
 	// Tokens is the complete claimed address set (raw addresses; the first
 	// is the stable one). PendingAliases are committed but not yet claimed.
@@ -74,11 +85,24 @@ type Checkpoint struct {
 	Writer  Writer `json:"writer,omitzero"`
 }
 
-// HistoryEntry is one entry of the private model history.
+// HistoryEntry is one entry of the private model history. State versions 1
+// and 2 know the legacy shape {role, text} with the roles user, agent,
+// input, auth, task and summary; state version 3 adds the structured shape
+// (roles system, user, assistant and tool; Kind, Content, ToolCalls,
+// ToolCallID, IsError). A checkpoint keeps an entry in the legacy shape
+// whenever it fits (Compact), so a session that used nothing new stays
+// readable by older owners; Migrate turns a legacy entry into the
+// structured one (docs/wire.md, "History entries").
 type HistoryEntry struct {
 	Role string          `json:"role" jsonschema:"minLength=1"`
 	Text string          `json:"text,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
+
+	Kind       string     `json:"kind,omitempty"`
+	Content    []Part     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string     `json:"toolCallId,omitempty"`
+	IsError    bool       `json:"isError,omitempty"`
 }
 
 // Initiator is who started the session and the auth context it carries.
@@ -143,6 +167,8 @@ type TurnState struct {
 	Step      uint64      `json:"step,omitempty"`
 	CommandID string      `json:"commandId,omitempty"`
 	Inputs    []TurnInput `json:"inputs,omitempty"`
+	// Usage is the live turn's accumulated usage (state version 3).
+	Usage Usage `json:"usage,omitzero"`
 }
 
 // TurnInput is the owner's decoded view of an inbox command, with its
@@ -178,6 +204,13 @@ type TurnInput struct {
 	// TextRef holds Text out of line (state version 2) when it is longer
 	// than MaxInlineTextBytes; Text is then empty.
 	TextRef *BlobRef `json:"textRef,omitempty"`
+	// Payloads are a delivery's payloads as sent (DecodeInput sets them).
+	// A checkpoint stores them only when Text cannot say the same thing
+	// (CompactInput; state version 3), and then without Text, which
+	// ExpandInput derives again; PayloadsRef holds them out of line when
+	// their encoding is longer than MaxInlineTextBytes.
+	Payloads    []Payload `json:"payloads,omitempty"`
+	PayloadsRef *BlobRef  `json:"payloadsRef,omitempty"`
 }
 
 // Writer identifies the write that produced a checkpoint: the owner run and

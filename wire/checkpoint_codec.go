@@ -25,19 +25,31 @@ var checkpointCurrent = sync.OnceValue(func() *contract {
 //go:embed testdata/schema_checkpoint_v1.json
 var frozenCheckpointV1 []byte
 
-var checkpointV1 = sync.OnceValue(func() *contract {
-	c, err := compileContract(schemaBase+"checkpoint.v1.json", frozenCheckpointV1)
+var checkpointV1 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v1.json", frozenCheckpointV1) })
+
+// frozenCheckpointV2 is state version 2's frozen schema, likewise.
+//
+//go:embed testdata/schema_checkpoint_v2.json
+var frozenCheckpointV2 []byte
+
+var checkpointV2 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v2.json", frozenCheckpointV2) })
+
+func mustCompile(name string, raw []byte) *contract {
+	c, err := compileContract(schemaBase+name, raw)
 	if err != nil {
 		panic(err)
 	}
 	return c
-})
+}
 
 // checkpointContract is the schema of state version v (MinStateVersion..
 // CurrentStateVersion).
 func checkpointContract(v int) *contract {
-	if v == 1 {
+	switch v {
+	case 1:
 		return checkpointV1()
+	case 2:
+		return checkpointV2()
 	}
 	return checkpointCurrent()
 }
@@ -62,8 +74,10 @@ func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 //
-// The state version is the lowest that expresses the content: 1 unless
-// something is out of line (stateRef, an input's textRef), then 2.
+// The state version is the lowest that expresses the content: 3 when it
+// uses the agent API's content (structured history, full payloads, usage),
+// else 2 when something is out of line (stateRef, an input's textRef),
+// else 1.
 func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 	c = normalizeCheckpoint(c)
 	c.StateV = c.lowestVersion()
@@ -152,10 +166,33 @@ func stateVersionOf(doc map[string]any) (int, error) {
 
 // lowestVersion is the lowest state version that can express c.
 func (c *Checkpoint) lowestVersion() int {
-	if c.usesRefs() {
+	switch {
+	case c.usesAgentAPI():
+		return 3
+	case c.usesRefs():
 		return 2
 	}
 	return 1
+}
+
+// usesAgentAPI reports content that state version 2 readers would decode
+// wrongly or ignore: structured history entries (inline or in a sealed
+// segment), stored payloads, usage.
+func (c *Checkpoint) usesAgentAPI() bool {
+	if c.HistoryV >= 3 || c.Usage != (Usage{}) || c.Turn.Usage != (Usage{}) {
+		return true
+	}
+	for _, h := range c.History {
+		if h.Structured() {
+			return true
+		}
+	}
+	for _, in := range c.Turn.Inputs {
+		if in.Payloads != nil || in.PayloadsRef != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // usesRefs reports out-of-line content that state version 1 readers would
@@ -194,6 +231,9 @@ func (c *Checkpoint) validateContent() error {
 	}
 	if c.StateV == 1 && c.usesRefs() {
 		return errors.New("out-of-line state or input text needs state version 2 (version 1 readers ignore it)")
+	}
+	if c.StateV < 3 && c.usesAgentAPI() {
+		return errors.New("structured history, payloads or usage need state version 3 (older readers decode history as {role, text})")
 	}
 	if !sessionRE.MatchString(c.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", c.SessionID, sessionRE)
@@ -236,6 +276,17 @@ func (c *Checkpoint) validateRuntime() error {
 		if h.Role == "" {
 			return fmt.Errorf("history[%d].role is empty", i)
 		}
+		if h.Structured() {
+			if err := h.validateStructured(); err != nil {
+				return fmt.Errorf("history[%d]: %w", i, err)
+			}
+		}
+	}
+	if c.HistoryV != 0 && c.HistoryV != 3 {
+		return fmt.Errorf("historyV %d is not 0 or 3", c.HistoryV)
+	}
+	if err := all(c.Usage.Validate(), c.Turn.Usage.Validate()); err != nil {
+		return err
 	}
 	switch c.Ended {
 	case "", EndDone, EndExpired, EndFailed:
@@ -260,6 +311,28 @@ func (c *Checkpoint) validateRuntime() error {
 				return fmt.Errorf("turn.inputs[%d]: text is inline or referenced, not both", i)
 			}
 		}
+		if err := validatePayloads(in); err != nil {
+			return fmt.Errorf("turn.inputs[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// validatePayloads: stored payloads are a delivery's, inline or referenced,
+// and stand for its text (which is then not stored).
+func validatePayloads(in TurnInput) error {
+	if in.Payloads == nil && in.PayloadsRef == nil {
+		return nil
+	}
+	switch {
+	case in.Kind != KindDeliver:
+		return errors.New("only a delivery has payloads")
+	case in.Payloads != nil && in.PayloadsRef != nil:
+		return errors.New("payloads are inline or referenced, not both")
+	case in.Text != "" || in.TextRef != nil:
+		return errors.New("a delivery with stored payloads has no text")
+	case in.PayloadsRef != nil:
+		return in.PayloadsRef.Validate()
 	}
 	return nil
 }
@@ -326,6 +399,11 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 	c.History = nilIfEmpty(slices.Clone(c.History))
 	for i := range c.History {
 		c.History[i].Data = compactRaw(c.History[i].Data)
+		c.History[i].Content = nilIfEmpty(slices.Clone(c.History[i].Content))
+		c.History[i].ToolCalls = nilIfEmpty(slices.Clone(c.History[i].ToolCalls))
+		for j := range c.History[i].ToolCalls {
+			c.History[i].ToolCalls[j].Arguments = compactRaw(c.History[i].ToolCalls[j].Arguments)
+		}
 	}
 	c.State = compactRaw(c.State)
 	c.Initiator.Auth = compactRaw(c.Initiator.Auth)
@@ -350,6 +428,7 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 	c.Turn.Inputs = nilIfEmpty(slices.Clone(c.Turn.Inputs))
 	for i := range c.Turn.Inputs {
 		c.Turn.Inputs[i].Value = compactRaw(c.Turn.Inputs[i].Value)
+		c.Turn.Inputs[i].Payloads = nilIfEmpty(slices.Clone(c.Turn.Inputs[i].Payloads))
 	}
 	return c
 }

@@ -75,6 +75,24 @@ func TestCheckpointLowestVersion(t *testing.T) {
 		{"input text ref", func(c *Checkpoint) {
 			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: []TurnInput{{Seq: 40, ID: "c1", Kind: "deliver", TextRef: &ref}}}
 		}, 2},
+		{"plain-text delivery kept as text", func(c *Checkpoint) {
+			in := CompactInput(TurnInput{Seq: 40, ID: "c1", Kind: "deliver", Text: "hi", Payloads: []Payload{{Message: TextMessage("hi")}}})
+			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: []TurnInput{in}}
+		}, 1},
+		{"migrated history compacted back", func(c *Checkpoint) {
+			for i := range c.History {
+				c.History[i] = c.History[i].Migrate().Compact()
+			}
+		}, 1},
+		{"structured entry", func(c *Checkpoint) {
+			c.History = append(c.History, HistoryEntry{Role: RoleTool, ToolCallID: "call-1", Content: []Part{{Type: PartText, Text: "18"}}})
+		}, 3},
+		{"structured segment", func(c *Checkpoint) { c.HistorySegments, c.HistoryV = []BlobRef{ref}, 3 }, 3},
+		{"usage", func(c *Checkpoint) { c.Usage = Usage{OutputTokens: 1} }, 3},
+		{"payloads", func(c *Checkpoint) {
+			in := CompactInput(TurnInput{Seq: 40, ID: "c1", Kind: "deliver", Text: "hi", Payloads: []Payload{{Message: TextMessage("hi"), Context: []string{"c"}}}})
+			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: []TurnInput{in}}
+		}, 3},
 	} {
 		c := fullCheckpoint()
 		tt.change(&c)
@@ -88,6 +106,12 @@ func TestCheckpointLowestVersion(t *testing.T) {
 		if err := debugCheck(checkpointContract(tt.want), b); err != nil {
 			t.Errorf("%s: does not match the frozen schema of version %d: %v", tt.name, tt.want, err)
 		}
+		if tt.want == 3 {
+			old := strings.Replace(string(b), `"stateV":3`, `"stateV":2`, 1)
+			if _, err := DecodeCheckpoint([]byte(old)); err == nil {
+				t.Errorf("%s: version 2 with version 3 content decoded", tt.name)
+			}
+		}
 		if tt.want == 2 {
 			old := strings.Replace(string(b), `"stateV":2`, `"stateV":1`, 1)
 			if _, err := DecodeCheckpoint([]byte(old)); !errors.Is(err, ErrInvalid) {
@@ -95,6 +119,42 @@ func TestCheckpointLowestVersion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fullCheckpointV3 uses everything state version 3 added: structured
+// history entries (a tool call, its result, an image) beside a legacy one,
+// a structured sealed segment, usage, and an admitted delivery's payloads.
+func fullCheckpointV3() Checkpoint {
+	c := fullCheckpoint()
+	c.History = []HistoryEntry{
+		{Role: "user", Text: "hi"},
+		{Role: RoleAssistant, Content: []Part{{Type: PartText, Text: "let me look"}},
+			ToolCalls: []ToolCall{{ID: "call-1", Name: "weather", Arguments: json.RawMessage(`{"city":"Lisbon"}`)}}},
+		{Role: RoleTool, ToolCallID: "call-1", Content: []Part{{Type: PartText, Text: "18°C"}}, IsError: true},
+		{Role: RoleUser, Content: []Part{{Type: PartImage, URL: "https://example.com/a.png", MediaType: "image/png"}}},
+		{Role: RoleUser, Kind: EntryInputResponse, Content: []Part{{Type: PartText, Text: `"yes"`}, {Type: PartText, Text: "and more"}}},
+	}
+	c.HistorySegments, c.HistoryV = []BlobRef{NewBlobRef([]byte("segment"))}, 3
+	c.Usage = Usage{InputTokens: 120, OutputTokens: 30, CachedTokens: 100, CostUSD: 0.0042}
+	c.Waits = Waits{}
+	c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Step: 1, Usage: Usage{InputTokens: 20, OutputTokens: 5},
+		Inputs: []TurnInput{{Seq: 46, ID: "c2", Kind: KindDeliver, Mode: ModeSteer, Payloads: []Payload{{
+			Message: &Message{Parts: []Part{{Type: PartText, Text: "and this"},
+				{Type: PartFile, URL: "https://example.com/r.pdf", MediaType: "application/pdf", Name: "r.pdf"}}},
+			Context: []string{"channel: #ops"}, OutputSchema: json.RawMessage(`{"type":"object"}`),
+			Ext: map[string]json.RawMessage{"slack": json.RawMessage(`{"ts":"1.2"}`)},
+		}}}}}
+	return c
+}
+
+// TestCheckpointV3Fixture: the frozen version 3 fixture is fullCheckpointV3
+// (-create-schemas writes it when it is missing, like a frozen schema).
+func TestCheckpointV3Fixture(t *testing.T) {
+	b, err := EncodeCheckpoint(fullCheckpointV3())
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen(t, "testdata/checkpoint/state_v3.json", append(b, '\n'))
 }
 
 func TestCheckpointRoundTrip(t *testing.T) {
@@ -126,7 +186,7 @@ func TestCheckpointStateVersion(t *testing.T) {
 		in    string
 		wantV int
 	}{
-		{strings.Replace(string(b), `"stateV":1`, `"stateV":3`, 1), 3},
+		{strings.Replace(string(b), `"stateV":1`, `"stateV":4`, 1), 4},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":0`, 1), 0},
 		{strings.Replace(string(b), `"stateV":1,`, ``, 1), 0},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":"1"`, 1), 0},
@@ -140,8 +200,8 @@ func TestCheckpointStateVersion(t *testing.T) {
 	if v, err := ReadStateVersion(b); err != nil || v != 1 {
 		t.Errorf("ReadStateVersion = %d, %v", v, err)
 	}
-	future := strings.Replace(string(b), `"stateV":1`, `"stateV":3,"newField":true`, 1)
-	if v, err := ReadStateVersion([]byte(future)); err != nil || v != 3 {
+	future := strings.Replace(string(b), `"stateV":1`, `"stateV":4,"newField":true`, 1)
+	if v, err := ReadStateVersion([]byte(future)); err != nil || v != 4 {
 		t.Errorf("ReadStateVersion(future) = %d, %v", v, err)
 	}
 }

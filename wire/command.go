@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 )
 
@@ -151,11 +150,5 @@ func (c *Command) Text() string {
 	if c.Deliver == nil {
 		return ""
 	}
-	var texts []string
-	for _, p := range c.Deliver.Payloads {
-		if p.Message != nil {
-			texts = append(texts, p.Message.texts()...)
-		}
-	}
-	return strings.Join(texts, "\n")
+	return PayloadText(c.Deliver.Payloads)
 }

@@ -8,6 +8,20 @@ type EventBody interface {
 	EventKind() string
 }
 
+// Versioned is an EventBody of a data version above 1 (the version it is
+// recorded at); a body without it is version 1.
+type Versioned interface {
+	DataVersion() int
+}
+
+// DataVersionOf is b's data version.
+func DataVersionOf(b EventBody) int {
+	if v, ok := b.(Versioned); ok {
+		return v.DataVersion()
+	}
+	return 1
+}
+
 // EventKind implementations: one per built-in data type.
 
 func (SessionStarted) EventKind() string     { return EventSessionStarted }
@@ -20,6 +34,8 @@ func (AuthRequested) EventKind() string      { return EventAuthRequested }
 func (TaskStarted) EventKind() string        { return EventTaskStarted }
 func (TaskCompleted) EventKind() string      { return EventTaskCompleted }
 func (TurnCompleted) EventKind() string      { return EventTurnCompleted }
+func (TurnCompletedV2) EventKind() string    { return EventTurnCompleted }
+func (LimitReached) EventKind() string       { return EventLimitReached }
 func (TurnCancelled) EventKind() string      { return EventTurnCancelled }
 func (SessionWaiting) EventKind() string     { return EventSessionWaiting }
 func (SessionPaused) EventKind() string      { return EventSessionPaused }

@@ -39,6 +39,7 @@ var builtinSamples = map[string]any{
 	EventTaskStarted:        TaskStarted{TaskID: "t1", Name: "crawl"},
 	EventTaskCompleted:      TaskCompleted{TaskID: "t1"},
 	EventTurnCompleted:      TurnCompleted{TurnID: "t1"},
+	EventLimitReached:       LimitReached{TurnID: "t1", Limit: LimitStepsPerTurn, Used: 50, Max: 50},
 	EventTurnCancelled:      TurnCancelled{TurnID: "t1", CommandID: "c2"},
 	EventSessionWaiting:     SessionWaiting{Reason: WaitMessage},
 	EventSessionPaused:      SessionPaused{CommandID: "c3"},

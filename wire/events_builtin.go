@@ -31,6 +31,7 @@ const (
 	EventWireRejected     = "wire.rejected"
 	EventSessionEnded     = "session.ended"
 	EventErrorKind        = "error" // ("EventError" is the typed error)
+	EventLimitReached     = "limit.reached"
 
 	// Appended outside any owner's commit (docs/driver.md, "Quarantine").
 	EventSessionQuarantined = "session.quarantined"
@@ -53,6 +54,15 @@ const (
 	SkipAuthorization = "authorization"
 	SkipTask          = "task"
 	SkipPaused        = "paused"
+
+	// Stop reasons of turn.completed (data version 2).
+	StopDone  = "done"
+	StopLimit = "limit"
+
+	// Limits of limit.reached.
+	LimitStepsPerTurn     = "steps_per_turn"
+	LimitTokensPerTurn    = "tokens_per_turn"
+	LimitTokensPerSession = "tokens_per_session"
 
 	WaitMessage       = "message"
 	WaitInput         = "input"
@@ -142,6 +152,30 @@ type TaskCompleted struct {
 // TurnCompleted: turn TurnID settled.
 type TurnCompleted struct {
 	TurnID string `json:"turnId" jsonschema:"minLength=1"`
+}
+
+// TurnCompletedV2 is data version 2 of turn.completed: why the turn
+// stopped (done: the agent completed it or a step failed; limit: a limit
+// ended it, after limit.reached) and the usage its steps reported.
+type TurnCompletedV2 struct {
+	TurnID     string `json:"turnId" jsonschema:"minLength=1"`
+	StopReason string `json:"stopReason" jsonschema:"enum=done,enum=limit"`
+	Usage      Usage  `json:"usage"`
+}
+
+// DataVersion is the data version a TurnCompletedV2 is recorded at.
+func (TurnCompletedV2) DataVersion() int { return 2 }
+
+// DataVersion is the data version a SessionEndedV2 is recorded at.
+func (SessionEndedV2) DataVersion() int { return 2 }
+
+// LimitReached: a limit ended turn TurnID: Limit (steps_per_turn,
+// tokens_per_turn, tokens_per_session) has Used at or above Max.
+type LimitReached struct {
+	TurnID string `json:"turnId" jsonschema:"minLength=1"`
+	Limit  string `json:"limit" jsonschema:"enum=steps_per_turn,enum=tokens_per_turn,enum=tokens_per_session"`
+	Used   int64  `json:"used" jsonschema:"minimum=0"`
+	Max    int64  `json:"max" jsonschema:"minimum=1"`
 }
 
 // TurnCancelled: turn TurnID was cancelled (by CommandID if any).
@@ -287,6 +321,16 @@ func registerBuiltins(r *EventRegistry) error {
 		registerBuiltin(r, EventTaskStarted, func(d TaskStarted) error { return nonEmpty("taskId", d.TaskID) }),
 		registerBuiltin(r, EventTaskCompleted, func(d TaskCompleted) error { return nonEmpty("taskId", d.TaskID) }),
 		registerBuiltin(r, EventTurnCompleted, func(d TurnCompleted) error { return nonEmpty("turnId", d.TurnID) }),
+		registerBuiltinV(r, EventTurnCompleted, 2, func(d TurnCompletedV2) error {
+			return all(nonEmpty("turnId", d.TurnID), oneOf("stopReason", d.StopReason, StopDone, StopLimit), d.Usage.Validate())
+		}),
+		registerBuiltin(r, EventLimitReached, func(d LimitReached) error {
+			if d.Used < 0 || d.Max < 1 {
+				return errors.New("used must be >= 0 and max >= 1")
+			}
+			return all(nonEmpty("turnId", d.TurnID),
+				oneOf("limit", d.Limit, LimitStepsPerTurn, LimitTokensPerTurn, LimitTokensPerSession))
+		}),
 		registerBuiltin(r, EventTurnCancelled, func(d TurnCancelled) error { return nonEmpty("turnId", d.TurnID) }),
 		registerBuiltin(r, EventSessionWaiting, func(d SessionWaiting) error {
 			return oneOf("reason", d.Reason, WaitMessage, WaitInput, WaitAuthorization, WaitTask)

@@ -18,12 +18,13 @@ func DecodeInput(seq uint64, b []byte) TurnInput {
 }
 
 // Input is c as the owner processes it at stream sequence seq: the envelope
-// plus the fields of c's one body, a delivery's messages joined into Text.
+// plus the fields of c's one body, a delivery's messages joined into Text
+// and its payloads as sent.
 func (c *Command) Input(seq uint64) TurnInput {
 	in := TurnInput{Seq: seq, ID: c.ID, Kind: c.Kind, Caller: c.Caller, Deployment: c.AcceptedDeploymentID}
 	switch {
 	case c.Deliver != nil:
-		in.Mode, in.Text = c.Deliver.Mode, c.Text()
+		in.Mode, in.Text, in.Payloads = c.Deliver.Mode, c.Text(), c.Deliver.Payloads
 	case c.InputResponse != nil:
 		in.RequestID, in.Value = c.InputResponse.RequestID, c.InputResponse.Value
 	case c.AuthCallback != nil:

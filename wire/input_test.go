@@ -39,7 +39,16 @@ func TestDecodeInput(t *testing.T) {
 			continue
 		}
 		w.Seq, w.Deployment, w.ID = 7, dep, or(w.ID, id)
-		if got := DecodeInput(7, readFile(t, path)); !reflect.DeepEqual(got, w) {
+		got := DecodeInput(7, readFile(t, path))
+		if c, _ := Decode(readFile(t, path)); c.Deliver != nil && !reflect.DeepEqual(got.Payloads, c.Deliver.Payloads) {
+			t.Errorf("%s: payloads %+v, sent %+v", name, got.Payloads, c.Deliver.Payloads)
+		}
+		// A checkpoint stores it compacted; expanded again it is the same.
+		if back := ExpandInput(CompactInput(got)); !reflect.DeepEqual(back, got) {
+			t.Errorf("%s: compacted and expanded\n got %+v\nwant %+v", name, back, got)
+		}
+		got.Payloads = nil
+		if !reflect.DeepEqual(got, w) {
 			t.Errorf("%s:\n got %+v\nwant %+v", name, got, w)
 		}
 	}

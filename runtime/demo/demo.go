@@ -36,7 +36,9 @@ func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepRes
 	r := runtime.StepResult{Outcome: runtime.OutcomeDone}
 	var last directive
 	for _, c := range in.Inputs {
-		r.Events = append(r.Events, runtime.Output(render(c)))
+		text := render(c)
+		r.Events = append(r.Events, runtime.Output(text))
+		r.History = append(r.History, runtime.AssistantText(text)) // what it said, as the model's turn
 		if d := parse(c); d.name != "" {
 			last = d
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -131,7 +132,7 @@ func TestResetClearCompact(t *testing.T) {
 	e.Send(id, harness.WithID("compact", harness.Control(wire.KindCompact)))
 	evs = e.WaitApplied(id, "compact")
 	_, snap := e.session(id)
-	if len(snap.History) != 1 || snap.History[0].Role != "summary" || snap.History[0].Text != "4 entries compacted" {
+	if len(snap.History) != 1 || snap.History[0].Role != runtime.RoleSystem || snap.History[0].Kind != runtime.EntrySummary || snap.History[0].Text() != "4 entries compacted" {
 		t.Fatalf("after compact: history %+v", snap.History)
 	}
 	e.CheckStream(evs)

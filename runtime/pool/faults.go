@@ -1,10 +1,13 @@
 package pool
 
 import (
+	"fmt"
+
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/wire"
 )
 
 // Faults are deterministic fault injection points for tests. cmd/owner's
@@ -34,6 +37,11 @@ type Faults struct {
 	// the target, whether its checkpoint validation fails (the target
 	// cannot read the checkpoint; the source keeps the session).
 	RefuseActivation func(sessionID string) bool
+	// ReadStateVersion, when positive, makes this process read checkpoints
+	// of state versions up to it only, as a build of that version would: a
+	// handoff target then refuses a newer checkpoint before it activates
+	// (the rollback tests).
+	ReadStateVersion int
 	// DropWake reports, per wake request received from another process
 	// (ingress, task runner, sweeper of a peer), whether to ignore it, as
 	// if it was lost in flight.
@@ -88,6 +96,20 @@ func (f *Faults) holdLeaseRenewal() bool {
 
 func (f *Faults) refuseActivation(id string) bool {
 	return f != nil && f.RefuseActivation != nil && f.RefuseActivation(id)
+}
+
+// readable refuses a checkpoint above ReadStateVersion as an older build's
+// wire.DecodeCheckpoint would.
+func (f *Faults) readable(cp []byte) error {
+	if f == nil || f.ReadStateVersion <= 0 {
+		return nil
+	}
+	v, err := wire.ReadStateVersion(cp)
+	if err == nil && v > f.ReadStateVersion {
+		err = &wire.StateError{StateV: v, Err: wire.ErrUnsupportedState,
+			Reason: fmt.Sprintf("fault: this build reads state versions %d to %d", wire.MinStateVersion, f.ReadStateVersion)}
+	}
+	return err
 }
 
 func (f *Faults) loseLeaseReply() bool {

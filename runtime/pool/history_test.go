@@ -49,8 +49,8 @@ func TestHistorySegmentsSurviveRestart(t *testing.T) {
 	if got := len(full); got < 2*n+2 {
 		t.Fatalf("history after restart has %d entries, want at least %d", got, 2*n+2)
 	}
-	if !strings.HasPrefix(full[0].Text, "000 ") || full[len(full)-1].Text != "after restart" {
-		t.Fatalf("history lost its beginning or end: %q … %q", full[0].Text[:10], full[len(full)-1].Text)
+	if !strings.HasPrefix(full[0].Text(), "000 ") || full[len(full)-1].Text() != "after restart" {
+		t.Fatalf("history lost its beginning or end: %q … %q", full[0].Text()[:10], full[len(full)-1].Text())
 	}
 	e.CheckStream(e.Events(id))
 }

@@ -190,6 +190,9 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 		if o.faults.refuseActivation(id) {
 			return errors.New("fault: checkpoint refused")
 		}
+		if err := o.faults.readable(cp); err != nil {
+			return err
+		}
 		dd, err := session.ReadCheckpoint(ctx, o.env, id, cp)
 		if err != nil {
 			return err

@@ -100,15 +100,36 @@ func (b *blobStore) externalise(ctx context.Context, cp *wire.Checkpoint) error 
 	}
 	inputs := cp.Turn.Inputs
 	for i := range inputs {
-		if len(inputs[i].Text) <= wire.MaxInlineTextBytes {
-			continue
+		if err := b.externaliseInput(ctx, cp.SessionID, &inputs[i]); err != nil {
+			return err
 		}
-		ref, err := b.put(ctx, cp.SessionID, []byte(inputs[i].Text))
+	}
+	return nil
+}
+
+// externaliseInput moves an admitted delivery's long text, or the encoding
+// of its stored payloads when that is long, to the session's blobs.
+func (b *blobStore) externaliseInput(ctx context.Context, sessionID string, in *wire.TurnInput) error {
+	if in.Payloads != nil {
+		data, err := json.Marshal(in.Payloads)
+		if err != nil || len(data) <= wire.MaxInlineTextBytes {
+			return err
+		}
+		ref, err := b.put(ctx, sessionID, data)
 		if err != nil {
 			return err
 		}
-		inputs[i].Text, inputs[i].TextRef = "", &ref
+		in.Payloads, in.PayloadsRef = nil, &ref
+		return nil
 	}
+	if len(in.Text) <= wire.MaxInlineTextBytes {
+		return nil
+	}
+	ref, err := b.put(ctx, sessionID, []byte(in.Text))
+	if err != nil {
+		return err
+	}
+	in.Text, in.TextRef = "", &ref
 	return nil
 }
 
@@ -127,15 +148,37 @@ func (b *blobStore) hydrate(ctx context.Context, sessionID string, d *Checkpoint
 	}
 	inputs := d.Snap.Turn.Inputs
 	for i := range inputs {
-		if inputs[i].TextRef == nil {
-			continue
+		if err := b.hydrateInput(ctx, sessionID, &inputs[i]); err != nil {
+			return err
 		}
-		data, err := b.get(ctx, sessionID, *inputs[i].TextRef)
+	}
+	return nil
+}
+
+// hydrateInput reads an admitted delivery's out-of-line text or payloads
+// back, then restores what the checkpoint left out (wire.ExpandInput).
+func (b *blobStore) hydrateInput(ctx context.Context, sessionID string, in *wire.TurnInput) error {
+	switch {
+	case in.TextRef != nil:
+		data, err := b.get(ctx, sessionID, *in.TextRef)
 		if err != nil {
 			return fmt.Errorf("session: input text of %s: %w", sessionID, err)
 		}
-		inputs[i].Text, inputs[i].TextRef = string(data), nil
+		in.Text, in.TextRef = string(data), nil
+	case in.PayloadsRef != nil:
+		data, err := b.get(ctx, sessionID, *in.PayloadsRef)
+		if err != nil {
+			return fmt.Errorf("session: input payloads of %s: %w", sessionID, err)
+		}
+		var ps []wire.Payload
+		if err := json.Unmarshal(data, &ps); err != nil {
+			return fmt.Errorf("session: input payloads of %s: %w", sessionID, err)
+		}
+		in.Payloads, in.PayloadsRef = ps, nil
+	default:
+		return nil
 	}
+	*in = wire.ExpandInput(*in)
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -16,7 +15,7 @@ import (
 // (the versioned wire checkpoint: wire owns the durable shape), for
 // record.New; NewCheckpoint is the same checkpoint for Boot.
 func EncodeNew(sessionID string, aliases []string) ([]byte, error) {
-	return wire.EncodeCheckpoint(toCheckpoint(sessionID, runtime.Snapshot{Aliases: aliases}, nil, nil))
+	return wire.EncodeCheckpoint(toCheckpoint(sessionID, runtime.Snapshot{Aliases: aliases}, nil, sealed{}))
 }
 
 // NewCheckpoint is a new session's checkpoint, as EncodeNew encodes it.
@@ -25,10 +24,10 @@ func NewCheckpoint(aliases []string) Checkpoint {
 }
 
 // toCheckpoint is the wire checkpoint of a snapshot, all content inline.
-func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, segs []wire.BlobRef) wire.Checkpoint {
+func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, segs sealed) wire.Checkpoint {
 	cp := wire.Checkpoint{
-		HistorySegments: segs,
-		StateV:          wire.CurrentStateVersion, SessionID: sessionID,
+		HistorySegments: segs.refs, HistoryV: segs.v, Usage: snap.Usage,
+		StateV: wire.CurrentStateVersion, SessionID: sessionID,
 		State: snap.State, EventSeq: snap.EventSeq, Paused: snap.Paused,
 		Tokens:  append([]string{sessionID}, snap.Aliases...),
 		Applied: wire.Applied{Low: snap.Applied.Next, Above: snap.Applied.Above, IDs: snap.Applied.RecentIDs},
@@ -38,9 +37,7 @@ func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, 
 		Turn:   toWireTurn(snap),
 		Waits:  toWireWaits(snap.Waits),
 	}
-	for _, h := range snap.History {
-		cp.History = append(cp.History, wire.HistoryEntry{Role: h.Role, Text: h.Text})
-	}
+	cp.History = toWireHistory(snap.History)
 	if t := snap.Timer; t != nil {
 		cp.Timeout = t.Duration
 		cp.Timer = &wire.Timer{ID: t.ID, Deadline: t.Deadline.UTC(), Duration: t.Duration}
@@ -68,17 +65,42 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	if len(cp.Tokens) > 1 {
 		snap.Aliases = cp.Tokens[1:]
 	}
-	for _, h := range cp.History {
-		snap.History = append(snap.History, runtime.Entry{Role: h.Role, Text: h.Text})
-	}
+	snap.History, snap.Usage = fromWireHistory(cp.History), cp.Usage
 	for _, e := range cp.Outbox {
-		snap.Outbox = append(snap.Outbox, runtime.Event{Seq: e.Seq, Kind: e.Kind, Data: e.Data})
+		snap.Outbox = append(snap.Outbox, runtime.Event{Seq: e.Seq, Kind: e.Kind, V: dataV(e.V), Data: e.Data})
 	}
 	if t := cp.Timer; t != nil {
 		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
 	}
 	tokens, err := EncodedTokens(cp.SessionID, snap.Aliases)
-	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: cp.HistorySegments, stateRef: cp.StateRef}, err
+	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: sealed{cp.HistorySegments, cp.HistoryV}, stateRef: cp.StateRef}, err
+}
+
+// toWireHistory is the history as a checkpoint stores it: each entry in
+// the legacy shape when it fits (wire.HistoryEntry.Compact).
+func toWireHistory(es []runtime.Entry) []wire.HistoryEntry {
+	var out []wire.HistoryEntry
+	for _, e := range es {
+		out = append(out, e.Wire().Compact())
+	}
+	return out
+}
+
+// fromWireHistory is a stored history with every legacy entry migrated.
+func fromWireHistory(hs []wire.HistoryEntry) []runtime.Entry {
+	var out []runtime.Entry
+	for _, h := range hs {
+		out = append(out, runtime.EntryOf(h))
+	}
+	return out
+}
+
+// dataV is the machine's data version of a stored event (0 for 1).
+func dataV(v int) int {
+	if v > 1 {
+		return v
+	}
+	return 0
 }
 
 // Checkpoint is a checkpoint read back. After DecodeCheckpoint alone,
@@ -93,7 +115,7 @@ type Checkpoint struct {
 	// Outbox is the committed outbox as stamped by the run that wrote it
 	// (a successor re-publishes exactly those events).
 	Outbox   []wire.Event
-	segments []wire.BlobRef
+	segments sealed
 	stateRef *wire.BlobRef
 	hist     *history // the segments as read (ReadCheckpoint)
 }
@@ -141,8 +163,10 @@ func (c *Checkpoint) SetFloor(rec record.SessionRecord) {
 func toWireTurn(snap runtime.Snapshot) wire.TurnState {
 	ts := wire.TurnState{Count: snap.Turns}
 	if t := snap.Turn; t != nil {
-		ts.ID, ts.Caller, ts.Step, ts.Open, ts.Live = t.ID, t.Caller, uint64(t.Steps), t.Open, true
-		ts.Inputs = slices.Clone(t.Inputs) // blobStore.externalise edits the checkpoint's copy
+		ts.ID, ts.Caller, ts.Step, ts.Open, ts.Live, ts.Usage = t.ID, t.Caller, uint64(t.Steps), t.Open, true, t.Usage
+		for _, in := range t.Inputs { // a copy: blobStore.externalise edits the checkpoint's
+			ts.Inputs = append(ts.Inputs, wire.CompactInput(in))
+		}
 	}
 	return ts
 }
@@ -151,7 +175,11 @@ func fromWireTurn(ts wire.TurnState) *runtime.Turn {
 	if !ts.Live {
 		return nil
 	}
-	return &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open, Inputs: ts.Inputs}
+	t := &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open, Usage: ts.Usage}
+	for _, in := range ts.Inputs {
+		t.Inputs = append(t.Inputs, wire.ExpandInput(in)) // one with content out of line: after hydrate
+	}
+	return t
 }
 
 func toWireWaits(w runtime.Waits) wire.Waits {

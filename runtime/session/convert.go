@@ -16,6 +16,6 @@ func toWireEvent(sessionID, runID, deployment string, at time.Time, e runtime.Ev
 	}
 	return wire.Event{
 		SessionID: sessionID, Seq: e.Seq, Time: at.UTC(), OwnerRunID: runID,
-		DeploymentID: deployment, Kind: e.Kind, V: 1, Data: data,
+		DeploymentID: deployment, Kind: e.Kind, V: max(e.V, 1), Data: data,
 	}
 }

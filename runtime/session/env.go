@@ -35,9 +35,11 @@ type Env struct {
 	// HibernateAfter is how long a quiet session stays loaded (≤ 0: until
 	// asked, or drained).
 	HibernateAfter time.Duration
-	Faults         *Faults
-	segments       *segmentCache
-	blobs          *blobStore
+	// Limits are this deployment's maximums (runtime.Limits; zero: none).
+	Limits   runtime.Limits
+	Faults   *Faults
+	segments *segmentCache
+	blobs    *blobStore
 }
 
 // Ready fills Env's defaults and checks that its ports are set; call it

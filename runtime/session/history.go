@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/baton-rt/baton/runtime"
@@ -25,32 +26,44 @@ const segmentBytes = 8 << 10
 type history struct {
 	obs     Blobs
 	cache   *segmentCache // the owner's segments (nil: none)
-	segs    []wire.BlobRef
+	segs    sealed
 	covered int    // history entries in the segments
 	first   string // fingerprint of entry 0, to notice a rewritten history
+}
+
+// sealed are a checkpoint's history segments and their entry shape: v is 3
+// once a segment holds a structured entry (wire.Checkpoint.HistoryV), 0
+// while every segment is in the legacy shape older owners decode.
+type sealed struct {
+	refs []wire.BlobRef
+	v    int
 }
 
 func newHistory(env *Env) *history { return &history{obs: env.Blobs, cache: env.segments} }
 
 // layout splits the full history into segments and an inline tail, sealing
 // the tail into a new segment when it grew past segmentBytes.
-func (h *history) layout(ctx context.Context, full []runtime.Entry) ([]wire.BlobRef, []runtime.Entry, error) {
+func (h *history) layout(ctx context.Context, full []runtime.Entry) (sealed, []runtime.Entry, error) {
 	if h.covered > len(full) || h.covered > 0 && fingerprint(full[0]) != h.first {
-		h.segs, h.covered, h.first = nil, 0, "" // cleared, compacted or reset
+		h.segs, h.covered, h.first = sealed{}, 0, "" // cleared, compacted or reset
 	}
 	tail := full[h.covered:]
 	if approxSize(tail) < segmentBytes {
 		return h.segs, tail, nil
 	}
-	data, err := json.Marshal(tail)
+	entries := toWireHistory(tail)
+	data, err := json.Marshal(entries)
 	if err != nil {
-		return nil, nil, err
+		return sealed{}, nil, err
 	}
 	ref := wire.NewBlobRef(data)
 	if err := h.put(ctx, ref, data); err != nil {
-		return nil, nil, err
+		return sealed{}, nil, err
 	}
-	h.segs = append(h.segs, ref)
+	h.segs.refs = append(slices.Clip(h.segs.refs), ref)
+	if slices.ContainsFunc(entries, wire.HistoryEntry.Structured) {
+		h.segs.v = 3
+	}
 	h.covered, h.first = len(full), fingerprint(full[0])
 	return h.segs, nil, nil
 }
@@ -74,11 +87,11 @@ func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error 
 // content-addressed and immutable, and were verified against their digest);
 // the others are fetched concurrently: each fetch is several round trips
 // (the object's info, then an ordered consumer for its chunks).
-func (h *history) load(ctx context.Context, segs []wire.BlobRef, tail []runtime.Entry) ([]runtime.Entry, error) {
-	parts := make([][]runtime.Entry, len(segs))
-	errs := make([]error, len(segs))
+func (h *history) load(ctx context.Context, segs sealed, tail []runtime.Entry) ([]runtime.Entry, error) {
+	parts := make([][]runtime.Entry, len(segs.refs))
+	errs := make([]error, len(segs.refs))
 	var wg sync.WaitGroup
-	for i, ref := range segs {
+	for i, ref := range segs.refs {
 		if data, ok := h.cache.get(ref); ok {
 			parts[i], errs[i] = decodeSegment(data)
 			continue
@@ -112,9 +125,14 @@ func (h *history) segment(ctx context.Context, ref wire.BlobRef) ([]runtime.Entr
 	return decodeSegment(data)
 }
 
+// decodeSegment reads a segment of either entry shape (a legacy one is
+// migrated entry by entry).
 func decodeSegment(data []byte) ([]runtime.Entry, error) {
-	var part []runtime.Entry
-	return part, json.Unmarshal(data, &part)
+	var part []wire.HistoryEntry
+	if err := json.Unmarshal(data, &part); err != nil {
+		return nil, err
+	}
+	return fromWireHistory(part), nil
 }
 
 // segmentCacheSize and segmentCacheBytes bound an owner's segment cache: a
@@ -167,13 +185,22 @@ func (c *segmentCache) add(ref wire.BlobRef, data []byte) {
 	c.bytes += len(data)
 }
 
-func fingerprint(e runtime.Entry) string { return e.Role + "\x00" + e.Text }
+func fingerprint(e runtime.Entry) string {
+	b, _ := json.Marshal(e)
+	return string(b)
+}
 
 // approxSize is a cheap upper-bound estimate of the tail's JSON size.
 func approxSize(entries []runtime.Entry) int {
 	n := 2
 	for _, e := range entries {
-		n += len(e.Role) + 2*len(e.Text) + 24
+		n += len(e.Role) + len(e.Kind) + len(e.ToolCallID) + 48
+		for _, p := range e.Content {
+			n += 2*(len(p.Text)+len(p.URL)+len(p.MediaType)+len(p.Name)) + 48
+		}
+		for _, c := range e.ToolCalls {
+			n += len(c.ID) + len(c.Name) + 2*len(c.Arguments) + 48
+		}
 	}
 	return n
 }

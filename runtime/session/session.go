@@ -59,7 +59,7 @@ func New(env *Env, b Boot) (*Session, error) {
 	snap := b.Checkpoint.Snap
 	m, err := runtime.NewMachine(runtime.Config{
 		SessionID: b.Record.SessionID, RunID: b.Record.OwnerRunID, Deployment: env.Deployment,
-		Timeout: b.Timeout, EventKinds: env.Agent.EventKinds(), RecentIDs: wire.MaxAppliedIDs,
+		Timeout: b.Timeout, EventKinds: env.Agent.EventKinds(), RecentIDs: wire.MaxAppliedIDs, Limits: env.Limits,
 	}, snap)
 	if err != nil {
 		return nil, err
