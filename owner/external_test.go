@@ -82,3 +82,26 @@ func goIn(t *testing.T, dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+// docs/agent.md, "Write your own agent", shows the external module's
+// main.go as it is.
+func TestAgentDocShowsExternalModule(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "agent.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(extDir, "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Write your own agent\n")
+	_, block, ok2 := strings.Cut(section, "\n```go\n")
+	block, _, ok3 := strings.Cut(block, "\n```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`docs/agent.md has no Go block under "## Write your own agent"`)
+	}
+	if block+"\n" != string(src) {
+		t.Fatalf("docs/agent.md's agent differs from %s:\n%s", filepath.Join(extDir, "main.go"), block)
+	}
+}
