@@ -53,9 +53,10 @@ func TestExternalModuleServesDeliveries(t *testing.T) {
 
 // The external module's own package imports no internal package of Baton
 // (Go would refuse to build it, and this names the offender), and does
-// import owner, so the check is not vacuous.
+// import owner, so the check is not vacuous. Not parallel: it runs before
+// the build of TestExternalModuleServesDeliveries, never beside it in the
+// same module directory.
 func TestExternalModuleImportsPublicPackagesOnly(t *testing.T) {
-	t.Parallel()
 	imports := strings.Fields(goIn(t, extDir, "list", "-f", "{{join .Imports \" \"}}", "."))
 	if !slices.Contains(imports, mod+"owner") {
 		t.Fatalf("example.com/extagent imports %v, not %sowner", imports, mod)
