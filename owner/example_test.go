@@ -101,7 +101,7 @@ func deliver(url, deployment, text string) (string, error) {
 	defer in.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	receipt, err := in.Deliver(ctx, ingress.Request{Alias: "example", Kind: wire.KindDeliver,
+	receipt, err := in.Deliver(ctx, ingress.Request{Alias: "example", Kind: wire.KindDeliver, Mode: wire.ModeQueue,
 		Payloads: []wire.Payload{{Message: &wire.Message{Text: text}}}})
 	if err != nil {
 		return "", err

@@ -67,7 +67,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--max-tokens-per-turn -1: want 0 (no limit)", []string{"--max-tokens-per-turn", "-1"}},
 		{"--max-tokens-per-session -5: want 0 (no limit)", []string{"--max-tokens-per-session", "-5"}},
 		{`invalid value "x" for flag -max-tokens-per-session`, []string{"--max-tokens-per-session", "x"}},
-		{"--lease-ttl 1500ms", []string{"--lease-ttl", "1500ms"}},
+		{"--lease-ttl 1.5s: want whole seconds", []string{"--lease-ttl", "1500ms"}},
 		{"--process-id", []string{"--process-id", "a.b"}},
 		{"--metrics-listen", []string{"--metrics-listen", "nope"}},
 		{"--nats-listen", []string{"--nats-listen", ":4222"}},
