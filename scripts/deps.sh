@@ -6,7 +6,9 @@
 # record defines; handoff never imports kv; the ingress, library and binary,
 # holds no owner-side package, not even transitively; the test harness
 # (internal/harness) is imported only by tests and cmd/e2e, and holds no
-# owner-side package but through its subpackage inproc; nothing imports cmd.
+# owner-side package but through its subpackage inproc; the public owner
+# SDK (owner) holds no test plumbing, and cmd/owner is owner with the demo
+# agent; nothing imports cmd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/baton-rt/baton
@@ -36,7 +38,7 @@ check ./protocol "^$mod/(wire|subjects)\$"
 # the per-session driver never reaches back into the process pool
 check ./runtime/session "^$mod/(wire|subjects|record|runtime|handoff)\$"
 forbid ./runtime/session "^$mod/(runtime/pool|kv)(/|\$)"
-owner_side="^$mod/(runtime/pool|runtime/session|handoff|runtime/demo)(/|\$)"
+owner_side="^$mod/(owner|runtime/pool|runtime/session|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"
 forbid ./cmd/ingress "$owner_side"
 # internal/harness: test plumbing. Its core imports neither runtime/pool, runtime/session
@@ -47,5 +49,10 @@ if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/in
   grep -vE "^$mod/(cmd/e2e|internal/harness(/[^:]*)?):"; then
   echo "deps: only tests and cmd/e2e may import internal/harness"; fail=1
 fi
+# owner: what a user's owner binary imports. Its code (not its tests) holds
+# no test plumbing: not internal/harness, natstest, proctest or testsize,
+# not even through another package.
+forbid ./owner "^$mod/internal/(harness|natstest|proctest|testsize)(/|\$)"
+check ./cmd/owner "^$mod/(owner|runtime|runtime/demo)\$"
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi
 exit $fail

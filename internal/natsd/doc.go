@@ -1,6 +1,6 @@
 // Package natsd is the one place that starts an embedded nats-server with
-// JetStream: for `make run` (cmd/owner --nats-only) and cmd/owner with an
-// empty --nats-url, for tests (random port, temporary store) and for the
+// JetStream: for `make run` (cmd/owner --nats-only) and an owner binary
+// (package owner) with an empty --nats-url, for tests (random port, temporary store) and for the
 // in-process three-node cluster.
 //
 // Durability: by default the file store fsyncs every SyncInterval (2 minutes

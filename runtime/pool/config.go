@@ -37,6 +37,10 @@ const (
 	DefaultStepTimeout = 10 * time.Minute
 )
 
+// DefaultMaxStepsPerTurn is the most steps one turn may take when
+// Config.MaxStepsPerTurn is 0.
+const DefaultMaxStepsPerTurn = 50
+
 // Config wires an Owner to its NATS connection, store and agent.
 type Config struct {
 	NC         *nats.Conn
@@ -111,6 +115,14 @@ type Config struct {
 	// up to a half by a per-session jitter (nil: 1s, 5s, 30s; empty: no
 	// wait).
 	QuarantineBackoff []time.Duration
+	// MaxStepsPerTurn caps the steps of one turn (0: the default,
+	// DefaultMaxStepsPerTurn; negative: refused by New).
+	MaxStepsPerTurn int
+	// MaxTokensPerTurn caps the tokens one turn may use, and
+	// MaxTokensPerSession those of a session over its life (0: no limit;
+	// negative: refused by New).
+	MaxTokensPerTurn    int64
+	MaxTokensPerSession int64
 	// Faults injects failures in tests; nil in production.
 	Faults *Faults
 	// Now is the machine's clock (default time.Now). Leases always use the
@@ -158,6 +170,9 @@ func (c Config) withDefaults() Config {
 	if c.QuarantineBackoff == nil {
 		c.QuarantineBackoff = DefaultQuarantineBackoff
 	}
+	if c.MaxStepsPerTurn == 0 {
+		c.MaxStepsPerTurn = DefaultMaxStepsPerTurn
+	}
 	return c
 }
 
@@ -179,6 +194,19 @@ func (c Config) validateDurability() error {
 		return fmt.Errorf("driver: quarantine after %d attempts: must be at least 1", c.QuarantineAfter)
 	case slices.ContainsFunc(c.QuarantineBackoff, func(d time.Duration) bool { return d < 0 }):
 		return fmt.Errorf("driver: quarantine backoff %v: no step may be negative", c.QuarantineBackoff)
+	}
+	return c.validateLimits()
+}
+
+// validateLimits refuses a negative turn or session limit.
+func (c Config) validateLimits() error {
+	switch {
+	case c.MaxStepsPerTurn < 0:
+		return fmt.Errorf("driver: max steps per turn %d: must not be negative", c.MaxStepsPerTurn)
+	case c.MaxTokensPerTurn < 0:
+		return fmt.Errorf("driver: max tokens per turn %d: must not be negative", c.MaxTokensPerTurn)
+	case c.MaxTokensPerSession < 0:
+		return fmt.Errorf("driver: max tokens per session %d: must not be negative", c.MaxTokensPerSession)
 	}
 	return nil
 }

@@ -1,20 +1,15 @@
-package main
+package owner
 
 import (
 	"errors"
 	"strings"
 	"time"
-
-	"github.com/baton-rt/baton/runtime/pool"
 )
 
-// backoffList is the value of --quarantine-backoff: comma-separated
-// non-negative Go durations, at least one.
+// backoffList is the value of --quarantine-backoff over
+// Config.QuarantineBackoff: comma-separated non-negative Go durations, at
+// least one.
 type backoffList []time.Duration
-
-func defaultBackoff() backoffList {
-	return append(backoffList(nil), pool.DefaultQuarantineBackoff...)
-}
 
 func (b *backoffList) String() string {
 	if b == nil {
@@ -44,6 +39,3 @@ func (b *backoffList) Set(v string) error {
 	*b = out
 	return nil
 }
-
-// steps is the driver's QuarantineBackoff.
-func (b backoffList) steps() []time.Duration { return []time.Duration(b) }

@@ -1,0 +1,118 @@
+package owner
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/baton-rt/baton/internal/app"
+)
+
+// flags is what Main parses: the Config, the log and version flags, and the
+// test aids its options add.
+type flags struct {
+	cfg     Config
+	common  app.Common
+	fault   string
+	execLog string
+}
+
+// extras are the test aids of a run of f.
+func (f flags) extras(o options) extras {
+	return extras{fault: f.fault, execLog: f.execLog, attach: o.attach}
+}
+
+// parseFlags parses args into a checked configuration: every value is
+// checked before anything runs, a bad one is an app.ErrUsage error naming
+// its flag.
+func parseFlags(args []string, o options) (flags, error) {
+	f := flags{cfg: DefaultConfig()}
+	fs := flag.NewFlagSet(o.name, flag.ContinueOnError)
+	f.register(fs, o)
+	if err := app.ParseFlags(fs, args, o.about); err != nil {
+		return f, err
+	}
+	f.cfg.DeploymentID, f.cfg.NATSURL, f.cfg.Prefix = f.common.DeploymentID, f.common.NATSURL, f.common.Prefix
+	if f.cfg.NATSOnly {
+		return f, f.checkNATSOnly(fs)
+	}
+	r, err := f.cfg.resolve()
+	if err != nil {
+		return f, fmt.Errorf("%w: %w", app.ErrUsage, err)
+	}
+	f.cfg = r.Config // the process ID defaulted
+	if err := f.common.ValidateLog(); err != nil {
+		return f, err
+	}
+	_, err = parseFaults(f.fault, slog.New(slog.DiscardHandler))
+	return f, err
+}
+
+// checkNATSOnly refuses the flags that have no meaning for a NATS server
+// alone.
+func (f flags) checkNATSOnly(fs *flag.FlagSet) error {
+	var extra []string
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "nats-only", "data-dir", "nats-listen", "sync-always", "log-level", "log-format":
+		default:
+			extra = append(extra, "--"+fl.Name)
+		}
+	})
+	if len(extra) > 0 {
+		return fmt.Errorf("%w: --nats-only runs a NATS server only; %v do not apply", app.ErrUsage, extra)
+	}
+	if err := f.common.ValidateLog(); err != nil {
+		return err
+	}
+	if _, err := f.cfg.resolve(); err != nil {
+		return fmt.Errorf("%w: %w", app.ErrUsage, err)
+	}
+	return nil
+}
+
+// register adds every flag to fs, each defaulting to f's value.
+func (f *flags) register(fs *flag.FlagSet, o options) {
+	c := &f.cfg
+	f.common.Register(fs, "")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "JetStream store of the embedded NATS server (locked while it runs: a second server on it is refused)")
+	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "listen address of the embedded NATS server (port -1: a free one)")
+	fs.BoolVar(&c.NATSOnly, "nats-only", c.NATSOnly, "run only the embedded NATS server (--data-dir, --nats-listen, --sync-always) until SIGTERM or SIGINT: no deployment, no sessions")
+	fs.BoolVar(&c.SyncAlways, "sync-always", c.SyncAlways, "embedded server fsyncs every write (sync_interval: always)")
+	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "replicas of every stream and bucket the owner creates or updates (1-5; 3 on a three-node cluster; needs --nats-url when > 1). Every owner of every deployment must pass the same value: the topology is reconciled to it at start")
+	fs.StringVar(&c.ProcessID, "process-id", c.ProcessID, "this owner process's ID, stable across restarts: its session index (default <hostname>-<deployment-id>)")
+	fs.StringVar(&c.LockFile, "lock-file", c.LockFile, "hold an exclusive lock on this file while running; if another process holds it, exit at once naming it (make run locks <data>/owner-<deployment>.lock)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus /metrics, /healthz and /readyz on this address (empty: off)")
+	f.registerDurability(fs)
+	f.registerLimits(fs)
+	if o.fault {
+		fs.StringVar(&f.fault, "fault", "", faultUsage)
+	}
+	if o.attach != nil {
+		fs.StringVar(&f.execLog, "exec-log", "", "append the agent's execution log (one JSON line per step) to this file")
+	}
+}
+
+// registerDurability adds the flags of leases, steps, hibernation, drain
+// and quarantine.
+func (f *flags) registerDurability(fs *flag.FlagSet) {
+	c := &f.cfg
+	fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "owner lease TTL, whole seconds ≥ 1s; renewed every TTL/4, the process fences itself after TTL − TTL/4 without a renewal, a dead process's sessions move to a peer about TTL after its last renewal")
+	fs.DurationVar(&c.SweepInterval, "sweep-interval", c.SweepInterval, "how often the pool's sweeper looks for active sessions whose owner process has no live lease (≥ 0)")
+	fs.DurationVar(&c.StepTimeout, "step-timeout", c.StepTimeout, "an agent step running longer fails with code step_timeout (its context is cancelled; more than 0)")
+	fs.DurationVar(&c.TaskAckWait, "task-ack-wait", c.TaskAckWait, "a background task whose runner stopped signalling progress for this long runs again on another owner process (≥ 1s)")
+	fs.DurationVar(&c.HibernateAfter, "hibernate-after", c.HibernateAfter, "a quiet session (no step running; it may await input) hibernates after this long without activity: its consumer is deleted and it leaves memory until a command wakes it (negative: never)")
+	fs.IntVar(&c.MaxLoaded, "max-loaded", c.MaxLoaded, "most sessions (and inbox consumers) this process runs at once; at the cap, a new load makes the least recently active quiet sessions hibernate early (0: no cap)")
+	fs.DurationVar(&c.InboxSweepInterval, "inbox-sweep-interval", c.InboxSweepInterval, "how often the pool looks for hibernated sessions with unprocessed commands (a lost wake, a fired timer); more than 0, at most 5s")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM/SIGINT: stop taking work, let running steps finish and commit, hibernate every session and release the lease, for at most this long (0: stop at once; a second signal aborts)")
+	fs.IntVar(&c.QuarantineAfter, "quarantine-after", c.QuarantineAfter, "counted boot attempts (an unreadable checkpoint, or a process that died with the session's step in flight) after which a session is quarantined instead of booted (at least 1)")
+	fs.Var((*backoffList)(&c.QuarantineBackoff), "quarantine-backoff", "wait before a session's next boot attempt after 1, 2, … counted attempts, comma-separated Go durations, the last repeating (e.g. 1s,5s,30s)")
+}
+
+// registerLimits adds the turn and session limits.
+func (f *flags) registerLimits(fs *flag.FlagSet) {
+	c := &f.cfg
+	fs.IntVar(&c.MaxStepsPerTurn, "max-steps-per-turn", c.MaxStepsPerTurn, "most agent steps one turn may take (0: the default)")
+	fs.Int64Var(&c.MaxTokensPerTurn, "max-tokens-per-turn", c.MaxTokensPerTurn, "most tokens one turn may use (0: no limit)")
+	fs.Int64Var(&c.MaxTokensPerSession, "max-tokens-per-session", c.MaxTokensPerSession, "most tokens a session may use over its life (0: no limit)")
+}

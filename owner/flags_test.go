@@ -1,0 +1,153 @@
+package owner
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/internal/app"
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/pool"
+)
+
+func mustOptions(t *testing.T, opts ...Option) options {
+	t.Helper()
+	o, err := newOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// The flags default to DefaultConfig, field by field.
+func TestFlagDefaultsAreDefaultConfig(t *testing.T) {
+	f, err := parseFlags([]string{"--deployment-id", "v1"}, mustOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.DeploymentID, want.ProcessID = "v1", defaultProcessID("v1")
+	if !reflect.DeepEqual(f.cfg, want) {
+		t.Fatalf("parsed defaults\n%+v\nwant DefaultConfig\n%+v", f.cfg, want)
+	}
+	if err := want.Validate(); err != nil {
+		t.Fatalf("DefaultConfig with a deployment: %v", err)
+	}
+}
+
+func TestLimitFlags(t *testing.T) {
+	f, err := parseFlags([]string{"--deployment-id", "v1", "--max-steps-per-turn", "7",
+		"--max-tokens-per-turn", "1000", "--max-tokens-per-session", "50000"}, mustOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.cfg; c.MaxStepsPerTurn != 7 || c.MaxTokensPerTurn != 1000 || c.MaxTokensPerSession != 50000 {
+		t.Fatalf("limits %d %d %d", c.MaxStepsPerTurn, c.MaxTokensPerTurn, c.MaxTokensPerSession)
+	}
+	pc := resolved{Config: f.cfg}.poolConfig(nil, nil, nil, nil, nil, nil, nil)
+	if pc.MaxStepsPerTurn != 7 || pc.MaxTokensPerTurn != 1000 || pc.MaxTokensPerSession != 50000 {
+		t.Fatalf("pool limits %d %d %d", pc.MaxStepsPerTurn, pc.MaxTokensPerTurn, pc.MaxTokensPerSession)
+	}
+	if DefaultConfig().MaxStepsPerTurn != pool.DefaultMaxStepsPerTurn {
+		t.Fatalf("default max steps %d, pool's %d", DefaultConfig().MaxStepsPerTurn, pool.DefaultMaxStepsPerTurn)
+	}
+}
+
+// Every bad value is a usage error naming its flag, before anything runs.
+func TestUsageErrors(t *testing.T) {
+	o := mustOptions(t)
+	for _, tc := range []struct {
+		reason string
+		args   []string
+	}{
+		{"--max-steps-per-turn -1: want 0", []string{"--max-steps-per-turn", "-1"}},
+		{"--max-tokens-per-turn -1: want 0 (no limit)", []string{"--max-tokens-per-turn", "-1"}},
+		{"--max-tokens-per-session -5: want 0 (no limit)", []string{"--max-tokens-per-session", "-5"}},
+		{`invalid value "x" for flag -max-tokens-per-session`, []string{"--max-tokens-per-session", "x"}},
+		{"--lease-ttl 1.5s: want whole seconds", []string{"--lease-ttl", "1500ms"}},
+		{"--process-id", []string{"--process-id", "a.b"}},
+		{"--metrics-listen", []string{"--metrics-listen", "nope"}},
+		{"--nats-listen", []string{"--nats-listen", ":4222"}},
+		{"flag provided but not defined: -fault", []string{"--fault", "crash-after-commit"}},
+		{"flag provided but not defined: -exec-log", []string{"--exec-log", "x.jsonl"}},
+	} {
+		_, err := parseFlags(append([]string{"--deployment-id", "v1"}, tc.args...), o)
+		if !errors.Is(err, app.ErrUsage) || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.reason)
+		}
+	}
+}
+
+// The test aids are flags only of a binary that opts into them.
+func TestTestAidOptions(t *testing.T) {
+	var got runtime.ExecLog
+	o := mustOptions(t, WithFaultFlag(), WithExecLog(func(l runtime.ExecLog, _ string) { got = l }))
+	f, err := parseFlags([]string{"--deployment-id", "v1", "--fault", "crash-after-claim:2", "--exec-log", "x.jsonl"}, o)
+	if err != nil || f.fault != "crash-after-claim:2" || f.execLog != "x.jsonl" {
+		t.Fatalf("parse: %v, %+v", err, f)
+	}
+	if x := f.extras(o); x.attach == nil || got != nil {
+		t.Fatalf("extras %+v: want WithExecLog's hook, not yet called", x)
+	}
+	if _, err := parseFlags([]string{"--deployment-id", "v1", "--fault", "crash-after-lunch"}, o); !errors.Is(err, app.ErrUsage) {
+		t.Fatalf("unknown fault point: %v", err)
+	}
+	for _, bad := range []Option{WithName(""), WithExecLog(nil)} {
+		if _, err := newOptions([]Option{bad}); !errors.Is(err, ErrOption) {
+			t.Errorf("newOptions: %v, want ErrOption", err)
+		}
+	}
+}
+
+// --help shows the binary's name and about text; exit codes are Main's.
+func TestExecHelpAndExitCodes(t *testing.T) {
+	b := binary(nil, mustOptions(t, WithName("myowner"), WithAbout("Runs my agent.")))
+	var stdout, stderr bytes.Buffer
+	if code := app.Exec(t.Context(), b, []string{"--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--help: exit %d, %s", code, stderr.String())
+	}
+	for _, want := range []string{"Usage: myowner [flags]", "Runs my agent.", "-max-tokens-per-session", "-quarantine-backoff"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("--help lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "-fault") || strings.Contains(stdout.String(), "-exec-log") {
+		t.Errorf("--help offers a test aid the binary did not opt into:\n%s", stdout.String())
+	}
+	stdout.Reset()
+	code := app.Exec(t.Context(), b, []string{"--deployment-id", "v1", "--max-steps-per-turn", "-1"}, &stdout, &stderr)
+	if code != 2 || !strings.HasPrefix(stderr.String(), "myowner: usage: --max-steps-per-turn -1") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the flag", code, stderr.String())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "--deployment-id") {
+		t.Fatalf("no deployment: %v", err)
+	}
+	cfg.DeploymentID = "v1"
+	for name, change := range map[string]func(*Config){
+		"--max-steps-per-turn":     func(c *Config) { c.MaxStepsPerTurn = -1 },
+		"--max-tokens-per-turn":    func(c *Config) { c.MaxTokensPerTurn = -1 },
+		"--max-tokens-per-session": func(c *Config) { c.MaxTokensPerSession = -1 },
+		"--quarantine-backoff":     func(c *Config) { c.QuarantineBackoff = []time.Duration{time.Second, -time.Second} },
+		"--drain-timeout":          func(c *Config) { c.DrainTimeout = -time.Second },
+		"--replicas 3 needs":       func(c *Config) { c.Replicas = 3 },
+	} {
+		bad := cfg
+		change(&bad)
+		if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v, want ErrInvalidConfig naming it", name, err)
+		}
+		if err := Run(t.Context(), bad, nil); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Run with a bad %s: %v", name, err)
+		}
+	}
+	if err := Run(t.Context(), cfg, nil); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "no agent") {
+		t.Errorf("Run without an agent: %v", err)
+	}
+}

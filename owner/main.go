@@ -1,0 +1,120 @@
+package owner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/baton-rt/baton/internal/app"
+	"github.com/baton-rt/baton/runtime"
+)
+
+// Main is the main function of an owner binary that runs agent: it parses
+// the process's flags (--help lists them), runs the owner (Run) until
+// SIGTERM or SIGINT, drains, and exits — 0 after a clean shutdown, --help
+// or --version, 2 for a usage error (a bad flag or value, an invalid
+// Option), 1 when the owner failed. A second signal aborts the drain at
+// once (exit 128 + the signal's number). Logs go to stderr: text on a
+// terminal, JSON otherwise (--log-format, --log-level or LOG_LEVEL).
+func Main(agent runtime.Agent, opts ...Option) {
+	o, err := newOptions(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", o.name, err)
+		os.Exit(2)
+	}
+	app.Main(binary(agent, o))
+}
+
+// binary is Main's command for app.Main.
+func binary(agent runtime.Agent, o options) app.Binary[flags] {
+	return app.Binary[flags]{
+		Name:   o.name,
+		Parse:  func(args []string) (flags, error) { return parseFlags(args, o) },
+		Logger: func(f flags, w io.Writer) *slog.Logger { return f.common.Logger(w) },
+		Run: func(ctx context.Context, f flags, log *slog.Logger) error {
+			f.cfg.Logger = log
+			return run(ctx, f.cfg, agent, f.extras(o))
+		},
+	}
+}
+
+// DefaultAbout is the paragraph --help shows above the flags unless
+// WithAbout replaces it.
+const DefaultAbout = `Runs an owner pool process of one exact deployment: it holds a lease, serves
+start and wake requests on baton.deploy.<deployment>.*, runs sessions with
+this binary's agent and drains on SIGTERM or SIGINT (a second signal
+aborts). With an empty --nats-url it embeds a NATS server (JetStream, store
+--data-dir); with --nats-only it runs only that server, for owners and
+ingresses of any deployment to connect to.`
+
+// Option changes what Main offers: the binary's name and help text, and
+// the test aids it opts into. An Option built with a bad argument makes
+// Main exit with a usage error (ErrOption).
+type Option func(*options) error
+
+type options struct {
+	name   string // usage line and error prefix
+	about  string
+	fault  bool                                      // --fault
+	attach func(l runtime.ExecLog, processID string) // --exec-log
+}
+
+func newOptions(opts []Option) (options, error) {
+	o := options{name: "owner", about: DefaultAbout}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// WithName names the binary in its usage line ("Usage: <name> [flags]"),
+// its error messages and --version (default "owner").
+func WithName(name string) Option {
+	return func(o *options) error {
+		if name == "" {
+			return fmt.Errorf("%w: WithName: an empty name", ErrOption)
+		}
+		o.name = name
+		return nil
+	}
+}
+
+// WithAbout replaces DefaultAbout, the text --help shows above the flags.
+func WithAbout(text string) Option {
+	return func(o *options) error {
+		o.about = text
+		return nil
+	}
+}
+
+// WithFaultFlag adds the test aid --fault: the process SIGKILLs itself at
+// a named point of the pool (right after the Nth commit, index write or
+// claim), for crash tests. Offer it in test binaries only: any command
+// line can then make the process kill itself.
+func WithFaultFlag() Option {
+	return func(o *options) error {
+		o.fault = true
+		return nil
+	}
+}
+
+// WithExecLog adds the test aid --exec-log <file>: when the flag is given,
+// Run opens the file (created or appended to; one JSON line per step, as
+// runtime/demo's FileLog writes and ReadFileLog reads) before the owner
+// starts, calls attach with it and the process ID, and closes it when the
+// owner has stopped. attach hands the log to the agent, which records each
+// step it runs (runtime.ExecLog), so tests that kill processes can check
+// from outside that no committed step ran twice.
+func WithExecLog(attach func(log runtime.ExecLog, processID string)) Option {
+	return func(o *options) error {
+		if attach == nil {
+			return fmt.Errorf("%w: WithExecLog: a nil hook", ErrOption)
+		}
+		o.attach = attach
+		return nil
+	}
+}
