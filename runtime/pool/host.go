@@ -30,6 +30,8 @@ func (o *Owner) newEnv() error {
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
 		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
+		Limits: runtime.Limits{MaxStepsPerTurn: cfg.MaxStepsPerTurn, MaxTokensPerTurn: cfg.MaxTokensPerTurn,
+			MaxTokensPerSession: cfg.MaxTokensPerSession},
 		Faults: cfg.Faults.session(),
 	}
 	if err := env.Ready(); err != nil {
