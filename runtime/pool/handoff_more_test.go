@@ -212,8 +212,7 @@ type sessionWrite struct {
 func TestHandoffConcurrentSessions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.owner("v1", "p1")
-	e.owner("v2", "p2")
+	owners := []*owner{e.owner("v1", "p1"), e.owner("v2", "p2")}
 
 	bucket, err := e.JS.KeyValue(t.Context(), e.Names.SessionsBucket())
 	if err != nil {
@@ -331,12 +330,24 @@ func TestHandoffConcurrentSessions(t *testing.T) {
 			}
 		}
 		for _, key := range e.StepKeys(evsOf[i]) {
-			if ps := execs[id][key]; len(ps) != 1 {
-				t.Fatalf("session %s: committed step %s executed by %v", id, key, ps)
+			// A process that fenced itself (a lease renewal late on a loaded
+			// machine) stopped its uncommitted steps, which ran again: at
+			// least once then; exactly once otherwise.
+			if ps := execs[id][key]; len(ps) == 0 || len(ps) > 1 && fences(owners) == 0 {
+				t.Fatalf("session %s: committed step %s executed by %v (%d fences)", id, key, ps, fences(owners))
 			}
 		}
 	}
-	t.Logf("%d sessions, %d deliveries each, %d changed owner run", n, per, moved)
+	t.Logf("%d sessions, %d deliveries each, %d changed owner run, %d fences", n, per, moved, fences(owners))
+}
+
+// fences counts the self-fencings of owners.
+func fences(owners []*owner) uint64 {
+	var n uint64
+	for _, o := range owners {
+		n += o.Stats().Fences
+	}
+	return n
 }
 
 // A candidate whose activation completes while its process is stopping

@@ -65,7 +65,7 @@ func (ls *leaseState) setCancel(c context.CancelCauseFunc) {
 // further commit, publish or step), requests are no longer served, and Run
 // acquires the lease again.
 func (o *Owner) fence(cause error) {
-	o.metrics.fences.Inc()
+	o.metrics.fenced()
 	o.invalidate()
 	o.lease.mu.Lock()
 	cancel := o.lease.cancel

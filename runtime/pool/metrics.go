@@ -42,6 +42,7 @@ type Stats struct {
 	Hibernations uint64                      // sessions this process hibernated
 	Wakes        map[protocol.WakeSource]int // wake requests served, by source
 	Findings     uint64                      // hibernated sessions the inbox sweeper woke
+	Fences       uint64                      // times this process fenced itself
 }
 
 func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, error) {
@@ -117,6 +118,13 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		}
 	}
 	return m, nil
+}
+
+func (m *metrics) fenced() {
+	m.fences.Inc()
+	m.mu.Lock()
+	m.stats.Fences++
+	m.mu.Unlock()
 }
 
 func (m *metrics) hibernated() {
