@@ -16,7 +16,9 @@ type echo struct{}
 // EventKinds implements runtime.Agent: echo emits message.output only.
 func (echo) EventKinds() []string { return nil }
 
-// Step implements runtime.Agent: one message.output per delivery.
+// Step implements runtime.Agent: one message.output per delivery, and the
+// same text as the agent's own history entry (the runtime records the
+// delivery; the agent records what it said).
 func (echo) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.StepResult{}, err
@@ -24,7 +26,9 @@ func (echo) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult,
 	r := runtime.StepResult{Outcome: runtime.OutcomeDone}
 	for _, c := range in.Inputs {
 		if c.Kind == runtime.KindDeliver {
-			r.Events = append(r.Events, runtime.Output("echo: "+c.Text))
+			text := "echo: " + c.Text
+			r.Events = append(r.Events, runtime.Output(text))
+			r.History = append(r.History, runtime.AssistantText(text))
 		}
 	}
 	return r, nil
