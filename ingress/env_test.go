@@ -38,7 +38,7 @@ func newEnv(t *testing.T, mutate ...func(*ingress.Config)) *env {
 	cfg := ingress.Config{
 		Deployment: "v1", Tokens: []string{"other-token", testToken},
 		AdminTokens: []string{"admin-token"}, Registerer: e.reg, Heartbeat: 200 * time.Millisecond,
-		HubLinger: 100 * time.Millisecond, StartTimeout: 3 * time.Second,
+		HubLinger: 100 * time.Millisecond, StartTimeout: 10 * time.Second, // an owner answers late on a loaded machine
 		Log: h.Logger(slog.LevelInfo),
 	}
 	for _, m := range mutate {

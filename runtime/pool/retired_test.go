@@ -28,8 +28,6 @@ func TestAdoptRetired(t *testing.T) {
 	e.WaitOutput(idle, "hello")
 	e.Send(asking, harness.Deliver("/ask name?"))
 	e.WaitKind(asking, wire.EventInputRequested, 1)
-	e.Send(busy, harness.Deliver("/sleep 1500ms"))
-	e.Eventually(wait, "the sleep step running on p1", func() bool { return slices.Contains(e.stepRuns(busy), "t1/1 p1") })
 
 	// A sleepy session hibernates on a second v1 process first.
 	p1b := e.owner("v1", "p1b", hibernating(100*time.Millisecond, 0))
@@ -37,6 +35,12 @@ func TestAdoptRetired(t *testing.T) {
 	e.Send(sleepy, harness.Deliver("zzz"))
 	e.WaitOutput(sleepy, "zzz")
 	e.waitHibernated(sleepy)
+
+	// The busy session's step runs when p1 goes: started last, so that
+	// nothing slow (the set-up above, on a loaded machine) lets it commit
+	// first — a timing assumption of the test, not of the code.
+	e.Send(busy, harness.Deliver("/sleep 3s"))
+	e.Eventually(wait, "the sleep step running on p1", func() bool { return slices.Contains(e.stepRuns(busy), "t1/1 p1") })
 
 	if _, changed, err := e.Store.RetireDeployment(t.Context(), "v1"); err != nil || !changed {
 		t.Fatalf("retire v1: %v %v", changed, err)
