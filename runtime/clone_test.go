@@ -40,11 +40,12 @@ func TestCloneMatchesJSON(t *testing.T) {
 		}
 	}
 	c := full.Clone()
-	c.History[0].Content[0].Text, c.Turn.Inputs[0].Value[0], c.Waits.Input.RequestID, c.Outbox[0].Data[0] = "changed", '2', "z", '['
+	c.History[0], c.Turn.Inputs[0].Value[0], c.Waits.Input.RequestID, c.Outbox[0].Data[0] = AssistantText("changed"), '2', "z", '['
 	c.Applied.Above[0], c.Timer.ID, c.Turn.Inputs[0].TextRef.Size = 99, "other", 2
-	c.History[1].ToolCalls[0].Arguments[0], c.Turn.Inputs[0].Payloads[0].Message.Parts[0].URL = '[', "v"
+	c.History = append(c.History[:1], AssistantText("appended"))
+	c.Turn.Inputs[0].Payloads[0].Message.Parts[0].URL = "v"
 	c.Turn.Inputs[0].Payloads[0].Ext["k"][0] = '2'
-	if full.History[0].Text() != "hi" || string(full.History[1].ToolCalls[0].Arguments) != `{"a":1}` ||
+	if full.History[0].Text() != "hi" || full.History[1].Role != RoleAssistant || len(full.History[1].ToolCalls) != 1 ||
 		full.Turn.Inputs[0].Payloads[0].Message.Parts[0].URL != "u" || string(full.Turn.Inputs[0].Payloads[0].Ext["k"]) != "1" || string(full.Turn.Inputs[0].Value) != "1" || full.Waits.Input.RequestID != "r" ||
 		string(full.Outbox[0].Data) != "{}" || full.Applied.Above[0] != 5 || full.Timer.ID != "run" ||
 		full.Turn.Inputs[0].TextRef.Size != 1 {

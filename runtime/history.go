@@ -21,6 +21,10 @@ import (
 // system entry of Kind EntrySummary. The agent appends its own assistant
 // and tool entries through [StepResult.History]; a message.output event
 // does not append anything by itself.
+//
+// An entry is never modified once it is in the history: snapshots share
+// its Content and ToolCalls, so an agent must treat StepInput.History as
+// read-only (the entries it returns in StepResult.History are copied).
 type Entry struct {
 	Role string `json:"role"` // RoleSystem, RoleUser, RoleAssistant or RoleTool
 	// Kind names what the runtime recorded (EntryInputResponse, …); empty

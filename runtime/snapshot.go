@@ -132,13 +132,16 @@ type Writer struct {
 	Write uint64 `json:"write"`
 }
 
-// Clone returns a deep copy. It is on every boundary, so it copies by hand
-// (TestCloneMatchesJSON holds it to a JSON round trip).
+// Clone returns a deep copy, except that history entries share their
+// parts and tool calls (an entry is never modified once appended, and the
+// history is long: copying every entry's slices on every boundary costs a
+// delivery hundreds of microseconds). It is on every boundary, so it copies
+// by hand (TestCloneMatchesJSON holds it to a JSON round trip).
 func (s *Snapshot) Clone() Snapshot {
 	out := *s
 	out.Applied.Above = slices.Clone(s.Applied.Above)
 	out.Applied.RecentIDs = slices.Clone(s.Applied.RecentIDs)
-	out.History = cloneEntries(s.History)
+	out.History = slices.Clone(s.History) // entries are immutable: their parts are shared (see Entry)
 	out.State = cloneRaw(s.State)
 	if s.Turn != nil {
 		t := *s.Turn
