@@ -50,22 +50,27 @@ func benchPublishSync(ctx context.Context, e *env, r *bench.Reporter) error {
 	return nil
 }
 
+// publishAsync publishes without waiting for the acknowledgement; when
+// too many are outstanding (a loaded machine) it lets them drain first.
+func publishAsync(js jetstream.JetStream, subject string, data []byte, opts ...jetstream.PublishOpt) error {
+	_, err := js.PublishAsync(subject, data, opts...)
+	for errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-time.After(time.Minute):
+			return fmt.Errorf("async publishes not acknowledged")
+		}
+		_, err = js.PublishAsync(subject, data, opts...)
+	}
+	return err
+}
+
 func benchPublishAsync(ctx context.Context, e *env, r *bench.Reporter) error {
 	payload := make([]byte, 128)
 	n := e.n(50_000)
 	start := time.Now()
 	for i := range n {
-		_, err := e.js.PublishAsync(fmt.Sprintf("RAWPUB.a%d", i%100), payload)
-		for errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-			// A loaded machine: let the outstanding acknowledgements drain.
-			select {
-			case <-e.js.PublishAsyncComplete():
-			case <-time.After(time.Minute):
-				return fmt.Errorf("async publishes not acknowledged")
-			}
-			_, err = e.js.PublishAsync(fmt.Sprintf("RAWPUB.a%d", i%100), payload)
-		}
-		if err != nil {
+		if err := publishAsync(e.js, fmt.Sprintf("RAWPUB.a%d", i%100), payload); err != nil {
 			return err
 		}
 	}

@@ -129,7 +129,7 @@ func (rg *rig) flood(ctx context.Context, ids []string, m int, wantEvents uint64
 		if err != nil {
 			return 0, err
 		}
-		if _, err := rg.e.js.PublishAsync(rg.names.Inbox(ids[i%len(ids)]), data, jetstream.WithMsgID(id)); err != nil {
+		if err := publishAsync(rg.e.js, rg.names.Inbox(ids[i%len(ids)]), data, jetstream.WithMsgID(id)); err != nil {
 			return 0, err
 		}
 	}
