@@ -933,15 +933,17 @@ func cutBy(t *testing.T, cut map[string]bool, pid, log string) {
 }
 
 // rerunAfterCut: of a committed step's two runs, the one that did not commit
-// was cut by the SIGKILL of green-1 (and green-2 adopted), or by a fence or
-// a failed commit in the committing process itself (which re-claimed the
+// was cut by the SIGKILL of green-1 (and green-2 adopted), by a fence of its
+// process (whose sessions a peer of the deployment, or the process itself,
+// then claimed and ran again: a lease renewal late on a loaded machine), or
+// by a failed commit in the committing process itself (which re-claimed the
 // session and re-ran the step).
 func rerunAfterCut(runs []string, owner, sid string, cut map[string]bool) bool {
 	other := runs[0]
 	if other == owner {
 		other = runs[1]
 	}
-	return (cut[other] || cut[other+"/"+sid]) && (other == owner || other == "green-1")
+	return cut[other] || cut[other+"/"+sid] && (other == owner || other == "green-1")
 }
 
 // figures logs what the upgrade did.
