@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,8 +60,10 @@ type receipt struct {
 func (r receipt) matches(digest string) bool { return r.Digest == "" || r.Digest == digest }
 
 type receipts struct {
-	kv  jetstream.KeyValue
-	ttl time.Duration // how long a receipt lives (the bucket's TTL)
+	kv     jetstream.KeyValue
+	js     jetstream.JetStream
+	bucket string
+	ttl    time.Duration // how long a receipt lives (the bucket's TTL)
 }
 
 // ReceiptsBucket is the KV bucket of idempotency receipts under names.
@@ -88,7 +92,7 @@ func openReceipts(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	if st, err := h.Status(ctx); err == nil && st.TTL() > 0 {
 		ttl = st.TTL()
 	}
-	return &receipts{kv: h, ttl: ttl}, nil
+	return &receipts{kv: h, js: js, bucket: name, ttl: ttl}, nil
 }
 
 // claim stores r as the receipt of (sessionID, commandID) unless one is
@@ -103,25 +107,28 @@ func (rc *receipts) claim(ctx context.Context, sessionID, commandID string, r re
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return receipt{}, fmt.Errorf("receipt %s: %w", key, err)
 	}
-	e, err := rc.kv.Get(ctx, key)
+	value, _, err := kv.LeaderGet(ctx, rc.js, rc.bucket, key)
 	if err != nil {
 		return receipt{}, fmt.Errorf("receipt %s: %w", key, err)
 	}
 	var first receipt
-	if err := json.Unmarshal(e.Value(), &first); err != nil {
+	if err := json.Unmarshal(value, &first); err != nil {
 		return receipt{}, fmt.Errorf("receipt %s: %w", key, err)
 	}
 	return first, nil
 }
 
-// has reports whether (sessionID, commandID) has a receipt.
+// has reports whether (sessionID, commandID) has a receipt. Both reads
+// are leader reads: on a cluster a direct get may be answered by a replica
+// that has not applied the receipt written a moment ago (a repeat would
+// then fail, or a known request ID look unknown).
 func (rc *receipts) has(ctx context.Context, sessionID, commandID string) (bool, error) {
 	key := sessionID + "." + commandID
-	_, err := rc.kv.Get(ctx, key)
+	_, _, err := kv.LeaderGet(ctx, rc.js, rc.bucket, key)
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		return false, nil
 	}
 	return false, fail(ErrUnavailable, "receipt %s: %v", key, err)

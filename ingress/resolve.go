@@ -58,11 +58,11 @@ func (s *Server) resolveID(ctx context.Context, a *attached, r *Request) (target
 	}
 	rec := make(chan read, 1)
 	go func() {
-		cur, err := a.store.GetSession(ctx, r.SessionID)
+		cur, err := a.sessionRecord(ctx, r.SessionID)
 		rec <- read{cur, err}
 	}()
 	tok := subjects.StableToken(r.SessionID)
-	h, _, err := a.store.GetHook(ctx, tok)
+	h, err := a.hook(ctx, tok)
 	got := <-rec
 	switch {
 	case errors.Is(err, record.ErrNotFound):
@@ -78,7 +78,7 @@ func (s *Server) session(ctx context.Context, a *attached, h record.Hook, tok st
 	if h.Tombstone {
 		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
 	}
-	cur, err := a.store.GetSession(ctx, h.SessionID)
+	cur, err := a.sessionRecord(ctx, h.SessionID)
 	return complete(h, tok, cur, err)
 }
 
@@ -188,4 +188,27 @@ func what(r *Request) string {
 		return "alias " + clip(r.Alias)
 	}
 	return "session " + r.SessionID
+}
+
+// A direct get is answered by any replica, which may not have applied a
+// write made a moment ago (a session just created). Before the ingress
+// answers "no such session" it asks the stream leader.
+
+// hook reads an address's hook, confirming "not found" with the leader.
+func (a *attached) hook(ctx context.Context, tok string) (record.Hook, error) {
+	h, _, err := a.store.GetHook(ctx, tok)
+	if errors.Is(err, record.ErrNotFound) {
+		h, _, err = a.store.LeaderHook(ctx, tok)
+	}
+	return h, err
+}
+
+// sessionRecord reads a session's record, confirming "not found" with the
+// leader.
+func (a *attached) sessionRecord(ctx context.Context, id string) (record.Session, error) {
+	cur, err := a.store.GetSession(ctx, id)
+	if errors.Is(err, record.ErrNotFound) {
+		cur, err = a.store.LeaderSession(ctx, id)
+	}
+	return cur, err
 }

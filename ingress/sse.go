@@ -37,7 +37,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cur, err := a.store.GetSession(r.Context(), id)
+	cur, err := a.sessionRecord(r.Context(), id)
 	switch {
 	case errors.Is(err, record.ErrNotFound):
 		return fail(ErrNotFound, "no session %s", id)

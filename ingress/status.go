@@ -67,7 +67,7 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	cur, err := a.store.GetSession(ctx, sessionID)
+	cur, err := a.sessionRecord(ctx, sessionID)
 	switch {
 	case errors.Is(err, record.ErrNotFound):
 		return Status{}, fail(ErrNotFound, "no session %s", sessionID)

@@ -96,3 +96,22 @@ func (s *Store) DeleteHook(ctx context.Context, token string, rev uint64) error 
 	}
 	return s.remove(ctx, s.hooks, subjects.HookKey(token), rev)
 }
+
+// LeaderHook reads an address's hook from the stream leader: what a reader
+// uses to confirm a direct get's "not found" (a replica may not have
+// applied a hook created a moment ago). A hook whose newest message is a
+// delete marker is record.ErrNotFound.
+func (s *Store) LeaderHook(ctx context.Context, token string) (record.Hook, uint64, error) {
+	if !subjects.ValidToken(token) {
+		return record.Hook{}, 0, invalid("hook token %q is not a canonical encoded token", token)
+	}
+	e, err := s.leaderLast(ctx, s.hooks, subjects.HookKey(token))
+	if err != nil {
+		return record.Hook{}, 0, err
+	}
+	var h record.Hook
+	if err := decode(e, &h); err != nil {
+		return record.Hook{}, 0, err
+	}
+	return h, e.rev, nil
+}

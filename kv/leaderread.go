@@ -105,3 +105,22 @@ func retry[T any](ctx context.Context, op func() (T, error)) (T, error) {
 	)
 	return backoff.RetryWithData(op, backoff.WithContext(b, ctx))
 }
+
+// LeaderGet reads key's live value in bucket from the stream leader (a
+// direct get may be answered by a replica that has not applied the latest
+// write yet): a key with no value, or whose newest message is a delete or
+// purge marker, is record.ErrNotFound. It is for readers outside Store
+// that need read-after-write on a cluster, such as the ingress's
+// idempotency receipts.
+func LeaderGet(ctx context.Context, js jetstream.JetStream, bucket, key string) ([]byte, uint64, error) {
+	l := newLeader(js, "KV_"+bucket)
+	subject := subjects.KVSubject(bucket, key)
+	m, err := l.get(ctx, msgGetRequest{LastFor: subject})
+	if err != nil {
+		return nil, 0, err
+	}
+	if m.Subject != subject || markerOp(m.Header) != jetstream.KeyValuePut {
+		return nil, 0, fmt.Errorf("%w: %s/%s", record.ErrNotFound, bucket, key)
+	}
+	return m.Data, m.Sequence, nil
+}

@@ -35,6 +35,7 @@ func TestCluster(t *testing.T) {
 	nodes := natstest.Cluster(t)
 	ensure(t, natstest.ClusterURL(nodes), 3)
 	runSuite(t, func(t *testing.T, node int) *kv.Store { return open(t, nodes[node%len(nodes)].ClientURL()) })
+	t.Run("leader get", func(t *testing.T) { testLeaderGet(t, nodes) })
 }
 
 func runSuite(t *testing.T, open opener) {

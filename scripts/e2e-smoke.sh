@@ -19,6 +19,10 @@ cleanup() {
     $COMPOSE logs --no-color --tail=40 || true
   fi
   timeout 120 $COMPOSE down -v --remove-orphans -t 5 || true
+  if [ "$rc" -ne 0 ] && [ -s build/e2e-smoke.out ]; then
+    echo "e2e-smoke: FAILED; the checks' last lines (build/e2e-smoke.out):"
+    tail -n 15 build/e2e-smoke.out
+  fi
   echo "e2e-smoke: done in $(( $(date +%s) - start ))s"
 }
 trap cleanup EXIT
@@ -27,5 +31,6 @@ trap 'exit 130' INT TERM
 timeout 60 $COMPOSE down -v --remove-orphans -t 5 >/dev/null 2>&1 || true  # a stale stack of an earlier run
 CGO_ENABLED=0 $GO build -o build/e2e ./cmd/e2e
 timeout "$E2E_UP_TIMEOUT" $COMPOSE up -d
-./build/e2e -timeout "$E2E_TIMEOUT"
+: >build/e2e-smoke.out
+./build/e2e -timeout "$E2E_TIMEOUT" 2>&1 | tee build/e2e-smoke.out
 rc=0
