@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/baton-rt/baton/wire"
 )
@@ -59,6 +60,13 @@ func BuiltinEvents() []string {
 		EventWaitCancelled, EventStepInterrupted, EventWireRejected,
 		EventSessionEnded, EventError, EventLimitReached,
 	}
+}
+
+// Reserved reports whether an agent may not emit kind as its own durable
+// event: a built-in kind, or a live kind (message.delta and
+// message.discarded exist only live; see [Stream]).
+func Reserved(kind string) bool {
+	return slices.Contains(BuiltinEvents(), kind) || kind == wire.EventMessageDelta || kind == wire.EventMessageDiscarded
 }
 
 // Handoff skip reasons (handoff.skipped {reason}).

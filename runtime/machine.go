@@ -82,7 +82,7 @@ func NewMachine(cfg Config, snap Snapshot) (*Machine, error) {
 	m := &Machine{cfg: cfg, snap: snap.Clone(), skips: map[uint64]string{}}
 	m.kinds = map[string]bool{EventMessageOutput: true}
 	for _, k := range cfg.EventKinds {
-		if !slices.Contains(BuiltinEvents(), k) {
+		if !Reserved(k) {
 			m.kinds[k] = true
 		}
 	}

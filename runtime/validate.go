@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/baton-rt/baton/subjects"
@@ -52,7 +51,7 @@ func NewChecker(reg *wire.EventRegistry, agentKinds []string) *Checker {
 	}
 	kinds := map[string]bool{EventMessageOutput: true}
 	for _, k := range agentKinds {
-		if !slices.Contains(BuiltinEvents(), k) {
+		if !Reserved(k) {
 			kinds[k] = true
 		}
 	}

@@ -71,6 +71,14 @@ func (n Names) Events(sessionID string) string { return n.prefix + ".events." + 
 // EventsAll matches every event subject: baton.events.>.
 func (n Names) EventsAll() string { return n.prefix + ".events.>" }
 
+// Live is a session's live subject: baton.live.<sessionID>, core NATS
+// only (no stream captures it). A step's deltas (message.delta) and
+// discards (message.discarded) go there; the ingress forwards them to SSE.
+func (n Names) Live(sessionID string) string { return n.prefix + ".live." + sessionID }
+
+// LiveAll matches every live subject: baton.live.>.
+func (n Names) LiveAll() string { return n.prefix + ".live.>" }
+
 // Tasks is a deployment's task subject: baton.tasks.<deploymentID>.
 func (n Names) Tasks(deploymentID string) string { return n.prefix + ".tasks." + deploymentID }
 
