@@ -19,6 +19,7 @@ type event struct {
 	streamSeq uint64 // its BATON_EVENTS sequence
 	kind      string // SSE event name; "" if the envelope did not validate
 	data      []byte
+	live      *liveStep // a live event (seq 0): message.delta or message.discarded
 }
 
 // toEvent validates a stored event's envelope (wire.DecodeEvent with no

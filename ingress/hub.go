@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,6 +20,10 @@ import (
 // it), then stops and deletes its consumer. A client that falls more than
 // ClientQueue events behind is not dropped and does not block the hub: its
 // queue is discarded and it catches up from the stream.
+//
+// A hub also subscribes to the session's live subject (live.go): live
+// events reach the same client queues, in arrival order with the durable
+// ones, within a per-client byte budget.
 //
 // The consumer count on BATON_EVENTS is therefore the number of watched
 // sessions, whatever the number of clients; a handoff changes nothing (the
@@ -45,28 +50,38 @@ type hub struct {
 	ring    []event
 	cons    jetstream.Consumer
 	cc      jetstream.ConsumeContext
+	sub     *nats.Subscription // the live subject
 	linger  *time.Timer
 	stopped bool
 }
 
-// client is one reader's queue of live events, filled by its hub.
+// client is one reader's queue of events, filled by its hub.
 type client struct {
-	mu       sync.Mutex
-	q        []event
-	max      int
-	overflow bool // q was discarded: catch up from the stream
-	closed   bool // the hub stopped
-	notify   chan struct{}
+	mu        sync.Mutex
+	q         []event
+	durable   int // durable events in q
+	liveBytes int // bytes of live events in q
+	max       int
+	overflow  bool // q was discarded: catch up from the stream
+	closed    bool // the hub stopped
+	notify    chan struct{}
+	dropped   func() // counts a live event dropped
 }
 
 func (c *client) push(ev event) {
 	c.mu.Lock()
 	switch {
 	case c.overflow:
-	case len(c.q) >= c.max:
-		c.q, c.overflow = nil, true
+	case ev.live != nil && c.liveBytes+len(ev.data) > liveQueueBytes:
+		c.mu.Unlock()
+		c.dropped()
+		return
+	case ev.live != nil:
+		c.q, c.liveBytes = append(c.q, ev), c.liveBytes+len(ev.data)
+	case c.durable >= c.max:
+		c.q, c.overflow, c.durable, c.liveBytes = nil, true, 0, 0
 	default:
-		c.q = append(c.q, ev)
+		c.q, c.durable = append(c.q, ev), c.durable+1
 	}
 	c.mu.Unlock()
 	c.signal()
@@ -85,7 +100,7 @@ func (c *client) take() (evs []event, overflow, closed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	evs, overflow, closed = c.q, c.overflow, c.closed
-	c.q, c.overflow = nil, false
+	c.q, c.overflow, c.durable, c.liveBytes = nil, false, 0, 0
 	return evs, overflow, closed
 }
 
@@ -106,7 +121,9 @@ func (hs *hubs) join(ctx context.Context, id string) (*hub, *client, []event, er
 }
 
 func (h *hub) add() (*client, []event, bool) {
-	c := &client{max: h.hs.s.cfg.ClientQueue, notify: make(chan struct{}, 1)}
+	met := h.hs.s.met
+	c := &client{max: h.hs.s.cfg.ClientQueue, notify: make(chan struct{}, 1),
+		dropped: func() { met.live.WithLabelValues("dropped").Inc() }}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
@@ -153,10 +170,17 @@ func (hs *hubs) get(ctx context.Context, id string) (*hub, error) {
 	}
 }
 
-// start creates the hub's ordered consumer at the subject's last event.
+// start subscribes to the live subject and creates the hub's ordered
+// consumer at the subject's last event.
 func (h *hub) start(ctx context.Context) {
 	defer close(h.ready)
 	s := h.hs.s
+	sub, err := s.cfg.NC.Subscribe(s.cfg.Names.Live(h.id), h.onLive)
+	if err != nil {
+		h.fail(fail(ErrUnavailable, "follow live events of %s: %v", h.id, err))
+		return
+	}
+	h.sub = sub
 	cons, err := s.cfg.JS.OrderedConsumer(ctx, s.cfg.Names.EventsStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{h.subject}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
 		InactiveThreshold: 30 * time.Second,
@@ -168,16 +192,38 @@ func (h *hub) start(ctx context.Context) {
 		}))
 	}
 	if err != nil {
-		h.err = fail(ErrUnavailable, "follow events of %s: %v", h.id, err)
-		h.hs.mu.Lock()
-		if h.hs.m[h.id] == h {
-			delete(h.hs.m, h.id)
-		}
-		h.hs.mu.Unlock()
-		h.deleteConsumer()
+		h.fail(fail(ErrUnavailable, "follow events of %s: %v", h.id, err))
 		return
 	}
 	s.met.hubs.Inc()
+}
+
+// fail ends a hub that could not start.
+func (h *hub) fail(err error) {
+	h.err = err
+	h.hs.mu.Lock()
+	if h.hs.m[h.id] == h {
+		delete(h.hs.m, h.id)
+	}
+	h.hs.mu.Unlock()
+	if h.sub != nil {
+		_ = h.sub.Unsubscribe()
+	}
+	h.deleteConsumer()
+}
+
+// onLive fans one live event out (the subscription calls it serially).
+func (h *hub) onLive(m *nats.Msg) {
+	ev := toLive(h.id, m.Data)
+	if ev == nil {
+		h.hs.s.met.live.WithLabelValues("invalid").Inc()
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		c.push(*ev)
+	}
 }
 
 // onMsg fans one event out (the consumer calls it serially, in order).
@@ -254,6 +300,9 @@ func (h *hub) stop() {
 		c.signal()
 	}
 	h.mu.Unlock()
+	if h.sub != nil {
+		_ = h.sub.Unsubscribe()
+	}
 	if h.cc != nil {
 		h.cc.Stop()
 	}

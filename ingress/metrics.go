@@ -12,6 +12,7 @@ type metrics struct {
 	clients  prometheus.Gauge
 	hubs     prometheus.Gauge
 	blobs    *prometheus.CounterVec // out-of-line output fetches by result
+	live     *prometheus.CounterVec // live events by result
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,8 +42,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "baton_ingress_blob_fetches_total",
 			Help: "Fetches of out-of-line message.output content from the state object store, by result (ok, missing, corrupt, error).",
 		}, []string{"result"}),
+		live: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_ingress_live_events_total",
+			Help: "Live events (message.delta, message.discarded) by result: sent (to one SSE client), dropped (a slow client's live budget was full), late (a delta after its step's durable output, not sent), invalid (a malformed message on a live subject).",
+		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.command, m.created, m.clients, m.hubs, m.blobs} {
+	for _, c := range []prometheus.Collector{m.requests, m.command, m.created, m.clients, m.hubs, m.blobs, m.live} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

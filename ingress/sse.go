@@ -144,6 +144,7 @@ type sseStream struct {
 	ctx        context.Context
 	last       uint64 // seq of the last event sent (or the cursor)
 	lastStream uint64 // its stream sequence, when known
+	gate       liveGate
 }
 
 func (s *Server) sse(w http.ResponseWriter, r *http.Request, rd *reader, v view, after uint64) error {
@@ -217,9 +218,16 @@ func (st *sseStream) loop(c *client) error {
 }
 
 // send emits events in seq order exactly once: older ones are skipped, and
-// a hole before an event is filled from the stream first.
+// a hole before an event is filled from the stream first. Live events are
+// sent as they come, unless the gate says their step is over.
 func (st *sseStream) send(evs []event) error {
 	for _, ev := range evs {
+		if ev.live != nil {
+			if err := st.emitLive(ev); err != nil {
+				return err
+			}
+			continue
+		}
 		if ev.seq <= st.last {
 			continue
 		}
@@ -264,10 +272,22 @@ func (st *sseStream) emit(ev event) error {
 	if err := st.write(b.Bytes()); err != nil {
 		return err
 	}
+	st.gate.durable(ev.kind, ev.data)
 	if ev.kind == wire.EventSessionEnded {
 		return errEnded
 	}
 	return nil
+}
+
+// emitLive writes one live event (no id: line), unless it is a delta of a
+// step whose durable events were sent already.
+func (st *sseStream) emitLive(ev event) error {
+	if ev.kind == wire.EventMessageDelta && !st.gate.allow(*ev.live) {
+		st.s.met.live.WithLabelValues("late").Inc()
+		return nil
+	}
+	st.s.met.live.WithLabelValues("sent").Inc()
+	return st.write(liveFrame(ev))
 }
 
 func (st *sseStream) write(b []byte) error {

@@ -15,6 +15,7 @@ import (
 // Frame is one server-sent event as the wire carries it.
 type Frame struct {
 	ID    uint64 // the id: field (an event seq)
+	HasID bool   // the frame had an id: line (a live event has none)
 	Event string // the event: field (the event kind)
 	Data  string // the data: lines, joined by newlines
 }
@@ -44,6 +45,7 @@ func ReadFrames(r io.Reader, frame func(Frame) bool, comment func()) error {
 			}
 		case strings.HasPrefix(line, "id: "):
 			f.ID, _ = strconv.ParseUint(line[4:], 10, 64)
+			f.HasID = true
 		case strings.HasPrefix(line, "event: "):
 			f.Event = line[7:]
 		case strings.HasPrefix(line, "data: "):

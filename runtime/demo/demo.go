@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,9 +38,16 @@ func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepRes
 	var last directive
 	for _, c := range in.Inputs {
 		text := render(c)
+		d := parse(c)
+		switch d.name {
+		case "stream", "streamsleep":
+			streamWords(in.Stream(ctx), text)
+		case "flood":
+			flood(in.Stream(ctx), d.arg)
+		}
 		r.Events = append(r.Events, runtime.Output(text))
 		r.History = append(r.History, runtime.AssistantText(text)) // what it said, as the model's turn
-		if d := parse(c); d.name != "" {
+		if d.name != "" {
 			last = d
 		}
 	}
@@ -66,6 +74,10 @@ func (a *Agent) apply(ctx context.Context, d directive, r runtime.StepResult) (r
 		r.Outcome = runtime.OutcomeFinish
 	case "alias":
 		r.Aliases = []string{d.arg}
+	case "stream", "flood":
+	case "streamsleep":
+		arg, _, _ := strings.Cut(d.arg, " ")
+		return a.sleep(ctx, arg, r)
 	default:
 		return a.poison(ctx, d, r)
 	}
@@ -106,7 +118,7 @@ func parse(c runtime.Command) directive {
 	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
 	switch name {
 	case "sleep", "ask", "authorize", "task", "fail", "done", "alias",
-		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash":
+		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood":
 		return directive{name: name, arg: strings.TrimSpace(arg)}
 	}
 	return directive{}
@@ -122,6 +134,25 @@ func render(c runtime.Command) string {
 		return "task " + c.TaskID + ": " + string(c.Value) + c.TaskError
 	}
 	return c.Text
+}
+
+// streamWords sends text as live deltas, a word (with its trailing space)
+// each: they concatenate to text.
+func streamWords(live runtime.Stream, text string) {
+	for _, w := range strings.SplitAfter(text, " ") {
+		live.Text(w)
+	}
+}
+
+// flood sends n bytes (arg, at most 16 MiB) of live deltas of 4 KiB,
+// output that never becomes durable (a load for live clients).
+func flood(live runtime.Stream, arg string) {
+	n, _ := strconv.Atoi(arg)
+	n = min(max(n, 0), 16<<20)
+	piece := strings.Repeat("~", 4<<10)
+	for ; n > 0; n -= len(piece) {
+		live.Text(piece[:min(n, len(piece))])
+	}
 }
 
 // duration parses a Go duration; a bad or missing one is zero.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,25 @@ func TestCrashExits(t *testing.T) {
 	<-done
 	if c := <-code; c != 70 {
 		t.Fatalf("exit code %d", c)
+	}
+}
+
+// sink records deltas.
+type sink struct{ deltas []string }
+
+func (s *sink) Text(d string) { s.deltas = append(s.deltas, d) }
+
+func TestStreamDirectives(t *testing.T) {
+	var s sink
+	ctx := runtime.WithSink(context.Background(), &s)
+	in := runtime.StepInput{TurnID: "t1", Step: 1, Inputs: []runtime.Command{deliver("/stream a b")}}
+	r, err := (&demo.Agent{}).Step(ctx, in)
+	if err != nil || r.Outcome != runtime.OutcomeDone || strings.Join(s.deltas, "") != "/stream a b" || len(s.deltas) != 3 {
+		t.Fatalf("/stream: %+v %v, deltas %q", r, err, s.deltas)
+	}
+	s.deltas = nil
+	in.Inputs = []runtime.Command{deliver("/flood 10000")}
+	if _, err := (&demo.Agent{}).Step(ctx, in); err != nil || len(strings.Join(s.deltas, "")) != 10000 || len(s.deltas) != 3 {
+		t.Fatalf("/flood 10000: %v, %d deltas", err, len(s.deltas))
 	}
 }

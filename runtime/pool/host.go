@@ -7,6 +7,8 @@ import (
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
 )
 
 // The owner process's side of its sessions: the session.Env every session
@@ -27,6 +29,7 @@ func (o *Owner) newEnv() error {
 		Host:     host{o},
 		Observer: o.metrics,
 		Appender: func(id string) session.Appender { return o.appender(id) },
+		Live:     natsLive{nc: cfg.NC, names: cfg.Names, met: o.metrics},
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
 		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
@@ -39,6 +42,24 @@ func (o *Owner) newEnv() error {
 	}
 	o.env = env
 	return nil
+}
+
+// natsLive is session.Live on core NATS: a session's live events on its
+// live subject (baton.live.<sessionID>), not stored by any stream.
+// nats.Conn.Publish buffers; the session's streamer calls it from its own
+// goroutine, so a slow connection delays only the deltas.
+type natsLive struct {
+	nc    *nats.Conn
+	names subjects.Names
+	met   *metrics
+}
+
+func (l natsLive) Publish(sessionID string, msg []byte) {
+	if err := l.nc.Publish(l.names.Live(sessionID), msg); err != nil {
+		l.met.live.WithLabelValues("failed").Inc()
+		return
+	}
+	l.met.live.WithLabelValues("published").Inc()
 }
 
 // host is session.Host for the sessions of o.

@@ -30,6 +30,7 @@ type metrics struct {
 	renewals     *prometheus.CounterVec   // lease renewals by result
 	fences       prometheus.Counter       // self-fencing
 	stepFailures *prometheus.CounterVec   // failed steps by code
+	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
 	mu           sync.Mutex
 	stats        Stats
 }
@@ -101,13 +102,17 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_step_failures_total",
 			Help: "Steps that failed with a code: event_invalid, event_too_large, result_invalid, agent_panic, step_timeout.",
 		}, []string{"code"}),
+		live: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_live_events_total",
+			Help: "Live events (message.delta, message.discarded) by result: published, failed (the connection refused the publish), dropped (a step's live buffer was full).",
+		}, []string{"result"}),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	if reg == nil {
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.stepFailures,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.stepFailures, m.live,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -221,6 +226,9 @@ func (m *metrics) StepFailed(code string) { m.stepFailed(code) }
 
 // Hibernated counts a hibernation.
 func (m *metrics) Hibernated() { m.hibernated() }
+
+// LiveDropped counts deltas a step's live buffer had no room for.
+func (m *metrics) LiveDropped(n int) { m.live.WithLabelValues("dropped").Add(float64(n)) }
 
 // InboxLag observes how long a command waited in the inbox.
 func (m *metrics) InboxLag(d time.Duration) { m.inboxLag.Observe(d.Seconds()) }

@@ -20,6 +20,8 @@ type Env struct {
 	Backlog  Backlog
 	Host     Host
 	Observer Observer // nil: Nop
+	// Live publishes steps' live output (nil: deltas are discarded).
+	Live Live
 	// Appender returns the event appender of a session.
 	Appender func(sessionID string) Appender
 	Agent    runtime.Agent

@@ -155,6 +155,8 @@ type Observer interface {
 	StepFailed(code string)
 	Hibernated()
 	InboxLag(d time.Duration)
+	// LiveDropped counts deltas a step's live buffer had no room for.
+	LiveDropped(n int)
 }
 
 // Nop observes nothing.
@@ -166,6 +168,7 @@ func (Nop) StepDone(runtime.StepDone, time.Duration) {}
 func (Nop) StepFailed(string)                        {}
 func (Nop) Hibernated()                              {}
 func (Nop) InboxLag(time.Duration)                   {}
+func (Nop) LiveDropped(int)                          {}
 
 // Faults are the deterministic fault injection points of a session (tests;
 // nil in production). The owner process's Faults map onto them.

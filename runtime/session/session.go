@@ -48,6 +48,7 @@ type Session struct {
 	pendingOutbox []wire.Event
 	pendingDue    string
 	due           string // the step due as of the last commit (dueStep)
+	bootDue       string // the step in flight at boot: a re-run (cleared at its start)
 	stopped       bool
 	hibernated    atomic.Bool   // stopped by hibernating
 	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
@@ -75,6 +76,7 @@ func New(env *Env, b Boot) (*Session, error) {
 		outbox: b.Checkpoint.Outbox, stateRef: b.Checkpoint.stateRef,
 	}
 	s.hist, s.due = b.Checkpoint.hist, dueStep(snap)
+	s.bootDue = s.due
 	if s.hist == nil {
 		s.hist = newHistory(env)
 	}

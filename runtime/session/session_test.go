@@ -76,6 +76,15 @@ func newRig(t *testing.T, mutate ...func(*session.Env)) *rig {
 // start creates the session's record and runs it (runtime.BootNew).
 func (r *rig) start() {
 	r.t.Helper()
+	r.create()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.t.Cleanup(func() { cancel(); <-r.done })
+	go func() { r.done <- r.s.Run(ctx, runtime.BootNew) }()
+}
+
+// create creates the session's record and its Session (not yet running).
+func (r *rig) create() {
+	r.t.Helper()
 	cp, err := session.EncodeNew(r.id, nil)
 	if err != nil {
 		r.t.Fatal(err)
@@ -93,9 +102,6 @@ func (r *rig) start() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.t.Cleanup(func() { cancel(); <-r.done })
-	go func() { r.done <- r.s.Run(ctx, runtime.BootNew) }()
 }
 
 // send publishes a command to the session's stable address.

@@ -15,13 +15,27 @@ import (
 // step: a panic is recovered (agent_panic), a step past the step timeout
 // fails (step_timeout) whether or not it returns, and an invalid result
 // fails with its code. A result that comes after the timeout is discarded.
+//
+// The step streams through its own streamer (live.go): a step the boot
+// found in flight is re-run after message.discarded, and a step whose
+// result will not be committed ends with one.
 func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 	stepCtx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
+	live, rerun := s.newStreamer(r.Input), s.bootDue != "" && s.bootDue == r.Input.Key()
+	s.bootDue = ""
 	go func() {
 		defer cancel()
+		if rerun {
+			live.discard()
+		}
 		began := time.Now()
-		d := s.execStep(stepCtx, r.Input)
+		sctx := stepCtx
+		if live != nil {
+			sctx = runtime.WithSink(stepCtx, live)
+		}
+		d := s.execStep(sctx, r.Input)
+		live.finish(d.Result.Error != "" || stepCtx.Err() != nil)
 		s.env.Observer.StepDone(d, time.Since(began))
 		select {
 		case s.steps <- d:
