@@ -85,7 +85,10 @@
 // # Options
 //
 // Main's [Option] values name the binary ([WithName]), replace its help
-// text ([WithAbout]) and add the test aids a test binary opts into: the
+// text ([WithAbout]), add flags of the binary's own beside owner's
+// ([WithFlags]: registered before parsing, listed by --help, checked after
+// it; a clash with an owner flag is a usage error) and add the test aids a
+// test binary opts into: the
 // crash points of --fault ([WithFaultFlag]) and the execution log of
 // --exec-log ([WithExecLog]). bin/owner (cmd/owner) offers both.
 //

@@ -3,9 +3,11 @@ package owner_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
@@ -46,6 +48,40 @@ func ExampleMain_testAids() {
 	agent := &demo.Agent{}
 	owner.Main(agent, owner.WithFaultFlag(),
 		owner.WithExecLog(func(l runtime.ExecLog, processID string) { agent.Log, agent.Process = l, processID }))
+}
+
+// withFlagsMain is the main function of a binary with a flag of its own,
+// --model: WithFlags registers it beside every owner flag, and its check
+// refuses an empty value before anything runs. The agent reads the value
+// once Main has parsed it.
+func withFlagsMain() {
+	var model string
+	owner.Main(echo{}, owner.WithName("myowner"), owner.WithFlags(
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&model, "model", "gpt-4o-mini", "the model the agent calls")
+		},
+		func() error {
+			if model == "" {
+				return errors.New("--model: want a model name")
+			}
+			return nil
+		}))
+}
+
+// A binary's own flags: --help lists --model with owner's flags, and the
+// check's error is a usage error (exit 2). withFlagsMain above is the
+// binary's main; the example runs it as a process of its own.
+func ExampleWithFlags() {
+	help, code := runMain("withflags", "--help")
+	fmt.Println(code, strings.Contains(help, "the model the agent calls (default \"gpt-4o-mini\")"))
+	out, code := runMain("withflags", "--deployment-id", "v1", "--model", "")
+	fmt.Print(out)
+	fmt.Println("exit", code)
+	// Output:
+	// 0 true
+	// myowner: usage: --model: want a model name
+	// Run 'myowner --help' for the flags.
+	// exit 2
 }
 
 // Run an owner on an embedded NATS server, deliver a message through an

@@ -29,6 +29,9 @@ func parseFlags(args []string, o options) (flags, error) {
 	f := flags{cfg: DefaultConfig()}
 	fs := flag.NewFlagSet(o.name, flag.ContinueOnError)
 	f.register(fs, o)
+	if err := o.registerOwn(fs); err != nil {
+		return f, err
+	}
 	if err := app.ParseFlags(fs, args, o.about); err != nil {
 		return f, err
 	}
@@ -44,8 +47,10 @@ func parseFlags(args []string, o options) (flags, error) {
 	if err := f.common.ValidateLog(); err != nil {
 		return f, err
 	}
-	_, err = parseFaults(f.fault, slog.New(slog.DiscardHandler))
-	return f, err
+	if _, err := parseFaults(f.fault, slog.New(slog.DiscardHandler)); err != nil {
+		return f, err
+	}
+	return f, o.checkOwn()
 }
 
 // checkNATSOnly refuses the flags that have no meaning for a NATS server

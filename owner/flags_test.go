@@ -3,6 +3,8 @@ package owner
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -149,5 +151,88 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := Run(t.Context(), cfg, nil); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "no agent") {
 		t.Errorf("Run without an agent: %v", err)
+	}
+}
+
+// WithFlags: the binary's flags are parsed with owner's and listed by
+// --help; check runs after parsing, and its error, a clash with an owner
+// flag, a name registered twice or a nil register is a usage error.
+func TestWithFlags(t *testing.T) {
+	var model string
+	var retries int
+	checked := 0
+	register := func(fs *flag.FlagSet) {
+		fs.StringVar(&model, "model", "gpt-4o-mini", "the model the agent calls")
+		fs.IntVar(&retries, "model-retries", 4, "retries of a failed model call")
+	}
+	check := func() error {
+		checked++
+		if retries < 0 {
+			return fmt.Errorf("--model-retries %d: want ≥ 0", retries)
+		}
+		return nil
+	}
+	o := mustOptions(t, WithFlags(register, check))
+	f, err := parseFlags([]string{"--deployment-id", "v1", "--model", "llama3.2", "--max-steps-per-turn", "9"}, o)
+	if err != nil || model != "llama3.2" || retries != 4 || f.cfg.MaxStepsPerTurn != 9 || checked != 1 {
+		t.Fatalf("parse: %v; model %q, retries %d, max steps %d, checked %d", err, model, retries, f.cfg.MaxStepsPerTurn, checked)
+	}
+	_, err = parseFlags([]string{"--deployment-id", "v1", "--model-retries", "-1"}, o)
+	if !errors.Is(err, app.ErrUsage) || !strings.Contains(err.Error(), "--model-retries -1: want ≥ 0") {
+		t.Fatalf("check's error: %v, want a usage error", err)
+	}
+	checked = 0
+	if _, err := parseFlags([]string{"--deployment-id", "v1", "--lease-ttl", "1500ms"}, o); !errors.Is(err, app.ErrUsage) || checked != 0 {
+		t.Fatalf("a bad owner flag: %v, checked %d; want owner's usage error before check runs", err, checked)
+	}
+	if _, err := parseFlags([]string{"--nats-only"}, o); err != nil || checked != 0 {
+		t.Fatalf("--nats-only: %v, checked %d; want no check", err, checked)
+	}
+	if _, err := parseFlags([]string{"--deployment-id", "v1"}, mustOptions(t, WithFlags(register, nil))); err != nil {
+		t.Fatalf("a nil check: %v", err)
+	}
+	for _, tc := range []struct {
+		reason string
+		opts   []Option
+	}{
+		{"--lease-ttl already defined", []Option{WithFlags(func(fs *flag.FlagSet) { fs.Duration("lease-ttl", 0, "mine") }, nil)}},
+		{"--deployment-id already defined", []Option{WithFlags(func(fs *flag.FlagSet) { fs.String("deployment-id", "", "mine") }, nil)}},
+		{"--model already defined", []Option{WithFlags(register, nil), WithFlags(func(fs *flag.FlagSet) { fs.String("model", "", "again") }, nil)}},
+		{"register panicked", []Option{WithFlags(func(fs *flag.FlagSet) { fs.String("x", "", ""); fs.String("x", "", "") }, nil)}},
+	} {
+		_, err := parseFlags([]string{"--deployment-id", "v1"}, mustOptions(t, tc.opts...))
+		if !errors.Is(err, app.ErrUsage) || !errors.Is(err, ErrOption) || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%s: %v, want a usage error (ErrOption) naming it", tc.reason, err)
+		}
+	}
+	if _, err := newOptions([]Option{WithFlags(nil, check)}); !errors.Is(err, ErrOption) {
+		t.Errorf("a nil register: %v, want ErrOption", err)
+	}
+}
+
+// --help lists the binary's flags with their defaults; a check error and
+// a clash exit 2 with the usage line.
+func TestWithFlagsHelpAndExit(t *testing.T) {
+	var model string
+	b := binary(nil, mustOptions(t, WithName("llm"), WithFlags(
+		func(fs *flag.FlagSet) { fs.StringVar(&model, "model", "gpt-4o-mini", "the model the agent calls") },
+		func() error { return errors.New("--model: empty") })))
+	var stdout, stderr bytes.Buffer
+	if code := app.Exec(t.Context(), b, []string{"--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--help: exit %d, %s", code, stderr.String())
+	}
+	for _, want := range []string{"-model string", "the model the agent calls (default \"gpt-4o-mini\")", "-lease-ttl"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("--help lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	code := app.Exec(t.Context(), b, []string{"--deployment-id", "v1"}, &stdout, &stderr)
+	if code != 2 || !strings.HasPrefix(stderr.String(), "llm: usage: --model: empty") {
+		t.Fatalf("exit %d, stderr %q; want 2 with check's error", code, stderr.String())
+	}
+	stderr.Reset()
+	clash := binary(nil, mustOptions(t, WithFlags(func(fs *flag.FlagSet) { fs.Int("replicas", 1, "mine") }, nil)))
+	if code := app.Exec(t.Context(), clash, []string{"--help"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--replicas already defined") {
+		t.Fatalf("a clash: exit %d, stderr %q; want 2 naming the flag", code, stderr.String())
 	}
 }

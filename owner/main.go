@@ -2,6 +2,7 @@ package owner
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,8 +50,8 @@ aborts). With an empty --nats-url it embeds a NATS server (JetStream, store
 --data-dir); with --nats-only it runs only that server, for owners and
 ingresses of any deployment to connect to.`
 
-// Option changes what Main offers: the binary's name and help text, and
-// the test aids it opts into. An Option built with a bad argument makes
+// Option changes what Main offers: the binary's name and help text, flags
+// of its own, and the test aids it opts into. An Option built with a bad argument makes
 // Main exit with a usage error (ErrOption).
 type Option func(*options) error
 
@@ -59,6 +60,7 @@ type options struct {
 	about  string
 	fault  bool                                      // --fault
 	attach func(l runtime.ExecLog, processID string) // --exec-log
+	own    []ownFlags                                // WithFlags, in order
 }
 
 func newOptions(opts []Option) (options, error) {
@@ -87,6 +89,27 @@ func WithName(name string) Option {
 func WithAbout(text string) Option {
 	return func(o *options) error {
 		o.about = text
+		return nil
+	}
+}
+
+// WithFlags adds flags of the binary's own to Main's: register adds them
+// to Main's flag set before the command line is parsed (--help lists them
+// beside owner's), and check, when not nil, runs once parsing and owner's
+// own checks succeeded (not for --help, --version or --nats-only), to
+// check their values or build what they configure. An error of check is a
+// usage error: Main prints it and exits 2, as for a bad owner flag. A
+// flag whose name is already an owner flag (or one of an earlier
+// WithFlags) is refused the same way, naming it, before anything runs;
+// so is a register that panics (a name it defines twice). The flags'
+// values are set when Run starts, so an agent reads what check left
+// behind, never the flag variables before Main parsed them.
+func WithFlags(register func(fs *flag.FlagSet), check func() error) Option {
+	return func(o *options) error {
+		if register == nil {
+			return fmt.Errorf("%w: WithFlags: a nil register", ErrOption)
+		}
+		o.own = append(o.own, ownFlags{register: register, check: check})
 		return nil
 	}
 }

@@ -8,7 +8,7 @@
 # (internal/harness) is imported only by tests and cmd/e2e, and holds no
 # owner-side package but through its subpackage inproc; the public owner
 # SDK (owner) holds no test plumbing, and cmd/owner is owner with the demo
-# agent; nothing imports cmd.
+# agent; the examples import public packages only; nothing imports cmd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/baton-rt/baton
@@ -54,5 +54,12 @@ fi
 # not even through another package.
 forbid ./owner "^$mod/internal/(harness|natstest|proctest|testsize)(/|\$)"
 check ./cmd/owner "^$mod/(owner|runtime|runtime/demo)\$"
+# examples/...: what another module's binary could be. Its code (not its
+# tests) imports only the public packages owner, runtime, wire and subjects.
+if [ -d examples ]; then
+  for imp in $(go list ./examples/...); do
+    check "./${imp#"$mod"/}" "^$mod/(owner|runtime|wire|subjects)\$"
+  done
+fi
 if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/cmd/" ; then echo "deps: nothing may import cmd/"; fail=1; fi
 exit $fail

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/baton-rt/baton/runtime"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Agent is the LLM agent: a step is one streamed Chat Completions call
+// with the session's history, plus the tool calls the model answered with.
+// A step whose answer has tool calls runs them, appends the assistant entry
+// with the calls and one tool entry per result, and continues the turn; a
+// step whose answer has none says it (message.output and an assistant
+// entry) and ends the turn. Its only state is what remember keeps
+// (StepResult.State).
+type Agent struct {
+	cfg    Config
+	client openai.Client
+}
+
+// New is the agent of cfg.
+func New(cfg Config) (*Agent, error) {
+	a := &Agent{}
+	return a, a.configure(cfg)
+}
+
+// configure checks cfg and builds the client: the environment's options
+// (OPENAI_BASE_URL, OPENAI_API_KEY), cfg.Options, and no SDK retries (the
+// agent retries itself, see call).
+func (a *Agent) configure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	opts := append(append([]option.RequestOption{}, cfg.Options...), option.WithMaxRetries(0))
+	a.cfg, a.client = cfg, openai.NewClient(opts...)
+	return nil
+}
+
+// EventKinds implements runtime.Agent: message.output only.
+func (*Agent) EventKinds() []string { return nil }
+
+// Step implements runtime.Agent: one model call, streamed to the step's
+// live output, then the tool calls it returned. A cancelled or timed-out
+// step returns the context's error (the runtime records the cancel or the
+// timeout); a model that fails is a failed step with one of the codes of
+// errors.go.
+func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult, error) {
+	if err := ctx.Err(); err != nil {
+		return runtime.StepResult{}, err
+	}
+	r, err := a.call(ctx, in.Stream(ctx), a.request(in))
+	if ctx.Err() != nil {
+		return runtime.StepResult{}, ctx.Err()
+	}
+	var me *ModelError
+	if errors.As(err, &me) {
+		return runtime.Failed(me.Code, err), nil
+	}
+	if err != nil {
+		return runtime.Failed(CodeModelUnavailable, err), nil
+	}
+	return a.result(in, r)
+}
+
+// result is the step's result of the model's answer r.
+func (a *Agent) result(in runtime.StepInput, r answer) (runtime.StepResult, error) {
+	out := runtime.StepResult{Outcome: runtime.OutcomeDone, Usage: r.usage}
+	if r.text != "" {
+		out.Events = []runtime.Event{runtime.Output(r.text)}
+	}
+	if len(r.calls) == 0 {
+		if r.text != "" {
+			out.History = []runtime.Entry{runtime.AssistantText(r.text)}
+		}
+		return out, nil
+	}
+	mem, err := loadMemory(in.State)
+	if err != nil {
+		return runtime.StepResult{}, err
+	}
+	entry := runtime.Entry{Role: runtime.RoleAssistant}
+	if r.text != "" {
+		entry.Content = []runtime.Part{runtime.TextPart(r.text)}
+	}
+	out.History = []runtime.Entry{entry}
+	for i, c := range r.calls {
+		if c.ID == "" { // a server that sends no IDs: one stable across re-runs
+			c.ID = fmt.Sprintf("call_%s_%d_%d", in.TurnID, in.Step, i)
+		}
+		entry.ToolCalls = append(entry.ToolCalls, c.wire())
+		text, isError := run(c, mem)
+		out.History = append(out.History, runtime.ToolResult(c.ID, text, isError))
+	}
+	out.History[0] = entry
+	out.Outcome = runtime.OutcomeContinue
+	if mem.changed {
+		out.State, err = mem.encode()
+	}
+	return out, err
+}

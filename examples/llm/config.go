@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Config is the agent's configuration: the binary's own flags (Register)
+// and what tests set besides.
+type Config struct {
+	// Model is the model every request names (--model).
+	Model string
+	// SystemPrompt, when not empty, is the first message of every request
+	// (--system-prompt).
+	SystemPrompt string
+	// Retries is how often a model call that failed with 429, a 5xx or a
+	// broken connection is retried within the step (--model-retries).
+	Retries int
+	// RetryMaxWait caps one wait between attempts, whether the backoff's
+	// or a Retry-After header's (--model-retry-max-wait).
+	RetryMaxWait time.Duration
+	// RetryFirstWait is the backoff's first wait; each next one doubles it
+	// (with jitter), up to RetryMaxWait.
+	RetryFirstWait time.Duration
+	// Options are the SDK's request options after those of the
+	// environment (OPENAI_BASE_URL, OPENAI_API_KEY, …): tests point the
+	// client at their fake this way. The SDK's own retries are always off.
+	Options []option.RequestOption
+
+	timer backoff.Timer // the wait between attempts (tests: one that records); nil: real time
+}
+
+// Defaults.
+const (
+	DefaultModel          = "gpt-4o-mini"
+	DefaultRetries        = 4
+	DefaultRetryMaxWait   = 30 * time.Second
+	DefaultRetryFirstWait = 500 * time.Millisecond
+)
+
+// DefaultConfig is the configuration the flags default to.
+func DefaultConfig() Config {
+	return Config{Model: DefaultModel, Retries: DefaultRetries, RetryMaxWait: DefaultRetryMaxWait, RetryFirstWait: DefaultRetryFirstWait}
+}
+
+// Register adds the binary's flags to fs (owner.WithFlags' register).
+func (c *Config) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.Model, "model", c.Model, "the model of every Chat Completions request (OPENAI_BASE_URL and OPENAI_API_KEY from the environment name the server)")
+	fs.StringVar(&c.SystemPrompt, "system-prompt", c.SystemPrompt, "the system message that opens every request (empty: none)")
+	fs.IntVar(&c.Retries, "model-retries", c.Retries, "retries of a model call answered with 429 or a 5xx, or cut off before any output, within the step (then the step fails with model_unavailable; 0: none)")
+	fs.DurationVar(&c.RetryMaxWait, "model-retry-max-wait", c.RetryMaxWait, "the longest wait before a retry, whether the exponential backoff's or the server's Retry-After")
+}
+
+// Validate checks every value, naming the flag of a bad one.
+func (c Config) Validate() error {
+	switch {
+	case c.Model == "":
+		return fmt.Errorf("%w: --model: want a model name", ErrConfig)
+	case c.Retries < 0 || c.Retries > 100:
+		return fmt.Errorf("%w: --model-retries %d: want 0 to 100", ErrConfig, c.Retries)
+	case c.RetryMaxWait <= 0:
+		return fmt.Errorf("%w: --model-retry-max-wait %s: want more than 0", ErrConfig, c.RetryMaxWait)
+	case c.RetryFirstWait <= 0:
+		return fmt.Errorf("%w: the first retry wait %s: want more than 0", ErrConfig, c.RetryFirstWait)
+	}
+	return nil
+}
