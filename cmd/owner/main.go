@@ -7,6 +7,9 @@
 package main
 
 import (
+	"flag"
+	"fmt"
+
 	"github.com/baton-rt/baton/owner"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
@@ -14,8 +17,22 @@ import (
 
 func main() {
 	agent := &demo.Agent{}
+	var effectsLog string
 	owner.Main(agent, owner.WithAbout(about), owner.WithFaultFlag(),
-		owner.WithExecLog(func(l runtime.ExecLog, processID string) { agent.Log, agent.Process = l, processID }))
+		owner.WithExecLog(func(l runtime.ExecLog, processID string) { agent.Log, agent.Process = l, processID }),
+		owner.WithFlags(func(fs *flag.FlagSet) {
+			fs.StringVar(&effectsLog, "effects-log", "", "TEST ONLY: append one JSON line per real execution of a demo /effects call to this file ({\"sessionId\",\"stepKey\",\"call\",\"key\"}; replayed calls are not logged)")
+		}, func() error {
+			if effectsLog == "" {
+				return nil
+			}
+			l, err := demo.OpenEffectsLog(effectsLog)
+			if err != nil {
+				return fmt.Errorf("--effects-log: %w", err)
+			}
+			agent.Effects = l
+			return nil
+		}))
 }
 
 const about = `Runs an owner pool process of one exact deployment: it holds a lease, serves

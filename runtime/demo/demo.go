@@ -143,8 +143,9 @@ func render(c runtime.Command) string {
 
 // effects makes n journaled calls (arg "<n> <dur>", n ≤ 64), each
 // sleeping dur (honouring ctx) and recording its real execution in the
-// effects log; a replayed call records nothing. The step's output lists
-// the calls' results.
+// effects log; a replayed call records nothing. Call i's result is
+// "effect i done by <process>" (the process that executed it); the step's
+// output lists the results.
 func (a *Agent) effects(ctx context.Context, in runtime.StepInput, arg string, r runtime.StepResult) (runtime.StepResult, error) {
 	ns, ds, _ := strings.Cut(arg, " ")
 	n, _ := strconv.Atoi(ns)
@@ -158,7 +159,7 @@ func (a *Agent) effects(ctx context.Context, in runtime.StepInput, arg string, r
 			if a.Effects != nil {
 				a.Effects.Record(Effect{SessionID: in.SessionID, StepKey: in.Key(), Call: i, Key: key})
 			}
-			return []byte(fmt.Sprintf("effect %d done", i)), nil
+			return []byte(fmt.Sprintf("effect %d done by %s", i, a.Process)), nil
 		})
 		if err != nil {
 			return runtime.StepResult{}, err

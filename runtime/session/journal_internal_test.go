@@ -188,3 +188,94 @@ func (m *journalModel) effect(pos int, name string) runtime.EffectFunc {
 }
 
 func resultOf(gen, pos int) string { return fmt.Sprintf("result %d of generation %d", pos, gen) }
+
+// Two runs of one step race on its journal: the stale run (a frozen owner
+// resumed) executes a call its successor already recorded; its Do returns
+// the successor's recorded result, not its own.
+func TestJournalLostRaceReturnsTheWinnersResult(t *testing.T) {
+	store := newMapJournal()
+	in := runtime.StepInput{SessionID: "01SESSION000000000000000AA", TurnID: "t2", Step: 1}
+	ctx := context.Background()
+	call := func(who string) runtime.EffectFunc {
+		return func(context.Context, string) ([]byte, error) { return []byte("by " + who), nil }
+	}
+	stale := testJournal(store, in, false)
+	if res, err := stale.Do(ctx, "model", call("stale")); err != nil || string(res) != "by stale" {
+		t.Fatalf("stale call 1: %q %v", res, err)
+	}
+	// The stale run freezes; its successor re-runs the step.
+	next := testJournal(store, in, true)
+	if res, err := next.Do(ctx, "model", call("successor")); err != nil || string(res) != "by stale" {
+		t.Fatalf("successor call 1: %q %v, want the recorded result", res, err)
+	}
+	if res, err := next.Do(ctx, "pay", call("successor")); err != nil || string(res) != "by successor" {
+		t.Fatalf("successor call 2: %q %v", res, err)
+	}
+	// The stale run resumes and makes call 2: the successor's result stands.
+	res, err := stale.Do(ctx, "pay", call("stale"))
+	if err != nil || string(res) != "by successor" {
+		t.Fatalf("stale call 2: %q %v, want the successor's recorded result", res, err)
+	}
+	if store.writes != 2 {
+		t.Fatalf("%d entries written, want 2", store.writes)
+	}
+}
+
+// A call's final error is recorded: the re-run gets it back without
+// calling fn. A call cut short by its context's end records nothing.
+func TestJournalRecordsErrorsNotCancellations(t *testing.T) {
+	store := newMapJournal()
+	in := runtime.StepInput{SessionID: "01SESSION000000000000000AA", TurnID: "t3", Step: 2}
+	ctx := context.Background()
+	j := testJournal(store, in, false)
+	if _, err := j.Do(ctx, "search", func(context.Context, string) ([]byte, error) { return nil, errors.New("no results") }); err == nil {
+		t.Fatal("the call's error was not returned")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := j.Do(cctx, "model", func(ctx context.Context, _ string) ([]byte, error) { return nil, ctx.Err() }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if store.writes != 1 {
+		t.Fatalf("%d entries written, want 1 (the error, not the cancellation)", store.writes)
+	}
+	again := testJournal(store, in, true)
+	_, err := again.Do(ctx, "search", func(context.Context, string) ([]byte, error) {
+		t.Fatal("a call with a recorded error ran again")
+		return nil, nil
+	})
+	var ee *runtime.EffectError
+	if !errors.As(err, &ee) || ee.Message != "no results" {
+		t.Fatalf("replayed error: %v", err)
+	}
+	if res, err := again.Do(ctx, "model", func(context.Context, string) ([]byte, error) { return []byte("ok"), nil }); err != nil || string(res) != "ok" {
+		t.Fatalf("the cancelled call on the re-run: %q %v", res, err)
+	}
+}
+
+// A result over wire.MaxJournalInline goes to the blob store; the re-run
+// gets it back whole.
+func TestJournalLargeResultOutOfLine(t *testing.T) {
+	store := newMapJournal()
+	in := runtime.StepInput{SessionID: "01SESSION000000000000000AA", TurnID: "t4", Step: 1}
+	blobs := newBlobStore(&mapBlobs{m: map[string][]byte{}})
+	big := []byte(strings.Repeat("x", 200<<10))
+	j := testJournal(store, in, false)
+	j.blobs = blobs
+	if _, err := j.Do(context.Background(), "fetch", func(context.Context, string) ([]byte, error) { return big, nil }); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range store.m {
+		if len(v) > 1<<10 {
+			t.Fatalf("entry %s is %d bytes: the result was stored inline", k, len(v))
+		}
+	}
+	again := testJournal(store, in, true)
+	again.blobs = blobs
+	res, err := again.Do(context.Background(), "fetch", func(context.Context, string) ([]byte, error) {
+		return nil, errors.New("ran again")
+	})
+	if err != nil || string(res) != string(big) {
+		t.Fatalf("replayed large result: %d bytes, %v", len(res), err)
+	}
+}
