@@ -111,6 +111,7 @@ func (m *Machine) cancelTurn() {
 	}
 	m.cancelTurnWaits()
 	m.snap.Turn = nil
+	m.closeToolCalls(ToolCancelled)
 	m.emit(wire.TurnCancelled{TurnID: t.ID})
 	m.emit(wire.SessionWaiting{Reason: wire.WaitMessage})
 }
@@ -192,6 +193,7 @@ func (m *Machine) setPaused(p bool, b wire.EventBody) {
 func (m *Machine) finalize(reason string) {
 	if t := m.snap.Turn; t != nil {
 		m.cancelTurnWaits()
+		m.closeToolCalls(ToolCancelled)
 		m.emit(wire.TurnCancelled{TurnID: t.ID})
 		m.snap.Turn = nil
 	}

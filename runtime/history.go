@@ -170,3 +170,42 @@ func clonePayloads(ps []Payload) []Payload {
 
 // jsonText is a JSON value as history text (its compact encoding).
 func jsonText(v json.RawMessage) string { return string(v) }
+
+// Contents of the tool entries the runtime synthesizes for calls left
+// without a result when a turn ends (closeToolCalls).
+const (
+	ToolCancelled = "cancelled"
+	ToolNotRun    = "not run: the turn ended"
+)
+
+// danglingScan bounds how far back closeToolCalls looks for tool calls
+// without a result (a turn's own entries; older turns were closed when
+// they ended).
+const danglingScan = 1024
+
+// closeToolCalls appends a tool entry (IsError, content text) for each tool
+// call of the history's recent assistant entries that has no tool entry,
+// in call order, so the next model request carries no unanswered call:
+// providers refuse one. An agent that commits tool calls in one step and
+// runs them in a later one leaves them open if the turn ends first.
+func (m *Machine) closeToolCalls(text string) {
+	h := m.snap.History
+	answered := map[string]bool{}
+	var open []string
+	for i := len(h) - 1; i >= 0 && i >= len(h)-danglingScan; i-- {
+		e := h[i]
+		if e.Role == RoleTool && e.ToolCallID != "" {
+			answered[e.ToolCallID] = true
+		}
+		for j := len(e.ToolCalls) - 1; j >= 0; j-- {
+			if id := e.ToolCalls[j].ID; id != "" && !answered[id] {
+				open = append(open, id)
+				answered[id] = true
+			}
+		}
+	}
+	for i := len(open) - 1; i >= 0; i-- {
+		m.snap.History = append(m.snap.History, ToolResult(open[i], text, true))
+		m.st.dirty = true
+	}
+}

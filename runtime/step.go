@@ -147,6 +147,7 @@ func (m *Machine) completeTurn(t *Turn) { m.endTurn(t, wire.StopDone) }
 // endTurn completes the turn for reason; the session waits for a message.
 func (m *Machine) endTurn(t *Turn, reason string) {
 	m.snap.Turn = nil
+	m.closeToolCalls(ToolNotRun)
 	m.emit(turnCompleted(t, reason))
 	m.emit(wire.SessionWaiting{Reason: wire.WaitMessage})
 }
