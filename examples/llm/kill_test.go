@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -83,4 +84,25 @@ func TestKillDuringModelCall(t *testing.T) {
 	st.say(id, "thanks")
 	ev.until("the second turn.completed", kind(wire.EventTurnCompleted))
 	wantMessages(t, st.fake, 4, append(msgs, `{"content":"12*7 is 84.","role":"assistant"}`, `{"content":"thanks","role":"user"}`))
+}
+
+// The binary's own flags: --help lists them beside owner's, a bad value
+// is a usage error (exit 2) naming the flag, before anything runs.
+func TestBinaryFlags(t *testing.T) {
+	t.Parallel()
+	bin := proctest.Build(t, "github.com/baton-rt/baton/examples/llm")
+	out, err := exec.Command(bin, "--help").CombinedOutput()
+	for _, want := range []string{"Usage: llm [flags]", "-model string", `(default "gpt-4o-mini")`, "-system-prompt", "-model-retries int",
+		"-model-retry-max-wait duration", "-max-tokens-per-turn", "OPENAI_BASE_URL"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("--help: %v, lacks %q:\n%s", err, want, out)
+		}
+	}
+	for _, args := range [][]string{{"--model", ""}, {"--model-retries", "-1"}, {"--model-retry-max-wait", "0s"}} {
+		cmd := exec.Command(bin, append([]string{"--deployment-id", deployment}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 || !strings.HasPrefix(string(out), "llm: usage: "+args[0]) {
+			t.Errorf("%v: %v, exit %d, %q; want a usage error naming the flag", args, err, cmd.ProcessState.ExitCode(), out)
+		}
+	}
 }

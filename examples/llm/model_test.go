@@ -119,9 +119,10 @@ func TestMalformedResponse(t *testing.T) {
 	}
 }
 
-// A stream cut off before any text went live is retried; once text went
-// live, it fails the step with model_unavailable instead (a retry would
-// show the answer twice; the runtime discards the step's deltas).
+// A stream cut off (or an error event in it) before any text went live is
+// retried; once text went live, a cut fails the step with
+// model_unavailable instead (a retry would show the answer twice; the
+// runtime discards the step's deltas).
 func TestStreamCutOff(t *testing.T) {
 	cut := func(chunks ...string) reply {
 		return func(x *exchange) {
@@ -139,10 +140,14 @@ func TestStreamCutOff(t *testing.T) {
 	if r := step(t, a, newSink(), input(1, "", userText("hi"))); r.Outcome != runtime.OutcomeDone || f.count() != 2 {
 		t.Fatalf("cut off before any text: %+v after %d requests, want done after a retry", r, f.count())
 	}
+	f.push(stream(`{"error":{"message":"overloaded","type":"server_error"}}`), stream(text("ok"), stop("stop")))
+	if r := step(t, a, newSink(), input(1, "", userText("hi"))); r.Outcome != runtime.OutcomeDone || f.count() != 4 {
+		t.Fatalf("an error event before any text: %+v after %d requests, want done after a retry", r, f.count())
+	}
 	f.push(cut(text("Hel")), stream(text("Hello"), stop("stop")))
 	s := newSink()
 	r := step(t, a, s, input(1, "", userText("hi")))
-	if r.Code != CodeModelUnavailable || f.count() != 3 || !slices.Equal(s.all(), []string{"Hel"}) {
+	if r.Code != CodeModelUnavailable || f.count() != 5 || !slices.Equal(s.all(), []string{"Hel"}) {
 		t.Fatalf("cut off after text: %+v after %d requests, deltas %q; want model_unavailable, no retry", r, f.count(), s.all())
 	}
 }
