@@ -40,6 +40,33 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+// The wait a 429 or 503 names: retry-after-ms first, then Retry-After in
+// seconds (fractions too) or as an HTTP date; nothing usable is 0.
+func TestRetryAfterHeader(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		header []string
+		want   time.Duration
+	}{
+		{[]string{"Retry-After", "7"}, 7 * time.Second},
+		{[]string{"Retry-After", "0.25"}, 250 * time.Millisecond},
+		{[]string{"Retry-After", "7", "Retry-After-Ms", "20"}, 20 * time.Millisecond},
+		{[]string{"Retry-After", now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second},
+		{[]string{"Retry-After", now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
+		{[]string{"Retry-After", "soon"}, 0},
+		{[]string{"Retry-After", "-3"}, 0},
+		{nil, 0},
+	} {
+		h := http.Header{}
+		for i := 0; i+1 < len(tc.header); i += 2 {
+			h.Set(tc.header[i], tc.header[i+1])
+		}
+		if got := retryAfter(h, now); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.header, got, tc.want)
+		}
+	}
+}
+
 // A model that keeps answering 500 costs the bounded retries — each wait
 // of the exponential backoff within its cap — and then fails the step with
 // model_unavailable; so does a 503 and a refused connection. A 400 or a
