@@ -18,7 +18,9 @@ import (
 const faultUsage = "TEST ONLY — never in production: SIGKILL this process at a fault point, comma-separated: " +
 	"crash-after-commit:N (right after the Nth commit CAS succeeded, before its events are published), " +
 	"crash-after-index:N (after the Nth recovery/wake/takeover index write, before the claim), " +
-	"crash-after-claim:N (after the Nth recovery/wake/takeover claim CAS, before the consumer is created)"
+	"crash-after-claim:N (after the Nth recovery/wake/takeover claim CAS, before the consumer is created), " +
+	"crash-after-journal:N (right after the Nth journal entry of a step was written, before StepInput.Do returns), " +
+	"crash-before-commit:N (when the Nth step result reached its session, before the commit that folds it)"
 
 // parseFaults turns a --fault spec into driver fault hooks; "" is nil.
 func parseFaults(spec string, log *slog.Logger) (*pool.Faults, error) {
@@ -44,8 +46,12 @@ func parseFaults(spec string, log *slog.Logger) (*pool.Faults, error) {
 			f.AfterIndex = hook
 		case "crash-after-claim":
 			f.AfterClaim = hook
+		case "crash-after-journal":
+			f.AfterJournal = hook
+		case "crash-before-commit":
+			f.BeforeCommit = hook
 		default:
-			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim)", app.ErrUsage, name)
+			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim, crash-after-journal, crash-before-commit)", app.ErrUsage, name)
 		}
 	}
 	return f, nil

@@ -17,6 +17,12 @@ const (
 	CodeResultInvalid = wire.CodeResultInvalid
 	CodeAgentPanic    = wire.CodeAgentPanic
 	CodeStepTimeout   = wire.CodeStepTimeout
+	// CodeNondeterministic fails a re-run that asked for another journaled
+	// call than the recorded one (see [StepInput.Do]).
+	CodeNondeterministic = wire.CodeNondeterministic
+	// CodeJournalUnavailable fails a step whose journal could not be read
+	// or written.
+	CodeJournalUnavailable = wire.CodeJournalUnavailable
 )
 
 // Bounds of a step result's fields besides its events and state (those are

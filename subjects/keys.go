@@ -40,6 +40,13 @@ func ParseConsumer(name string) (string, uint64, error) {
 // SessionKey is a session record's key in the sessions bucket.
 func SessionKey(sessionID string) string { return sessionID }
 
+// JournalKey is the key of call n (1-based) of a step's journal in the
+// journal bucket: <sessionID>.<turnID>.<step>.<n> (the machine's turn IDs,
+// "t3", are valid key tokens).
+func JournalKey(sessionID, turnID string, step, n int) string {
+	return sessionID + "." + turnID + "." + strconv.Itoa(step) + "." + strconv.Itoa(n)
+}
+
 // HookKey is the key of an address hook in the hooks bucket: tok.<token>.
 func HookKey(token string) string { return hookPrefix + token }
 

@@ -50,6 +50,10 @@ func (n Names) HooksBucket() string { return n.prefix + "_hooks" }
 // records: baton_owners.
 func (n Names) OwnersBucket() string { return n.prefix + "_owners" }
 
+// JournalBucket is the KV bucket of steps' journals (durable effects):
+// baton_journal.
+func (n Names) JournalBucket() string { return n.prefix + "_journal" }
+
 // StateBucket is the object store for large session state: baton_state.
 func (n Names) StateBucket() string { return n.prefix + "_state" }
 

@@ -78,6 +78,12 @@ const (
 	CodeResultInvalid = "result_invalid"  // the step result itself: outcome, state, aliases, fields
 	CodeAgentPanic    = "agent_panic"     // the agent panicked in Step
 	CodeStepTimeout   = "step_timeout"    // the step ran past its timeout
+	// CodeNondeterministic: a re-run asked for another journaled call than
+	// the one recorded at a position (runtime.StepInput.Do).
+	CodeNondeterministic = "nondeterministic_step"
+	// CodeJournalUnavailable: the step's journal could not be read or
+	// written (the store unreachable past its retries).
+	CodeJournalUnavailable = "journal_unavailable"
 )
 
 // CommandRef names an inbox command by ID and inbox stream sequence.

@@ -170,7 +170,7 @@ func checkReplicas(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{"BATON_INBOX", "BATON_EVENTS", "BATON_TASKS", "KV_baton_sessions", "KV_baton_hooks", "KV_baton_owners", "KV_baton_receipts", "OBJ_baton_state"} {
+	for _, name := range []string{"BATON_INBOX", "BATON_EVENTS", "BATON_TASKS", "KV_baton_sessions", "KV_baton_hooks", "KV_baton_owners", "KV_baton_journal", "KV_baton_receipts", "OBJ_baton_state"} {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)

@@ -102,6 +102,23 @@ func ownersConfig(c Config) jetstream.KeyValueConfig {
 	}
 }
 
+// journalConfig: steps' journals (durable effects, runtime.StepInput.Do):
+// one create-only entry per journaled call, removed once the step's commit
+// landed, each with a per-key TTL as a safety net (kv.JournalTTL). One
+// revision per key: a per-key TTL below the marker TTL is honoured only
+// then.
+func journalConfig(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:         c.Names.JournalBucket(),
+		Description:    "Baton step journals: recorded results of journaled calls of uncommitted steps",
+		History:        1,
+		MaxValueSize:   JournalMaxValue,
+		Storage:        jetstream.FileStorage,
+		Replicas:       c.Replicas,
+		LimitMarkerTTL: JournalMarkerTTL,
+	}
+}
+
 func stateConfig(c Config) jetstream.ObjectStoreConfig {
 	return jetstream.ObjectStoreConfig{
 		Bucket:      c.Names.StateBucket(),

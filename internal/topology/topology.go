@@ -19,6 +19,12 @@ const (
 	DefaultMaxMsgSize      = 1 << 20
 	DefaultRecordMaxBytes  = wire.MaxRecordBytes // the checkpoint limit derives from it
 	DefaultLeaseMarkerTTL  = 5 * time.Minute
+	// JournalMarkerTTL is how long the journal bucket keeps the delete
+	// markers of removed entries (and enables its per-key TTLs).
+	JournalMarkerTTL = time.Hour
+	// JournalMaxValue is the largest journal entry (a larger result goes
+	// to the state object store).
+	JournalMaxValue = 64 << 10
 )
 
 // Config chooses the settings Baton creates its resources with.
@@ -65,6 +71,7 @@ type Topology struct {
 	Sessions jetstream.KeyValue
 	Hooks    jetstream.KeyValue
 	Owners   jetstream.KeyValue
+	Journal  jetstream.KeyValue
 	State    jetstream.ObjectStore
 	// Changes lists what this call created or updated ("created stream
 	// BATON_INBOX", "updated stream BATON_INBOX: max_consumers"); empty when
@@ -95,6 +102,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		cfg jetstream.KeyValueConfig
 	}{
 		{&t.Sessions, sessionsConfig(cfg)}, {&t.Hooks, hooksConfig(cfg)}, {&t.Owners, ownersConfig(cfg)},
+		{&t.Journal, journalConfig(cfg)},
 	} {
 		if *b.dst, err = t.ensureBucket(ctx, js, b.cfg); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ type Agent struct {
 	// Exit replaces os.Exit for the /crash directive (in-process tests);
 	// it must not return normally for the crash to be real.
 	Exit func(code int)
+	// Effects records each real execution of an /effects call (optional).
+	Effects interface{ Record(Effect) }
 }
 
 var _ runtime.Agent = (*Agent)(nil)
@@ -54,11 +57,11 @@ func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepRes
 	if err := ctx.Err(); err != nil {
 		return runtime.StepResult{}, err
 	}
-	return a.apply(ctx, last, r)
+	return a.apply(ctx, in, last, r)
 }
 
 // apply turns the deciding directive into the step's outcome.
-func (a *Agent) apply(ctx context.Context, d directive, r runtime.StepResult) (runtime.StepResult, error) {
+func (a *Agent) apply(ctx context.Context, in runtime.StepInput, d directive, r runtime.StepResult) (runtime.StepResult, error) {
 	switch d.name {
 	case "sleep":
 		return a.sleep(ctx, d.arg, r)
@@ -75,6 +78,8 @@ func (a *Agent) apply(ctx context.Context, d directive, r runtime.StepResult) (r
 	case "alias":
 		r.Aliases = []string{d.arg}
 	case "stream", "flood":
+	case "effects":
+		return a.effects(ctx, in, d.arg, r)
 	case "streamsleep":
 		arg, _, _ := strings.Cut(d.arg, " ")
 		return a.sleep(ctx, arg, r)
@@ -118,7 +123,7 @@ func parse(c runtime.Command) directive {
 	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
 	switch name {
 	case "sleep", "ask", "authorize", "task", "fail", "done", "alias",
-		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood":
+		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood", "effects":
 		return directive{name: name, arg: strings.TrimSpace(arg)}
 	}
 	return directive{}
@@ -134,6 +139,34 @@ func render(c runtime.Command) string {
 		return "task " + c.TaskID + ": " + string(c.Value) + c.TaskError
 	}
 	return c.Text
+}
+
+// effects makes n journaled calls (arg "<n> <dur>", n ≤ 64), each
+// sleeping dur (honouring ctx) and recording its real execution in the
+// effects log; a replayed call records nothing. The step's output lists
+// the calls' results.
+func (a *Agent) effects(ctx context.Context, in runtime.StepInput, arg string, r runtime.StepResult) (runtime.StepResult, error) {
+	ns, ds, _ := strings.Cut(arg, " ")
+	n, _ := strconv.Atoi(ns)
+	n, d := min(max(n, 0), 64), duration(strings.TrimSpace(ds))
+	var results []string
+	for i := 1; i <= n; i++ {
+		res, err := in.Do(ctx, "effect", func(ctx context.Context, key string) ([]byte, error) {
+			if err := a.wait(ctx, d); err != nil {
+				return nil, err
+			}
+			if a.Effects != nil {
+				a.Effects.Record(Effect{SessionID: in.SessionID, StepKey: in.Key(), Call: i, Key: key})
+			}
+			return []byte(fmt.Sprintf("effect %d done", i)), nil
+		})
+		if err != nil {
+			return runtime.StepResult{}, err
+		}
+		results = append(results, string(res))
+	}
+	r.Events = append(r.Events, runtime.Output(strings.Join(results, "; ")))
+	return r, nil
 }
 
 // streamWords sends text as live deltas, a word (with its trailing space)

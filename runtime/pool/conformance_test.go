@@ -12,7 +12,7 @@ import (
 
 // The JetStream ports pass the same suites as the in-memory ones
 // (runtime/session/memory's TestConformance): kv's record store and
-// appender, the inbox consumers, the state object store.
+// appender, the inbox consumers, the state object store, the journal.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	h := harness.For(t)
@@ -39,4 +39,9 @@ func TestConformance(t *testing.T) {
 		return kv.NewAppender(js, events, names.Events(id), id)
 	})
 	conformance.Blobs(t, func(*testing.T) session.Blobs { return jsBlobs{obs: func() objectStore { return obs }} })
+	journal, err := kv.OpenJournal(t.Context(), js, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Journal(t, func(*testing.T) session.JournalStore { return journal })
 }

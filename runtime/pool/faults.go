@@ -27,6 +27,12 @@ type Faults struct {
 	// AfterCommit runs right after a commit CAS succeeded, before any of
 	// the commit's events is published.
 	AfterCommit func(sessionID string)
+	// AfterJournal runs right after a step's journal entry was written,
+	// before StepInput.Do returns its result.
+	AfterJournal func(sessionID string)
+	// BeforeCommit runs when a step's result reached its session, before
+	// the commit that folds it.
+	BeforeCommit func(sessionID string)
 	// AfterIndex runs when Load (recovery, wake, takeover) has written the
 	// index entry and before it claims the session.
 	AfterIndex func(sessionID string)
@@ -136,5 +142,6 @@ func (f *Faults) session() *session.Faults {
 	return &session.Faults{
 		LoseCommitReply: f.LoseCommitReply, AliasHooked: f.AliasHooked, AfterCommit: f.AfterCommit,
 		AfterConsumer: f.AfterConsumer, Hibernating: f.Hibernating,
+		AfterJournal: f.AfterJournal, BeforeCommit: f.BeforeCommit,
 	}
 }

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
@@ -30,6 +31,7 @@ func (o *Owner) newEnv() error {
 		Observer: o.metrics,
 		Appender: func(id string) session.Appender { return o.appender(id) },
 		Live:     natsLive{nc: cfg.NC, names: cfg.Names, met: o.metrics},
+		Journal:  lazyJournal{o},
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
 		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
@@ -61,6 +63,50 @@ func (l natsLive) Publish(sessionID string, msg []byte) {
 	}
 	l.met.live.WithLabelValues("published").Inc()
 }
+
+// lazyJournal is session.JournalStore over the journal bucket Run opens.
+type lazyJournal struct{ o *Owner }
+
+func (l lazyJournal) store() (*kv.Journal, error) {
+	if j := l.o.journal.Load(); j != nil {
+		return j, nil
+	}
+	return nil, errors.New("driver: the journal bucket is not open yet")
+}
+
+func (l lazyJournal) Get(ctx context.Context, key string) ([]byte, uint64, error) {
+	j, err := l.store()
+	if err != nil {
+		return nil, 0, err
+	}
+	return j.Get(ctx, key)
+}
+
+func (l lazyJournal) Create(ctx context.Context, key string, data []byte) (uint64, error) {
+	j, err := l.store()
+	if err != nil {
+		return 0, err
+	}
+	return j.Create(ctx, key, data)
+}
+
+func (l lazyJournal) Update(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
+	j, err := l.store()
+	if err != nil {
+		return 0, err
+	}
+	return j.Update(ctx, key, data, rev)
+}
+
+func (l lazyJournal) Delete(ctx context.Context, key string) error {
+	j, err := l.store()
+	if err != nil {
+		return err
+	}
+	return j.Delete(ctx, key)
+}
+
+var _ session.JournalStore = (*kv.Journal)(nil)
 
 // host is session.Host for the sessions of o.
 type host struct{ o *Owner }

@@ -35,12 +35,13 @@ type Owner struct {
 	retrying  map[string]bool // boot attempts scheduled after the quarantine backoff
 	suspect   string          // the counted boot this process runs now (quarantine.go)
 	suspectAt time.Time
-	wg        sync.WaitGroup        // session goroutines
-	bg        sync.WaitGroup        // adoption, wake and restart goroutines
-	ctx       context.Context       // the serving context of the current lease period
-	state     jetstream.ObjectStore // baton_state (set by Run)
-	txn       *handoff.Txn          // nil: handoff disabled
-	env       *session.Env          // what every session of this process shares
+	wg        sync.WaitGroup             // session goroutines
+	bg        sync.WaitGroup             // adoption, wake and restart goroutines
+	ctx       context.Context            // the serving context of the current lease period
+	state     jetstream.ObjectStore      // baton_state (set by Run)
+	journal   atomic.Pointer[kv.Journal] // baton_journal (set by Run)
+	txn       *handoff.Txn               // nil: handoff disabled
+	env       *session.Env               // what every session of this process shares
 
 	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
 	// messages by sequence (retired.go), the appenders' last events.
@@ -147,6 +148,14 @@ func (o *Owner) Run(ctx context.Context) error {
 		return fmt.Errorf("driver: state object store: %w", err)
 	}
 	o.state = state
+	journal, err := kv.OpenJournal(ctx, o.cfg.JS, o.cfg.Names)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("driver: %w", err)
+	}
+	o.journal.Store(journal)
 	// With a drain timeout, the end of ctx starts a graceful drain; the
 	// process's own context ends when the drain is done (or timed out).
 	runCtx := ctx

@@ -73,6 +73,7 @@ func (s *Session) restamp(ctx context.Context, e runtime.Event, now time.Time) (
 // committedState records the state blob of the commit that just landed and
 // deletes the one it superseded (no committed record references it).
 func (s *Session) committedState() {
+	s.removeJournals()
 	old, cur := s.stateRef, s.nextStateRef
 	s.stateRef = cur
 	if old == nil || cur != nil && cur.Digest == old.Digest {
@@ -83,6 +84,28 @@ func (s *Session) committedState() {
 			s.log.Debug("superseded state blob not deleted", "err", err)
 		}
 	})
+}
+
+// removeJournals removes, after a commit landed, the journals of the steps
+// it folded (or whose turn ended): every journaled step no longer due.
+func (s *Session) removeJournals() {
+	for key, j := range s.journals {
+		if key == s.due {
+			continue
+		}
+		delete(s.journals, key)
+		if n := j.positions(); n > 0 {
+			in := j.in
+			s.env.Host.Go(func(ctx context.Context) {
+				for i := 1; i <= n; i++ {
+					if err := s.env.Journal.Delete(ctx, subjects.JournalKey(s.id, in.TurnID, in.Step, i)); err != nil {
+						s.log.Debug("journal entry not removed (it expires)", "turn", in.TurnID, "step", in.Step, "call", i, "err", err)
+						return
+					}
+				}
+			})
+		}
+	}
 }
 
 // SettledState is the state a claimed session is in: paused or active (an

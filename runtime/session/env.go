@@ -22,6 +22,8 @@ type Env struct {
 	Observer Observer // nil: Nop
 	// Live publishes steps' live output (nil: deltas are discarded).
 	Live Live
+	// Journal holds steps' journals (nil: StepInput.Do records nothing).
+	Journal JournalStore
 	// Appender returns the event appender of a session.
 	Appender func(sessionID string) Appender
 	Agent    runtime.Agent

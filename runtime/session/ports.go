@@ -188,4 +188,10 @@ type Faults struct {
 	// Hibernating runs at each step of a hibernation: "cas", "consumer"
 	// and, from Recheck, "left".
 	Hibernating func(sessionID, step string)
+	// AfterJournal runs right after a journal entry was written, before
+	// Do returns its result.
+	AfterJournal func(sessionID string)
+	// BeforeCommit runs when a step's result reached the session, before
+	// the commit that folds it.
+	BeforeCommit func(sessionID string)
 }

@@ -47,8 +47,9 @@ type Session struct {
 	pendingRec    record.SessionRecord // the record of an uncertain commit
 	pendingOutbox []wire.Event
 	pendingDue    string
-	due           string // the step due as of the last commit (dueStep)
-	bootDue       string // the step in flight at boot: a re-run (cleared at its start)
+	due           string              // the step due as of the last commit (dueStep)
+	bootDue       string              // the step in flight at boot: a re-run (cleared at its start)
+	journals      map[string]*journal // by step key: journals to remove once their step is folded
 	stopped       bool
 	hibernated    atomic.Bool   // stopped by hibernating
 	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
@@ -68,9 +69,9 @@ func New(env *Env, b Boot) (*Session, error) {
 	rec := b.Record
 	s := &Session{
 		env: env, id: rec.SessionID, runID: rec.OwnerRunID, m: m, rec: rec, rev: b.Revision, tokens: b.Tokens,
-		log:    env.Log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
-		steps:  make(chan runtime.StepDone, 1),
-		hib:    make(chan struct{}, 1),
+		log:   env.Log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
+		steps: make(chan runtime.StepDone, 1),
+		hib:   make(chan struct{}, 1), journals: map[string]*journal{},
 		app:    env.Appender(rec.SessionID),
 		cursor: rec.Consumer, prev: b.Predecessor, arrival: b.Arrival, adoption: b.Adoption,
 		outbox: b.Checkpoint.Outbox, stateRef: b.Checkpoint.stateRef,
@@ -166,6 +167,9 @@ func (s *Session) loop(ctx context.Context) error {
 		case d := <-s.steps:
 			s.cancel = nil
 			s.Touch()
+			if f := s.env.Faults; f != nil && f.BeforeCommit != nil {
+				f.BeforeCommit(s.id)
+			}
 			err = s.handle(ctx, d)
 		case <-s.hib:
 			err = s.maybeHibernate(ctx, true)

@@ -22,8 +22,12 @@ import (
 func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 	stepCtx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
-	live, rerun := s.newStreamer(r.Input), s.bootDue != "" && s.bootDue == r.Input.Key()
+	rerun := s.bootDue != "" && s.bootDue == r.Input.Key()
 	s.bootDue = ""
+	live, jl := s.newStreamer(r.Input), s.newJournal(r.Input, rerun)
+	if jl != nil {
+		s.journals[r.Input.Key()] = jl
+	}
 	go func() {
 		defer cancel()
 		if rerun {
@@ -32,9 +36,12 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 		began := time.Now()
 		sctx := stepCtx
 		if live != nil {
-			sctx = runtime.WithSink(stepCtx, live)
+			sctx = runtime.WithSink(sctx, live)
 		}
-		d := s.execStep(sctx, r.Input)
+		if jl != nil {
+			sctx = runtime.WithJournal(sctx, jl)
+		}
+		d := jl.outcome(s.execStep(sctx, r.Input))
 		live.finish(d.Result.Error != "" || stepCtx.Err() != nil)
 		s.env.Observer.StepDone(d, time.Since(began))
 		select {

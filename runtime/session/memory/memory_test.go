@@ -19,4 +19,5 @@ func TestConformance(t *testing.T) {
 	})
 	conformance.Appender(t, func(*testing.T) session.Appender { return memory.NewEvents().Appender("s1") })
 	conformance.Blobs(t, func(*testing.T) session.Blobs { return memory.NewBlobs() })
+	conformance.Journal(t, func(*testing.T) session.JournalStore { return memory.NewJournal() })
 }
