@@ -19,6 +19,8 @@ HTTP_PORT    ?= 8080
 METRICS_PORT ?= 9101
 DEP          ?=
 PORT         ?=
+# make llm: more flags of the LLM example (e.g. --model llama3.2)
+LLM_FLAGS    ?=
 # the VCS revision --version prints when the build has no VCS stamp (a git
 # worktree, GOFLAGS=-buildvcs=false)
 REVISION := $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$r || echo "$$r (modified)"; })
@@ -28,7 +30,7 @@ RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HT
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
-.PHONY: all build run deployment stop test soak bench lint fmt-check vet deps sizes fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop llm test soak bench lint fmt-check vet deps sizes fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
@@ -51,6 +53,15 @@ deployment: build
 ## stop: ends the NATS server make run started
 stop:
 	@$(RUNENV) exec ./scripts/run.sh stop
+
+## llm: the LLM example agent (examples/llm) as deployment llm1 against the
+## NATS server of make run; the model server from OPENAI_BASE_URL and
+## OPENAI_API_KEY, more flags in LLM_FLAGS (make llm LLM_FLAGS='--model
+## llama3.2'); an ingress of llm1 serves it (docs/agent.md, "The LLM example")
+llm:
+	@mkdir -p '$(DATA)'
+	$(GO) run ./examples/llm --deployment-id llm1 --nats-url nats://127.0.0.1:$(NATS_PORT) \
+	  --lock-file '$(DATA)/owner-llm1.lock' $(LLM_FLAGS)
 
 ## test: formatting, vet, and every test with the race detector
 test: fmt-check vet

@@ -22,17 +22,21 @@ type Agent struct {
 	client openai.Client
 }
 
-// New is the agent of cfg.
+// New is the agent of cfg; a bad cfg is an error matching ErrConfig.
 func New(cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	a := &Agent{}
 	return a, a.configure(cfg)
 }
 
 // configure checks cfg and builds the client: the environment's options
 // (OPENAI_BASE_URL, OPENAI_API_KEY), cfg.Options, and no SDK retries (the
-// agent retries itself, see call).
+// agent retries itself, see call). It is main's check of the flags: its
+// error is the usage error Main shows.
 func (a *Agent) configure(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.check(); err != nil {
 		return err
 	}
 	opts := append(append([]option.RequestOption{}, cfg.Options...), option.WithMaxRetries(0))

@@ -69,7 +69,7 @@ func TestCalculatorTurn(t *testing.T) {
 	hist := []runtime.Entry{userText("what is 12*7?")}
 	s := newSink()
 	r1 := step(t, a, s, input(1, "", hist...))
-	call := runtime.Entry{Role: runtime.RoleAssistant, ToolCalls: []runtime.ToolCall{{ID: "call_1", Name: "calculator", Arguments: json.RawMessage(`{"expression": "12*7"}`)}}}
+	call := runtime.Entry{Role: runtime.RoleAssistant, ToolCalls: []runtime.ToolCall{{ID: "call_1", Name: "calculator", Arguments: json.RawMessage(`{"expression":"12*7"}`)}}}
 	want := []runtime.Entry{call, runtime.ToolResult("call_1", "84", false)}
 	if r1.Outcome != runtime.OutcomeContinue || !reflect.DeepEqual(r1.History, want) || len(r1.Events) != 0 || r1.State != nil {
 		t.Fatalf("step 1: %+v, want continue with the call and its result %+v", r1, want)
@@ -92,7 +92,7 @@ func TestCalculatorTurn(t *testing.T) {
 	f.push(stream(text("12*7 is "), text("84."), stop("stop"), usage(80, 5, 0)))
 	r2 := step(t, a, s, input(2, "", append(hist, r1.History...)...))
 	wantMsgs = append(wantMsgs,
-		`{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"expression\": \"12*7\"}","name":"calculator"},"id":"call_1","type":"function"}]}`,
+		`{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"expression\":\"12*7\"}","name":"calculator"},"id":"call_1","type":"function"}]}`,
 		`{"content":"84","role":"tool","tool_call_id":"call_1"}`)
 	if got := f.messages(2); !slices.Equal(got, wantMsgs) {
 		t.Fatalf("request 2 messages\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantMsgs, "\n"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -55,17 +56,26 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RetryMaxWait, "model-retry-max-wait", c.RetryMaxWait, "the longest wait before a retry, whether the exponential backoff's or the server's Retry-After")
 }
 
-// Validate checks every value, naming the flag of a bad one.
+// Validate checks every value, naming the flag of a bad one (an error
+// matching ErrConfig).
 func (c Config) Validate() error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// check is Validate's check: the message as a usage error shows it.
+func (c Config) check() error {
 	switch {
 	case c.Model == "":
-		return fmt.Errorf("%w: --model: want a model name", ErrConfig)
+		return errors.New("--model: want a model name")
 	case c.Retries < 0 || c.Retries > 100:
-		return fmt.Errorf("%w: --model-retries %d: want 0 to 100", ErrConfig, c.Retries)
+		return fmt.Errorf("--model-retries %d: want 0 to 100", c.Retries)
 	case c.RetryMaxWait <= 0:
-		return fmt.Errorf("%w: --model-retry-max-wait %s: want more than 0", ErrConfig, c.RetryMaxWait)
+		return fmt.Errorf("--model-retry-max-wait %s: want more than 0", c.RetryMaxWait)
 	case c.RetryFirstWait <= 0:
-		return fmt.Errorf("%w: the first retry wait %s: want more than 0", ErrConfig, c.RetryFirstWait)
+		return fmt.Errorf("the first retry wait %s: want more than 0", c.RetryFirstWait)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,7 +129,7 @@ func classify(ctx context.Context, err error, resp *http.Response, shown bool) e
 	}
 	var sse *ssestream.StreamError
 	if errors.As(err, &sse) {
-		err = fmt.Errorf("the server sent an error: %s", sse.Event.Data)
+		err = fmt.Errorf("the server sent an error: %.300s", bytes.TrimSpace(sse.Event.Data))
 	}
 	return &ModelError{Code: CodeModelUnavailable, Retry: !shown, Err: err}
 }

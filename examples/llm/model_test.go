@@ -40,6 +40,33 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+// The wait a 429 or 503 names: retry-after-ms first, then Retry-After in
+// seconds (fractions too) or as an HTTP date; nothing usable is 0.
+func TestRetryAfterHeader(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		header []string
+		want   time.Duration
+	}{
+		{[]string{"Retry-After", "7"}, 7 * time.Second},
+		{[]string{"Retry-After", "0.25"}, 250 * time.Millisecond},
+		{[]string{"Retry-After", "7", "Retry-After-Ms", "20"}, 20 * time.Millisecond},
+		{[]string{"Retry-After", now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second},
+		{[]string{"Retry-After", now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
+		{[]string{"Retry-After", "soon"}, 0},
+		{[]string{"Retry-After", "-3"}, 0},
+		{nil, 0},
+	} {
+		h := http.Header{}
+		for i := 0; i+1 < len(tc.header); i += 2 {
+			h.Set(tc.header[i], tc.header[i+1])
+		}
+		if got := retryAfter(h, now); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.header, got, tc.want)
+		}
+	}
+}
+
 // A model that keeps answering 500 costs the bounded retries — each wait
 // of the exponential backoff within its cap — and then fails the step with
 // model_unavailable; so does a 503 and a refused connection. A 400 or a
@@ -119,9 +146,10 @@ func TestMalformedResponse(t *testing.T) {
 	}
 }
 
-// A stream cut off before any text went live is retried; once text went
-// live, it fails the step with model_unavailable instead (a retry would
-// show the answer twice; the runtime discards the step's deltas).
+// A stream cut off (or an error event in it) before any text went live is
+// retried; once text went live, a cut fails the step with
+// model_unavailable instead (a retry would show the answer twice; the
+// runtime discards the step's deltas).
 func TestStreamCutOff(t *testing.T) {
 	cut := func(chunks ...string) reply {
 		return func(x *exchange) {
@@ -139,10 +167,14 @@ func TestStreamCutOff(t *testing.T) {
 	if r := step(t, a, newSink(), input(1, "", userText("hi"))); r.Outcome != runtime.OutcomeDone || f.count() != 2 {
 		t.Fatalf("cut off before any text: %+v after %d requests, want done after a retry", r, f.count())
 	}
+	f.push(stream(`{"error":{"message":"overloaded","type":"server_error"}}`), stream(text("ok"), stop("stop")))
+	if r := step(t, a, newSink(), input(1, "", userText("hi"))); r.Outcome != runtime.OutcomeDone || f.count() != 4 {
+		t.Fatalf("an error event before any text: %+v after %d requests, want done after a retry", r, f.count())
+	}
 	f.push(cut(text("Hel")), stream(text("Hello"), stop("stop")))
 	s := newSink()
 	r := step(t, a, s, input(1, "", userText("hi")))
-	if r.Code != CodeModelUnavailable || f.count() != 3 || !slices.Equal(s.all(), []string{"Hel"}) {
+	if r.Code != CodeModelUnavailable || f.count() != 5 || !slices.Equal(s.all(), []string{"Hel"}) {
 		t.Fatalf("cut off after text: %+v after %d requests, deltas %q; want model_unavailable, no retry", r, f.count(), s.all())
 	}
 }

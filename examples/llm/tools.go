@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -42,18 +43,22 @@ type toolCall struct {
 	ID, Name, Arguments string
 }
 
-// wire is the call as a history entry holds it: arguments that are JSON as
-// they are, other text as a JSON string (the history holds JSON only;
-// request turns it back into the text the model sent).
+// wire is the call as a history entry holds it: arguments that are JSON
+// compacted (as a checkpoint stores them, so a request rebuilt from the
+// history is the same whether the history came from memory or from a
+// checkpoint), none as {}, other text as a JSON string (the history holds
+// JSON only; request turns it back into the text the model sent).
 func (c toolCall) wire() runtime.ToolCall {
-	args := []byte(strings.TrimSpace(c.Arguments))
+	var args bytes.Buffer
 	switch {
-	case len(args) == 0:
-		args = []byte("{}")
-	case !json.Valid(args):
-		args, _ = json.Marshal(c.Arguments)
+	case strings.TrimSpace(c.Arguments) == "":
+		args.WriteString("{}")
+	case json.Compact(&args, []byte(c.Arguments)) != nil:
+		args.Reset()
+		b, _ := json.Marshal(c.Arguments)
+		args.Write(b)
 	}
-	return runtime.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}
+	return runtime.ToolCall{ID: c.ID, Name: c.Name, Arguments: args.Bytes()}
 }
 
 // run runs call c against mem and returns the tool's result text and
