@@ -56,7 +56,7 @@ func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepRes
 	if err := ctx.Err(); err != nil {
 		return runtime.StepResult{}, err
 	}
-	r, err := a.call(ctx, in.Stream(ctx), a.request(in))
+	r, err := a.modelCall(ctx, in)
 	if ctx.Err() != nil {
 		return runtime.StepResult{}, ctx.Err()
 	}
@@ -67,11 +67,11 @@ func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepRes
 	if err != nil {
 		return runtime.Failed(CodeModelUnavailable, err), nil
 	}
-	return a.result(in, r)
+	return a.result(ctx, in, r)
 }
 
 // result is the step's result of the model's answer r.
-func (a *Agent) result(in runtime.StepInput, r answer) (runtime.StepResult, error) {
+func (a *Agent) result(ctx context.Context, in runtime.StepInput, r answer) (runtime.StepResult, error) {
 	out := runtime.StepResult{Outcome: runtime.OutcomeDone, Usage: r.usage}
 	if r.text != "" {
 		out.Events = []runtime.Event{runtime.Output(r.text)}
@@ -96,7 +96,10 @@ func (a *Agent) result(in runtime.StepInput, r answer) (runtime.StepResult, erro
 			c.ID = fmt.Sprintf("call_%s_%d_%d", in.TurnID, in.Step, i)
 		}
 		entry.ToolCalls = append(entry.ToolCalls, c.wire())
-		text, isError := run(c, mem)
+		text, isError, err := a.runTool(ctx, in, c, mem)
+		if err != nil {
+			return runtime.StepResult{}, err
+		}
 		out.History = append(out.History, runtime.ToolResult(c.ID, text, isError))
 	}
 	out.History[0] = entry

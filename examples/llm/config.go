@@ -31,6 +31,10 @@ type Config struct {
 	// environment (OPENAI_BASE_URL, OPENAI_API_KEY, …): tests point the
 	// client at their fake this way. The SDK's own retries are always off.
 	Options []option.RequestOption
+	// Tools are tools of a program's own, offered next to the built-in
+	// ones (a name may not repeat one): each call runs through the step's
+	// journal (runtime.StepInput.Do).
+	Tools []Tool
 
 	timer backoff.Timer // the wait between attempts (tests: one that records); nil: real time
 }
@@ -76,6 +80,13 @@ func (c Config) check() error {
 		return fmt.Errorf("--model-retry-max-wait %s: want more than 0", c.RetryMaxWait)
 	case c.RetryFirstWait <= 0:
 		return fmt.Errorf("the first retry wait %s: want more than 0", c.RetryFirstWait)
+	}
+	seen := map[string]bool{ToolCalculator: true, ToolRemember: true, ToolRecall: true}
+	for _, t := range c.Tools {
+		if t.Name == "" || t.Run == nil || seen[t.Name] {
+			return fmt.Errorf("tool %q: want a new name and a Run function", t.Name)
+		}
+		seen[t.Name] = true
 	}
 	return nil
 }

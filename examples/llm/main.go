@@ -12,6 +12,6 @@ it asked for (calculator, remember, recall).
 
 func main() {
 	agent, cfg := &Agent{}, DefaultConfig()
-	owner.Main(agent, owner.WithName("llm"), owner.WithAbout(about),
+	owner.Main(agent, owner.WithName("llm"), owner.WithAbout(about), owner.WithFaultFlag(), // --fault: crash tests only
 		owner.WithFlags(cfg.Register, func() error { return agent.configure(cfg) }))
 }

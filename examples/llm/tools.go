@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -19,8 +20,32 @@ const (
 	ToolRecall     = "recall"
 )
 
-// tools are the tool definitions of every request.
-func tools() []openai.ChatCompletionToolUnionParam {
+// Tool is a tool of a program's own (Config.Tools).
+type Tool struct {
+	Name, Description string
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters map[string]any
+	// Run executes one call: args as the model sent them (JSON), key the
+	// call's idempotency key for an outside API. The text is the model's
+	// to read; isError marks a failed tool. An error fails the step (a
+	// cancelled step's is its context's).
+	Run func(ctx context.Context, key string, args json.RawMessage) (text string, isError bool, err error)
+}
+
+// tools are the tool definitions of every request: the built-ins, then
+// the program's own.
+func tools(own []Tool) []openai.ChatCompletionToolUnionParam {
+	defs := builtinTools()
+	for _, t := range own {
+		defs = append(defs, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: shared.FunctionParameters(t.Parameters),
+		}))
+	}
+	return defs
+}
+
+// builtinTools are calculator, remember and recall.
+func builtinTools() []openai.ChatCompletionToolUnionParam {
 	str := map[string]any{"type": "string"}
 	def := func(name, desc string, props map[string]any, required ...string) openai.ChatCompletionToolUnionParam {
 		return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
