@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,11 +24,14 @@ import (
 )
 
 // probe wraps the demo agent and reports when a step begins for a command.
+// A delivery "/journal <n>" makes n journaled calls (StepInput.Do) of an
+// empty function instead, each timed into journal.
 type probe struct {
-	inner runtime.Agent
-	mu    sync.Mutex
-	wait  map[string]chan time.Time
-	steps int
+	inner   runtime.Agent
+	mu      sync.Mutex
+	wait    map[string]chan time.Time
+	steps   int
+	journal []time.Duration
 }
 
 func newProbe() *probe { return &probe{inner: &demo.Agent{}, wait: map[string]chan time.Time{}} }
@@ -44,7 +49,36 @@ func (p *probe) Step(ctx context.Context, in runtime.StepInput) (runtime.StepRes
 		}
 	}
 	p.mu.Unlock()
+	if n, ok := journalCalls(in); ok {
+		return p.doCalls(ctx, in, n)
+	}
 	return p.inner.Step(ctx, in)
+}
+
+// journalCalls reads a "/journal <n>" delivery.
+func journalCalls(in runtime.StepInput) (int, bool) {
+	if len(in.Inputs) != 1 || !strings.HasPrefix(in.Inputs[0].Text, "/journal ") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(in.Inputs[0].Text, "/journal "))
+	return n, err == nil
+}
+
+// doCalls makes n journaled calls, timing each Do (the call's function
+// returns at once: what is timed is the journal write).
+func (p *probe) doCalls(ctx context.Context, in runtime.StepInput, n int) (runtime.StepResult, error) {
+	took := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if _, err := in.Do(ctx, "bench", func(context.Context, string) ([]byte, error) { return []byte("ok"), nil }); err != nil {
+			return runtime.StepResult{}, err
+		}
+		took = append(took, time.Since(t0))
+	}
+	p.mu.Lock()
+	p.journal = append(p.journal, took...)
+	p.mu.Unlock()
+	return runtime.StepResult{Outcome: runtime.OutcomeDone, Events: []runtime.Event{runtime.Output(fmt.Sprint(n, " calls"))}}, nil
 }
 
 func (p *probe) expect(id string) chan time.Time {
@@ -175,8 +209,20 @@ func (r *rig) deliverAndWait(ctx context.Context, sessionID string) (time.Durati
 // dep; r must be the owner expected to run the step (after a handoff, the
 // target's).
 func (r *rig) deliverFromAndWait(ctx context.Context, sessionID, dep string) (time.Duration, error) {
+	return r.deliverTextFromAndWait(ctx, sessionID, dep, "")
+}
+
+// deliverTextAndWait is deliverAndWait with the delivery's text.
+func (r *rig) deliverTextAndWait(ctx context.Context, sessionID, text string) (time.Duration, error) {
+	return r.deliverTextFromAndWait(ctx, sessionID, r.dep, text)
+}
+
+func (r *rig) deliverTextFromAndWait(ctx context.Context, sessionID, dep, text string) (time.Duration, error) {
 	id := nextID()
-	data, err := deliverCmdFrom(dep, id, "hello "+id)
+	if text == "" {
+		text = "hello " + id
+	}
+	data, err := deliverCmdFrom(dep, id, text)
 	if err != nil {
 		return 0, err
 	}

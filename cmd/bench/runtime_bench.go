@@ -25,7 +25,37 @@ func benchRuntime(ctx context.Context, e *env, r *bench.Reporter) error {
 			return err
 		}
 	}
+	if err := benchJournalDo(ctx, rg, r); err != nil {
+		return err
+	}
 	return benchThroughput(ctx, rg, r)
+}
+
+// benchJournalDo: one StepInput.Do of a function that returns at once — a
+// create-only KV write of the call's entry — against a synchronous
+// JetStream publish. Steps of 50 calls; the first step is warm-up.
+func benchJournalDo(ctx context.Context, rg *rig, r *bench.Reporter) error {
+	id, err := rg.startSession()
+	if err != nil {
+		return err
+	}
+	const calls = 50
+	steps := max(rg.e.n(2000)/calls, 4)
+	for i := range steps + 1 {
+		if i == 1 {
+			rg.probe.mu.Lock()
+			rg.probe.journal = nil // the first step warmed up
+			rg.probe.mu.Unlock()
+		}
+		if _, err := rg.deliverTextAndWait(ctx, id, fmt.Sprint("/journal ", calls)); err != nil {
+			return err
+		}
+	}
+	rg.probe.mu.Lock()
+	samples := append([]time.Duration(nil), rg.probe.journal...)
+	rg.probe.mu.Unlock()
+	r.Latencies("journal_do", samples, 0, bench.Baseline("js_publish_sync"))
+	return nil
 }
 
 func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions int) error {
