@@ -51,21 +51,6 @@ func testLeaderGet(t *testing.T, nodes []*server.Server) {
 			t.Fatalf("deleted key %d: LeaderGet error %v, want record.ErrNotFound", i, err)
 		}
 	}
-	key := subjects.HookKey(token(t, "leader-get-updated-"+uid("k")))
-	rev, err := w.Create(ctx(t), key, []byte("0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 300 {
-		value := fmt.Sprint(i + 1)
-		if rev, err = w.Update(ctx(t), key, []byte(value), rev); err != nil {
-			t.Fatal(err)
-		}
-		got, grev, err := kv.LeaderGet(ctx(t), readers[i%len(readers)], bucket, key)
-		if err != nil || string(got) != value || grev != rev {
-			t.Fatalf("update %d: LeaderGet = %q rev %d, %v; want %q rev %d", i, got, grev, err, value, rev)
-		}
-	}
 	for i := range 50 {
 		tok := token(t, fmt.Sprintf("leader-hook-%s-%d", uid("h"), i))
 		rev, err := stores[0].CreateHook(ctx(t), record.Hook{Token: tok, SessionID: fmt.Sprintf("s%d", i)})

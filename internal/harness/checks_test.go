@@ -69,14 +69,14 @@ func TestDedupe(t *testing.T) {
 }
 
 func TestReadFrames(t *testing.T) {
-	in := ": hello\n\nid: 1\nevent: a\ndata: {\"x\":1}\n\n: ping\nid: 2\nevent: b\ndata: one\ndata: two\n\nid: 3\n\n"
+	in := ": hello\n\nid: 1\nevent: a\ndata: {\"x\":1}\n\n: ping\nid: 2\nevent: b\ndata: one\ndata: two\n\nid: 3\n\nevent: live\ndata: {}\n\n"
 	var got []Frame
 	pings := 0
 	if err := ReadFrames(strings.NewReader(in), func(f Frame) bool { got = append(got, f); return true }, func() { pings++ }); err != nil {
 		t.Fatal(err)
 	}
-	want := []Frame{{ID: 1, Event: "a", Data: `{"x":1}`}, {ID: 2, Event: "b", Data: "one\ntwo"}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || pings != 2 {
+	want := []Frame{{ID: 1, HasID: true, Event: "a", Data: `{"x":1}`}, {ID: 2, HasID: true, Event: "b", Data: "one\ntwo"}, {Event: "live", Data: "{}"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || pings != 2 {
 		t.Fatalf("frames %+v pings %d, want %+v and 2", got, pings, want)
 	}
 }
