@@ -21,7 +21,9 @@ import (
 //	   toolCallId, isError; historyV on sealed segments), full delivery
 //	   payloads of admitted inputs (turn.inputs[].payloads, payloadsRef),
 //	   usage (the session's totals and the live turn's)
-const CurrentStateVersion = 3
+//	4  task kinds: waits.tasks[].kind, input and inputRef (a task of
+//	   another kind than sleep, or with an input)
+const CurrentStateVersion = 4
 
 // MinStateVersion is the oldest checkpoint state version this build reads.
 const MinStateVersion = 1
@@ -144,10 +146,28 @@ type AuthWait struct {
 	AttemptID string `json:"attemptId" jsonschema:"minLength=1"`
 }
 
-// TaskWait is a live background task.
+// TaskWait is a live background task: its ID, its kind and its input
+// (inline, or InputRef when over MaxInlineTextBytes), and a sleep task's
+// Duration. A task without a kind is a "sleep" task (state versions 1 to
+// 3 knew no other kind); a sleep task without input is written without its
+// kind, so the checkpoint stays readable by those versions.
 type TaskWait struct {
-	ID       string        `json:"id" jsonschema:"minLength=1"`
-	Duration time.Duration `json:"durationNs,omitempty" jsonschema:"minimum=0"`
+	ID       string          `json:"id" jsonschema:"minLength=1"`
+	Duration time.Duration   `json:"durationNs,omitempty" jsonschema:"minimum=0"`
+	Kind     string          `json:"kind,omitempty" jsonschema:"minLength=1,maxLength=64"`
+	Input    json.RawMessage `json:"input,omitempty"`
+	InputRef *BlobRef        `json:"inputRef,omitempty"`
+}
+
+// TaskSleep is the built-in task kind: wait Duration, then report.
+const TaskSleep = "sleep"
+
+// KindOf is the task's kind: "sleep" when none is recorded.
+func (t TaskWait) KindOf() string {
+	if t.Kind == "" {
+		return TaskSleep
+	}
+	return t.Kind
 }
 
 // Empty reports whether nothing is awaited.

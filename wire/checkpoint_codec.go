@@ -34,6 +34,13 @@ var frozenCheckpointV2 []byte
 
 var checkpointV2 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v2.json", frozenCheckpointV2) })
 
+// frozenCheckpointV3 is state version 3's frozen schema, likewise.
+//
+//go:embed testdata/schema_checkpoint_v3.json
+var frozenCheckpointV3 []byte
+
+var checkpointV3 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v3.json", frozenCheckpointV3) })
+
 func mustCompile(name string, raw []byte) *contract {
 	c, err := compileContract(schemaBase+name, raw)
 	if err != nil {
@@ -50,6 +57,8 @@ func checkpointContract(v int) *contract {
 		return checkpointV1()
 	case 2:
 		return checkpointV2()
+	case 3:
+		return checkpointV3()
 	}
 	return checkpointCurrent()
 }
@@ -167,6 +176,8 @@ func stateVersionOf(doc map[string]any) (int, error) {
 // lowestVersion is the lowest state version that can express c.
 func (c *Checkpoint) lowestVersion() int {
 	switch {
+	case c.usesTaskKinds():
+		return 4
 	case c.usesAgentAPI():
 		return 3
 	case c.usesRefs():
@@ -189,6 +200,17 @@ func (c *Checkpoint) usesAgentAPI() bool {
 	}
 	for _, in := range c.Turn.Inputs {
 		if in.Payloads != nil || in.PayloadsRef != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// usesTaskKinds reports a task that state version 3 readers would run as a
+// sleep: one of another kind, or with an input.
+func (c *Checkpoint) usesTaskKinds() bool {
+	for _, t := range c.Waits.Tasks {
+		if t.KindOf() != TaskSleep || t.Input != nil || t.InputRef != nil {
 			return true
 		}
 	}
@@ -348,6 +370,9 @@ func (w Waits) validate() error {
 		if t.ID == "" || t.Duration < 0 {
 			return fmt.Errorf("waits.tasks[%d] needs an id and a duration >= 0", i)
 		}
+		if t.Input != nil && t.InputRef != nil {
+			return fmt.Errorf("waits.tasks[%d]: input is inline or referenced, not both", i)
+		}
 	}
 	return nil
 }
@@ -425,6 +450,13 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 		c.Outbox[i] = normalizeEvent(c.Outbox[i])
 	}
 	c.Waits.Tasks = nilIfEmpty(slices.Clone(c.Waits.Tasks))
+	for i := range c.Waits.Tasks {
+		t := &c.Waits.Tasks[i]
+		t.Input = compactRaw(t.Input)
+		if t.Kind == TaskSleep && t.Input == nil && t.InputRef == nil {
+			t.Kind = "" // what versions 1 to 3 wrote (and read as sleep)
+		}
+	}
 	c.Turn.Inputs = nilIfEmpty(slices.Clone(c.Turn.Inputs))
 	for i := range c.Turn.Inputs {
 		c.Turn.Inputs[i].Value = compactRaw(c.Turn.Inputs[i].Value)

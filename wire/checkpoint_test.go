@@ -89,6 +89,14 @@ func TestCheckpointLowestVersion(t *testing.T) {
 		}, 3},
 		{"structured segment", func(c *Checkpoint) { c.HistorySegments, c.HistoryV = []BlobRef{ref}, 3 }, 3},
 		{"usage", func(c *Checkpoint) { c.Usage = Usage{OutputTokens: 1} }, 3},
+		{"sleep task", func(c *Checkpoint) { c.Waits.Tasks = []TaskWait{{ID: "k1", Kind: TaskSleep, Duration: time.Second}} }, 1},
+		{"task kind", func(c *Checkpoint) { c.Waits.Tasks = []TaskWait{{ID: "k1", Kind: "fetch"}} }, 4},
+		{"task input", func(c *Checkpoint) {
+			c.Waits.Tasks = []TaskWait{{ID: "k1", Kind: TaskSleep, Input: json.RawMessage(`{"url":"x"}`)}}
+		}, 4},
+		{"task input ref", func(c *Checkpoint) {
+			c.Waits.Tasks = []TaskWait{{ID: "k1", Kind: "fetch", InputRef: &ref}}
+		}, 4},
 		{"payloads", func(c *Checkpoint) {
 			in := CompactInput(TurnInput{Seq: 40, ID: "c1", Kind: "deliver", Text: "hi", Payloads: []Payload{{Message: TextMessage("hi"), Context: []string{"c"}}}})
 			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: []TurnInput{in}}
@@ -105,6 +113,12 @@ func TestCheckpointLowestVersion(t *testing.T) {
 		}
 		if err := debugCheck(checkpointContract(tt.want), b); err != nil {
 			t.Errorf("%s: does not match the frozen schema of version %d: %v", tt.name, tt.want, err)
+		}
+		if tt.want == 4 {
+			old := strings.Replace(string(b), `"stateV":4`, `"stateV":3`, 1)
+			if _, err := DecodeCheckpoint([]byte(old)); err == nil {
+				t.Errorf("%s: version 3 with version 4 content decoded", tt.name)
+			}
 		}
 		if tt.want == 3 {
 			old := strings.Replace(string(b), `"stateV":3`, `"stateV":2`, 1)
@@ -147,6 +161,28 @@ func fullCheckpointV3() Checkpoint {
 	return c
 }
 
+// TestCheckpointV4Fixture: the frozen version 4 fixture is
+// fullCheckpointV3 with tasks of kinds: a fetch with its input, a sleep,
+// one with its input out of line.
+func TestCheckpointV4Fixture(t *testing.T) {
+	c := fullCheckpointV3()
+	c.Turn = TurnState{Count: 3}
+	c.Waits.Tasks = []TaskWait{
+		{ID: "t3-1-task", Kind: "fetch", Input: json.RawMessage(`{"url":"https://example.com/a"}`)},
+		{ID: "t2-1-task", Duration: 2 * time.Second},
+		{ID: "t1-1-task", Kind: "fetch", InputRef: &BlobRef{Digest: "sha256:" + strings.Repeat("ab", 32), Size: 9000}},
+	}
+	b, err := EncodeCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen(t, "testdata/checkpoint/state_v4.json", append(b, '\n'))
+	d, err := DecodeCheckpoint(b)
+	if err != nil || d.Waits.Tasks[1].KindOf() != TaskSleep || d.Waits.Tasks[0].KindOf() != "fetch" {
+		t.Fatalf("decoded %+v, %v", d.Waits.Tasks, err)
+	}
+}
+
 // TestCheckpointV3Fixture: the frozen version 3 fixture is fullCheckpointV3
 // (-create-schemas writes it when it is missing, like a frozen schema).
 func TestCheckpointV3Fixture(t *testing.T) {
@@ -186,7 +222,7 @@ func TestCheckpointStateVersion(t *testing.T) {
 		in    string
 		wantV int
 	}{
-		{strings.Replace(string(b), `"stateV":1`, `"stateV":4`, 1), 4},
+		{strings.Replace(string(b), `"stateV":1`, `"stateV":5`, 1), 5},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":0`, 1), 0},
 		{strings.Replace(string(b), `"stateV":1,`, ``, 1), 0},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":"1"`, 1), 0},

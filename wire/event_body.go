@@ -33,6 +33,7 @@ func (InputRequested) EventKind() string     { return EventInputRequested }
 func (AuthRequested) EventKind() string      { return EventAuthRequested }
 func (TaskStarted) EventKind() string        { return EventTaskStarted }
 func (TaskCompleted) EventKind() string      { return EventTaskCompleted }
+func (TaskCompletedV2) EventKind() string    { return EventTaskCompleted }
 func (TurnCompleted) EventKind() string      { return EventTurnCompleted }
 func (TurnCompletedV2) EventKind() string    { return EventTurnCompleted }
 func (LimitReached) EventKind() string       { return EventLimitReached }

@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Built-in event kinds.
@@ -153,6 +155,48 @@ type TaskStarted struct {
 type TaskCompleted struct {
 	TaskID string `json:"taskId" jsonschema:"minLength=1"`
 	Error  string `json:"error,omitempty"`
+}
+
+// TaskCompletedV2 is data version 2 of task.completed: the task's kind
+// and its result — inline (Result, any JSON) or, over MaxInlineTextBytes,
+// stored out of line (ResultRef, resolved by the ingress for its readers)
+// — or its error with a code when the runtime failed it (Code: one of
+// the Task… codes). A reader of version 1 sees taskId and error.
+type TaskCompletedV2 struct {
+	TaskID    string          `json:"taskId" jsonschema:"minLength=1"`
+	Kind      string          `json:"kind,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	ResultRef *BlobRef        `json:"resultRef,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Code      string          `json:"code,omitempty"`
+}
+
+// DataVersion is the data version a TaskCompletedV2 is recorded at.
+func (TaskCompletedV2) DataVersion() int { return 2 }
+
+// Codes of a task the runtime failed (task.completed's code). The runner
+// reports them as the prefix "<code>: " of task.result's error, which
+// TaskErrorCode reads back.
+const (
+	CodeTaskUnknownKind    = "unknown_task_kind"     // no handler for the task's kind on the deployment
+	CodeTaskPanic          = "task_panic"            // the handler panicked
+	CodeTaskResultTooLarge = "task_result_too_large" // the result is over MaxTaskResultBytes
+	CodeTaskInvalidResult  = "task_invalid_result"   // the result is not JSON
+)
+
+// MaxTaskResultBytes bounds a task's result (it travels inline in the
+// task.result command).
+const MaxTaskResultBytes = 256 << 10
+
+// TaskErrorCode is the runtime's code a task.result error starts with
+// ("" for a handler's own error).
+func TaskErrorCode(msg string) string {
+	for _, c := range []string{CodeTaskUnknownKind, CodeTaskPanic, CodeTaskResultTooLarge, CodeTaskInvalidResult} {
+		if strings.HasPrefix(msg, c+": ") {
+			return c
+		}
+	}
+	return ""
 }
 
 // TurnCompleted: turn TurnID settled.
@@ -326,6 +370,12 @@ func registerBuiltins(r *EventRegistry) error {
 		registerBuiltin(r, EventAuthRequested, func(d AuthRequested) error { return nonEmpty("attemptId", d.AttemptID) }),
 		registerBuiltin(r, EventTaskStarted, func(d TaskStarted) error { return nonEmpty("taskId", d.TaskID) }),
 		registerBuiltin(r, EventTaskCompleted, func(d TaskCompleted) error { return nonEmpty("taskId", d.TaskID) }),
+		registerBuiltinV(r, EventTaskCompleted, 2, func(d TaskCompletedV2) error {
+			if d.Result != nil && d.ResultRef != nil {
+				return errors.New("result is inline or referenced, not both")
+			}
+			return nonEmpty("taskId", d.TaskID)
+		}),
 		registerBuiltin(r, EventTurnCompleted, func(d TurnCompleted) error { return nonEmpty("turnId", d.TurnID) }),
 		registerBuiltinV(r, EventTurnCompleted, 2, func(d TurnCompletedV2) error {
 			return all(nonEmpty("turnId", d.TurnID), oneOf("stopReason", d.StopReason, StopDone, StopLimit), d.Usage.Validate())
