@@ -41,9 +41,14 @@ func toLive(id string, data []byte) *event {
 		return nil
 	}
 	var body any = wire.MessageDiscarded{TurnID: l.TurnID, Step: l.Step}
-	if l.Kind == wire.EventMessageDelta {
+	switch l.Kind { // DecodeLive checked the data
+	case wire.EventMessageDelta:
 		var d wire.MessageDelta
-		_ = json.Unmarshal(l.Data, &d) // DecodeLive checked it
+		_ = json.Unmarshal(l.Data, &d)
+		body = d
+	case wire.EventTaskProgress:
+		var d wire.TaskProgress
+		_ = json.Unmarshal(l.Data, &d)
 		body = d
 	}
 	// Re-encoded from the typed body: exactly the documented fields.

@@ -24,11 +24,15 @@ type field struct {
 }
 
 // parseOutput splits a message.output envelope whose data has a valid
-// ref; false if it has none (or is not the shape it claims). The quick
-// check relies on the owner's canonical encoding (a field name is never
+// ref; false if it has none (or is not the shape it claims).
+func parseOutput(envelope []byte) (*output, bool) { return parseRef(envelope, "ref") }
+
+// parseRef splits an envelope whose data has a valid blob ref under key
+// (message.output's "ref", task.completed's "resultRef"). The quick check
+// relies on the owner's canonical encoding (a field name is never
 // escaped).
-func parseOutput(envelope []byte) (*output, bool) {
-	if !bytes.Contains(envelope, []byte(`"ref"`)) {
+func parseRef(envelope []byte, key string) (*output, bool) {
+	if !bytes.Contains(envelope, []byte(`"`+key+`"`)) {
 		return nil, false
 	}
 	out := &output{}
@@ -42,7 +46,7 @@ func parseOutput(envelope []byte) (*output, bool) {
 	if out.body, err = fields(out.env[out.data].val); err != nil {
 		return nil, false
 	}
-	if out.at = index(out.body, "ref"); out.at < 0 {
+	if out.at = index(out.body, key); out.at < 0 {
 		return nil, false
 	}
 	if json.Unmarshal(out.body[out.at].val, &out.ref) != nil || out.ref.Validate() != nil {
@@ -52,13 +56,17 @@ func parseOutput(envelope []byte) (*output, bool) {
 }
 
 // with returns the envelope with the data's ref replaced by text.
-func (o *output) with(text []byte) []byte {
+func (o *output) with(text []byte) []byte { return o.withValue("text", jsonString(text)) }
+
+// withValue returns the envelope with the data's ref replaced by the
+// member key of value (raw JSON).
+func (o *output) withValue(key string, value json.RawMessage) []byte {
 	body := make([]field, 0, len(o.body))
 	for i, m := range o.body {
 		switch {
 		case i == o.at:
-			body = append(body, field{key: "text", val: jsonString(text)})
-		case m.key != "text":
+			body = append(body, field{key: key, val: value})
+		case m.key != key:
 			body = append(body, m)
 		}
 	}

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -66,10 +67,35 @@ type view struct {
 
 // envelope returns the envelope to serve for ev.
 func (v view) envelope(ctx context.Context, ev event) []byte {
-	if ev.kind != wire.EventMessageOutput {
-		return ev.data
+	switch ev.kind {
+	case wire.EventMessageOutput:
+		return v.refs.inline(ctx, v.sessionID, ev.data)
+	case wire.EventTaskCompleted:
+		return v.refs.inlineResult(ctx, v.sessionID, ev.data)
 	}
-	return v.refs.inline(ctx, v.sessionID, ev.data)
+	return ev.data
+}
+
+// inlineResult returns a task.completed envelope with its resultRef
+// resolved (the result as "result", JSON), or the envelope unchanged if it
+// has none or it does not resolve to JSON.
+func (r *refs) inlineResult(ctx context.Context, sessionID string, envelope []byte) []byte {
+	out, ok := parseRef(envelope, "resultRef")
+	if !ok || out.ref.Size > MaxInlineOutput {
+		return envelope
+	}
+	name := wire.BlobName(sessionID, out.ref)
+	result, err := r.cache.get(ctx, name, out.ref.Digest, func(ctx context.Context) ([]byte, error) {
+		return r.fetch(ctx, name, out.ref)
+	})
+	if err == nil && !json.Valid(result) {
+		err = errors.New("ingress: a task result blob that is not JSON")
+	}
+	if err != nil {
+		r.warn(ctx, name, err)
+		return envelope
+	}
+	return out.withValue("result", result)
 }
 
 // inline returns a message.output envelope with its ref resolved, or the

@@ -192,6 +192,9 @@ func (w *writer) append(t *testing.T, kind string, data any) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b, ok := data.(wire.EventBody); ok {
+		ev.V = wire.DataVersionOf(b)
+	}
 	w.seq++
 	ev.SessionID, ev.Seq, ev.Time, ev.OwnerRunID, ev.DeploymentID = w.id, w.seq, time.Now(), "run-1", "v1"
 	b, err := wire.EncodeEvent(wire.DefaultEvents(), ev)
@@ -379,4 +382,31 @@ func (h counting) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h counting) WithGroup(name string) slog.Handler {
 	return counting{h.Handler.WithGroup(name), h.c}
+}
+
+// A task result stored out of line (task.completed's resultRef) is served
+// inline: data's resultRef replaced by the result as JSON, on SSE and
+// ?follow=false.
+func TestTaskResultRefResolved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.session(t, "big-task-result")
+	result := []byte(`{"rows":["` + strings.Repeat("r", 40<<10) + `"]}`)
+	ref := wire.NewBlobRef(result)
+	w.putBlob(t, ref, result)
+	w.append(t, wire.EventTaskCompleted, wire.TaskCompletedV2{TaskID: "k1", Kind: "fetch", ResultRef: &ref})
+	live := e.sse("/v1/sessions/" + w.id + "/events")
+	got := until(t, live, 20*time.Second, "seq 1", func(ev harness.Frame) bool { return ev.ID == 1 })
+	for _, served := range [][]byte{[]byte(got[len(got)-1].Data), e.rawEvents(t, w.id)[0]} {
+		var env struct {
+			Kind string
+			Data map[string]json.RawMessage
+		}
+		if err := json.Unmarshal(served, &env); err != nil || env.Kind != wire.EventTaskCompleted {
+			t.Fatalf("served %.200s: %v", served, err)
+		}
+		if _, ok := env.Data["resultRef"]; ok || !bytes.Equal(env.Data["result"], result) || string(env.Data["kind"]) != `"fetch"` {
+			t.Fatalf("served data members %v, want the result inline and no resultRef", len(env.Data))
+		}
+	}
 }

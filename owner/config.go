@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 )
@@ -97,6 +98,11 @@ type Config struct {
 	// --max-tokens-per-session; 0: no limit; not negative).
 	MaxTokensPerTurn    int64
 	MaxTokensPerSession int64
+
+	// Tasks are the background task handlers by kind (see
+	// runtime.TaskHandler); "sleep" is built in unless Tasks replaces it.
+	// WithTask adds to them.
+	Tasks map[string]runtime.TaskHandler
 
 	// Logger receives the process's log (nil: nothing is logged). Main
 	// builds it from --log-level and --log-format.

@@ -44,6 +44,7 @@ func parseFlags(args []string, o options) (flags, error) {
 		return f, fmt.Errorf("%w: %w", app.ErrUsage, err)
 	}
 	f.cfg = r.Config // the process ID defaulted
+	f.cfg.Tasks = o.tasks
 	if err := f.common.ValidateLog(); err != nil {
 		return f, err
 	}

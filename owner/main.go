@@ -61,6 +61,7 @@ type options struct {
 	fault  bool                                      // --fault
 	attach func(l runtime.ExecLog, processID string) // --exec-log
 	own    []ownFlags                                // WithFlags, in order
+	tasks  map[string]runtime.TaskHandler            // WithTask
 }
 
 func newOptions(opts []Option) (options, error) {
@@ -110,6 +111,31 @@ func WithFlags(register func(fs *flag.FlagSet), check func() error) Option {
 			return fmt.Errorf("%w: WithFlags: a nil register", ErrOption)
 		}
 		o.own = append(o.own, ownFlags{register: register, check: check})
+		return nil
+	}
+}
+
+// WithTask registers handler for the background tasks of kind: a step
+// that returns runtime.OutcomeTask with a TaskSpec of that kind starts
+// one, any owner process of the deployment runs it (at least once: make
+// its effect idempotent by its ID), and its result returns to the session
+// as task.result (docs/agent.md, "Background tasks"). "sleep" is built in;
+// registering it replaces the built-in. An empty kind, a nil handler or a
+// kind registered twice is an ErrOption.
+func WithTask(kind string, handler runtime.TaskHandler) Option {
+	return func(o *options) error {
+		switch {
+		case kind == "" || len(kind) > runtime.MaxTaskKindBytes:
+			return fmt.Errorf("%w: WithTask: kind %q: want 1 to %d bytes", ErrOption, kind, runtime.MaxTaskKindBytes)
+		case handler == nil:
+			return fmt.Errorf("%w: WithTask(%q): a nil handler", ErrOption, kind)
+		case o.tasks[kind] != nil:
+			return fmt.Errorf("%w: WithTask: kind %q registered twice", ErrOption, kind)
+		}
+		if o.tasks == nil {
+			o.tasks = map[string]runtime.TaskHandler{}
+		}
+		o.tasks[kind] = handler
 		return nil
 	}
 }

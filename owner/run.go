@@ -168,6 +168,7 @@ func (r resolved) poolConfig(nc *nats.Conn, js jetstream.JetStream, store *kv.St
 		DrainTimeout: r.DrainTimeout, Registerer: reg, Faults: faults,
 		QuarantineAfter: r.QuarantineAfter, QuarantineBackoff: slices.Clone(r.QuarantineBackoff),
 		MaxStepsPerTurn: r.MaxStepsPerTurn, MaxTokensPerTurn: r.MaxTokensPerTurn, MaxTokensPerSession: r.MaxTokensPerSession,
+		Tasks: r.Tasks,
 	}
 }
 

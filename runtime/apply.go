@@ -172,8 +172,13 @@ func (m *Machine) taskResult(c Command) {
 	if i < 0 {
 		return
 	}
+	kind := wire.TaskWait{Kind: w.Tasks[i].Kind}.KindOf()
 	w.Tasks = slices.Delete(w.Tasks, i, i+1)
-	m.emit(wire.TaskCompleted{TaskID: c.TaskID, Error: c.TaskError})
+	done := wire.TaskCompletedV2{TaskID: c.TaskID, Kind: kind, Error: c.TaskError, Code: wire.TaskErrorCode(c.TaskError)}
+	if c.TaskError == "" {
+		done.Result = slices.Clone(c.Value)
+	}
+	m.emit(done)
 	if t := m.snap.Turn; t != nil && t.Open {
 		m.join(c)
 		return

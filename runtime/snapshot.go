@@ -112,10 +112,13 @@ type AuthWait struct {
 	AttemptID string `json:"attemptId"`
 }
 
-// Task is a live background task.
+// Task is a live background task: its kind ("" is "sleep"), its input,
+// and a sleep task's duration.
 type Task struct {
-	ID       string        `json:"id"`
-	Duration time.Duration `json:"duration,omitempty"`
+	ID       string          `json:"id"`
+	Duration time.Duration   `json:"duration,omitempty"`
+	Kind     string          `json:"kind,omitempty"`
+	Input    json.RawMessage `json:"input,omitempty"`
 }
 
 // Timer is the armed session-lifetime timer.
@@ -160,6 +163,9 @@ func (s *Snapshot) Clone() Snapshot {
 
 func (w Waits) clone() Waits {
 	out := Waits{Tasks: slices.Clone(w.Tasks)}
+	for i := range out.Tasks {
+		out.Tasks[i].Input = slices.Clone(out.Tasks[i].Input)
+	}
 	if w.Input != nil {
 		in := *w.Input
 		out.Input = &in

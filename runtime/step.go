@@ -174,7 +174,7 @@ func (m *Machine) startTask(spec *TaskSpec, id string) {
 		s = *spec
 	}
 	s.ID = or(s.ID, id)
-	m.snap.Waits.Tasks = append(m.snap.Waits.Tasks, Task{ID: s.ID, Duration: s.Duration})
+	m.snap.Waits.Tasks = append(m.snap.Waits.Tasks, Task{ID: s.ID, Duration: s.Duration, Kind: s.Kind, Input: slices.Clone(s.Input)})
 	m.emit(wire.TaskStarted{TaskID: s.ID})
 	m.st.after = append(m.st.after, StartTask{Task: s})
 }

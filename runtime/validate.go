@@ -28,10 +28,10 @@ const (
 // Bounds of a step result's fields besides its events and state (those are
 // wire's limits).
 const (
-	MaxStepIDBytes       = 64      // RequestID, AttemptID, Task.ID
-	MaxQuestionBytes     = 4 << 10 // Question
-	MaxTaskKindBytes     = 64      // Task.Kind
-	MaxTaskInputBytes    = 16 << 10
+	MaxStepIDBytes       = 64        // RequestID, AttemptID, Task.ID
+	MaxQuestionBytes     = 4 << 10   // Question
+	MaxTaskKindBytes     = 64        // Task.Kind
+	MaxTaskInputBytes    = 256 << 10 // stored out of line in the checkpoint over wire.MaxInlineTextBytes
 	MaxStepAliases       = 16
 	MaxErrorMessageBytes = 2 << 10             // an error event's message (longer is cut)
 	MaxStepHistory       = 256                 // history entries one step appends

@@ -28,6 +28,9 @@ const (
 	// never be committed: the step failed, was cancelled, timed out, or is
 	// about to run again after a crash. A UI drops them.
 	EventMessageDiscarded = "message.discarded"
+	// EventTaskProgress is a running background task's progress note
+	// (runtime.TaskRun.Progress).
+	EventTaskProgress = "task.progress"
 )
 
 // MaxLiveTextBytes bounds the text of one message.delta; a driver splits a
@@ -56,8 +59,17 @@ type MessageDiscarded struct {
 	Step   uint64 `json:"step"`
 }
 
-// EncodeLive builds the message of a live event; body is a MessageDelta
-// or a MessageDiscarded.
+// TaskProgress is the data of a task.progress.
+type TaskProgress struct {
+	TaskID string `json:"taskId"`
+	Note   string `json:"note"`
+}
+
+// MaxProgressNoteBytes bounds a task.progress note.
+const MaxProgressNoteBytes = 4 << 10
+
+// EncodeLive builds the message of a live event; body is a MessageDelta,
+// a MessageDiscarded or a TaskProgress.
 func EncodeLive(sessionID, deploymentID string, at time.Time, body any) ([]byte, error) {
 	var kind string
 	switch body.(type) {
@@ -65,6 +77,8 @@ func EncodeLive(sessionID, deploymentID string, at time.Time, body any) ([]byte,
 		kind = EventMessageDelta
 	case MessageDiscarded, *MessageDiscarded:
 		kind = EventMessageDiscarded
+	case TaskProgress, *TaskProgress:
+		kind = EventTaskProgress
 	default:
 		return nil, fmt.Errorf("%w: live event body %T", ErrInvalid, body)
 	}
@@ -75,11 +89,13 @@ func EncodeLive(sessionID, deploymentID string, at time.Time, body any) ([]byte,
 	return json.Marshal(LiveEvent{SessionID: sessionID, Kind: kind, Time: at.UTC(), DeploymentID: deploymentID, Data: data})
 }
 
-// Live is a decoded live event: its envelope and the step it is about.
+// Live is a decoded live event: its envelope and the step (or, for
+// task.progress, the task) it is about.
 type Live struct {
 	LiveEvent
 	TurnID string
 	Step   uint64
+	TaskID string
 }
 
 // DecodeLive decodes and checks a live event's message: a known kind,
@@ -112,6 +128,13 @@ func DecodeLive(data []byte) (Live, error) {
 			return Live{}, fmt.Errorf("%w: message.discarded data: %v", ErrInvalid, err)
 		}
 		l.TurnID, l.Step = d.TurnID, d.Step
+	case EventTaskProgress:
+		var d TaskProgress
+		if err := json.Unmarshal(ev.Data, &d); err != nil || d.TaskID == "" || len(d.Note) > MaxProgressNoteBytes || !utf8.ValidString(d.Note) {
+			return Live{}, fmt.Errorf("%w: task.progress data: want a taskId and a UTF-8 note of at most %d bytes", ErrInvalid, MaxProgressNoteBytes)
+		}
+		l.TaskID = d.TaskID
+		return l, nil
 	default:
 		return Live{}, fmt.Errorf("%w: live event kind %q", ErrUnknownKind, ev.Kind)
 	}

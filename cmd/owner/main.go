@@ -20,6 +20,7 @@ func main() {
 	var effectsLog string
 	owner.Main(agent, owner.WithAbout(about), owner.WithFaultFlag(),
 		owner.WithExecLog(func(l runtime.ExecLog, processID string) { agent.Log, agent.Process = l, processID }),
+		owner.WithTask(demo.TaskFetch, agent.Fetch),
 		owner.WithFlags(func(fs *flag.FlagSet) {
 			fs.StringVar(&effectsLog, "effects-log", "", "TEST ONLY: append one JSON line per real execution of a demo /effects call to this file ({\"sessionId\",\"stepKey\",\"call\",\"key\"}; replayed calls are not logged)")
 		}, func() error {

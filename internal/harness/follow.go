@@ -90,6 +90,14 @@ func (f *Follower) stream(ctx context.Context, base string, last uint64) error {
 func (f *Follower) add(fr Frame) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !fr.HasID {
+		// A live event (message.delta, message.discarded, task.progress):
+		// no seq, never a cursor. It must be a live event.
+		if _, err := wire.DecodeLive([]byte(fr.Data)); err != nil {
+			f.problems = append(f.problems, fmt.Sprintf("a frame without id: that is no live event: %v", err))
+		}
+		return
+	}
 	ev, err := wire.DecodeEvent(nil, []byte(fr.Data))
 	if err != nil {
 		f.problems = append(f.problems, fmt.Sprintf("id %d: data does not decode: %v", fr.ID, err))

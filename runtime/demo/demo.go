@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -71,6 +72,9 @@ func (a *Agent) apply(ctx context.Context, in runtime.StepInput, d directive, r 
 		r.Outcome = runtime.OutcomeAuthorize
 	case "task":
 		r.Outcome, r.Task = runtime.OutcomeTask, &runtime.TaskSpec{Kind: "sleep", Duration: duration(d.arg)}
+	case "fetch":
+		input, _ := json.Marshal(FetchInput{URL: d.arg})
+		r.Outcome, r.Task = runtime.OutcomeTask, &runtime.TaskSpec{Kind: TaskFetch, Input: input}
 	case "fail":
 		return runtime.StepResult{}, ErrFail
 	case "done":
@@ -123,7 +127,7 @@ func parse(c runtime.Command) directive {
 	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
 	switch name {
 	case "sleep", "ask", "authorize", "task", "fail", "done", "alias",
-		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood", "effects":
+		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood", "effects", "fetch":
 		return directive{name: name, arg: strings.TrimSpace(arg)}
 	}
 	return directive{}

@@ -1,8 +1,11 @@
 package pool
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -428,5 +432,56 @@ func (e *env) waitEnded(id string, aliases ...string) {
 	})
 	if cur.Record.State != "ended" {
 		e.t.Fatalf("record state %q", cur.Record.State)
+	}
+}
+
+// Tasks run by kind: a kind without a handler on the deployment fails the
+// task with code unknown_task_kind (its error lists the kinds it runs); a
+// registered handler gets the task's ID, kind and input, its progress note
+// goes live, and its result is in task.completed.
+func TestTaskKinds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	id := e.Start("v1").SessionID
+	e.Send(id, harness.Deliver("/fetch https://example.com/x"))
+	evs := e.WaitKind(id, wire.EventTaskCompleted, 1)
+	done := harness.FirstData[wire.TaskCompletedV2](t, evs, wire.EventTaskCompleted)
+	if done.Code != wire.CodeTaskUnknownKind || done.Kind != demo.TaskFetch || !strings.Contains(done.Error, "it runs: sleep") {
+		t.Fatalf("task.completed %+v, want unknown_task_kind naming the kinds run", done)
+	}
+
+	got := make(chan runtime.TaskRun, 1)
+	e.owner("v2", "p2", func(c *Config) {
+		c.Tasks = map[string]runtime.TaskHandler{demo.TaskFetch: func(_ context.Context, r runtime.TaskRun) (json.RawMessage, error) {
+			r.Progress("half way")
+			got <- r
+			return json.RawMessage(`{"echo":` + string(r.Input) + `}`), nil
+		}}
+	})
+	other := e.Start("v2").SessionID
+	sub, err := e.NC.SubscribeSync(e.Names.Live(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := harness.Deliver("/fetch https://example.com/y")
+	fetch.AcceptedDeploymentID = "v2" // accepted by its own deployment: no handoff
+	e.Send(other, fetch)
+	evs = e.WaitKind(other, wire.EventTaskCompleted, 1)
+	done = harness.FirstData[wire.TaskCompletedV2](t, evs, wire.EventTaskCompleted)
+	run := <-got
+	started := harness.FirstData[wire.TaskStarted](t, evs, wire.EventTaskStarted)
+	if run.ID != started.TaskID || run.Kind != demo.TaskFetch || run.SessionID != other || string(run.Input) != `{"url":"https://example.com/y"}` {
+		t.Fatalf("the handler got %+v", run)
+	}
+	if done.Error != "" || done.Kind != demo.TaskFetch || string(done.Result) != `{"echo":{"url":"https://example.com/y"}}` {
+		t.Fatalf("task.completed %+v", done)
+	}
+	msg, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no live progress note: %v", err)
+	}
+	if l, err := wire.DecodeLive(msg.Data); err != nil || l.Kind != wire.EventTaskProgress || l.TaskID != run.ID || !strings.Contains(string(l.Data), "half way") {
+		t.Fatalf("live %s: %v", msg.Data, err)
 	}
 }

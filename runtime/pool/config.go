@@ -3,6 +3,7 @@ package pool
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -67,6 +68,10 @@ type Config struct {
 	// TaskAckWait is the ack wait of the deployment's task consumer
 	// (default 30 s): a task whose runner died runs again after it.
 	TaskAckWait time.Duration
+	// Tasks are the background task handlers by kind; "sleep" is
+	// runtime.SleepTask unless Tasks names another handler for it. A task
+	// of a kind without a handler fails (code unknown_task_kind).
+	Tasks map[string]runtime.TaskHandler
 	// StepTimeout bounds one agent step (default 10 min): its context is
 	// cancelled at the timeout, and the step fails with code step_timeout
 	// whether or not the agent returns (a result that comes later is
@@ -160,6 +165,13 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TaskAckWait == 0 {
 		c.TaskAckWait = DefaultTaskAckWait
+	}
+	c.Tasks = maps.Clone(c.Tasks)
+	if c.Tasks == nil {
+		c.Tasks = map[string]runtime.TaskHandler{}
+	}
+	if c.Tasks[wire.TaskSleep] == nil {
+		c.Tasks[wire.TaskSleep] = runtime.SleepTask
 	}
 	if c.StepTimeout == 0 {
 		c.StepTimeout = DefaultStepTimeout

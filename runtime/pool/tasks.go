@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/baton-rt/baton/protocol"
@@ -83,7 +86,7 @@ func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	o.log.Info("task running", "task", t.ID, "session", t.SessionID)
+	o.log.Info("task running", "task", t.ID, "kind", wire.TaskWait{Kind: t.Kind}.KindOf(), "session", t.SessionID)
 	result, taskErr := o.safeExecTask(ctx, m, t)
 	if ctx.Err() != nil {
 		return // shutting down: another process re-runs it after AckWait
@@ -104,28 +107,74 @@ func (o *Owner) safeExecTask(ctx context.Context, m jetstream.Msg, t task) (resu
 		if p := recover(); p != nil {
 			o.log.Error("task body panicked; the task fails", "task", t.ID, "session", t.SessionID,
 				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			result, err = nil, fmt.Errorf("task panic: %v", p)
+			result, err = nil, fmt.Errorf("%s: %v", wire.CodeTaskPanic, p)
 		}
 	}()
 	return o.execTask(ctx, m, t)
 }
 
-// execTask runs the task, telling the server it is in progress meanwhile.
-// The only built-in kind is "sleep" (the demo agent's /task).
+// execTask runs the task with its kind's handler, telling the server it is
+// in progress meanwhile (every third of the ack wait, and at each Progress
+// call). A kind without a handler, a result that is not JSON or is too
+// large fail the task with their code (wire.TaskErrorCode).
 func (o *Owner) execTask(ctx context.Context, m jetstream.Msg, t task) (json.RawMessage, error) {
-	deadline := time.NewTimer(t.Duration)
-	defer deadline.Stop()
+	kind := wire.TaskWait{Kind: t.Kind}.KindOf()
+	h := o.cfg.Tasks[kind]
+	if h == nil {
+		return nil, fmt.Errorf("%s: no handler for task kind %q on deployment %s (it runs: %s)",
+			wire.CodeTaskUnknownKind, kind, o.cfg.Deployment, strings.Join(slices.Sorted(maps.Keys(o.cfg.Tasks)), ", "))
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	beat := time.NewTicker(o.cfg.TaskAckWait / 3)
 	defer beat.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-beat.C:
-			_ = m.InProgress()
-		case <-deadline.C:
-			return json.RawMessage(fmt.Sprintf(`{"kind":%q,"sleptMs":%d}`, t.Kind, t.Duration.Milliseconds())), nil
+	go func() {
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-beat.C:
+				_ = m.InProgress()
+			}
 		}
+	}()
+	run := runtime.TaskRun{SessionID: t.SessionID, ID: t.ID, Kind: kind, Input: t.Input, Duration: t.Duration,
+		Progress: func(note string) { o.taskProgress(m, t, note) }}
+	result, err := h(hctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return checkTaskResult(result)
+}
+
+// checkTaskResult bounds a handler's result: JSON (empty is null), at most
+// wire.MaxTaskResultBytes.
+func checkTaskResult(result json.RawMessage) (json.RawMessage, error) {
+	if len(result) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if len(result) > wire.MaxTaskResultBytes {
+		return nil, fmt.Errorf("%s: the result is %d bytes, at most %d travel back to the session (store a large result yourself and return its address)",
+			wire.CodeTaskResultTooLarge, len(result), wire.MaxTaskResultBytes)
+	}
+	if !json.Valid(result) {
+		return nil, fmt.Errorf("%s: the result is not JSON", wire.CodeTaskInvalidResult)
+	}
+	return result, nil
+}
+
+// taskProgress keeps the task alive and publishes its note live.
+func (o *Owner) taskProgress(m jetstream.Msg, t task, note string) {
+	_ = m.InProgress()
+	if note == "" {
+		return
+	}
+	if len(note) > wire.MaxProgressNoteBytes {
+		note = note[:wire.MaxProgressNoteBytes-3] // room for a replaced cut rune
+	}
+	msg, err := wire.EncodeLive(t.SessionID, o.cfg.Deployment, o.now(), wire.TaskProgress{TaskID: t.ID, Note: strings.ToValidUTF8(note, "\uFFFD")})
+	if err == nil {
+		natsLive{nc: o.cfg.NC, names: o.cfg.Names, met: o.metrics}.Publish(t.SessionID, msg)
 	}
 }
 

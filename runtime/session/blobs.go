@@ -104,6 +104,23 @@ func (b *blobStore) externalise(ctx context.Context, cp *wire.Checkpoint) error 
 			return err
 		}
 	}
+	return b.externaliseTasks(ctx, cp)
+}
+
+// externaliseTasks moves task inputs over wire.MaxInlineTextBytes to the
+// session's blobs (inputRef).
+func (b *blobStore) externaliseTasks(ctx context.Context, cp *wire.Checkpoint) error {
+	tasks := cp.Waits.Tasks
+	for i := range tasks {
+		if len(tasks[i].Input) <= wire.MaxInlineTextBytes {
+			continue
+		}
+		ref, err := b.put(ctx, cp.SessionID, tasks[i].Input)
+		if err != nil {
+			return err
+		}
+		tasks[i].Input, tasks[i].InputRef = nil, &ref
+	}
 	return nil
 }
 
@@ -143,6 +160,9 @@ func (b *blobStore) hydrate(ctx context.Context, sessionID string, d *Checkpoint
 		}
 		d.Snap.State = data
 	}
+	if err := b.hydrateTasks(ctx, sessionID, d); err != nil {
+		return err
+	}
 	if d.Snap.Turn == nil {
 		return nil
 	}
@@ -151,6 +171,23 @@ func (b *blobStore) hydrate(ctx context.Context, sessionID string, d *Checkpoint
 		if err := b.hydrateInput(ctx, sessionID, &inputs[i]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// hydrateTasks reads the out-of-line inputs of live tasks back.
+func (b *blobStore) hydrateTasks(ctx context.Context, sessionID string, d *Checkpoint) error {
+	tasks := d.Snap.Waits.Tasks
+	for i := range tasks {
+		ref, ok := d.taskRefs[tasks[i].ID]
+		if !ok {
+			continue
+		}
+		data, err := b.get(ctx, sessionID, ref)
+		if err != nil {
+			return fmt.Errorf("session: input of task %s of %s: %w", tasks[i].ID, sessionID, err)
+		}
+		tasks[i].Input = data
 	}
 	return nil
 }
@@ -197,4 +234,19 @@ func (b *blobStore) outputRef(ctx context.Context, sessionID string, data []byte
 	}
 	out.Text, out.Ref = "", &ref
 	return json.Marshal(out)
+}
+
+// resultRef stores a task.completed result longer than
+// wire.MaxInlineTextBytes out of line (resultRef), like outputRef.
+func (b *blobStore) resultRef(ctx context.Context, sessionID string, data []byte) ([]byte, error) {
+	var done wire.TaskCompletedV2
+	if len(data) <= wire.MaxInlineTextBytes || json.Unmarshal(data, &done) != nil || len(done.Result) <= wire.MaxInlineTextBytes {
+		return data, nil
+	}
+	ref, err := b.put(ctx, sessionID, done.Result)
+	if err != nil {
+		return nil, err
+	}
+	done.Result, done.ResultRef = nil, &ref
+	return json.Marshal(done)
 }

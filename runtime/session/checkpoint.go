@@ -73,7 +73,22 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		snap.Timer = &runtime.Timer{ID: t.ID, Deadline: t.Deadline, Duration: t.Duration}
 	}
 	tokens, err := EncodedTokens(cp.SessionID, snap.Aliases)
-	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: sealed{cp.HistorySegments, cp.HistoryV}, stateRef: cp.StateRef}, err
+	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: sealed{cp.HistorySegments, cp.HistoryV},
+		stateRef: cp.StateRef, taskRefs: taskRefs(cp.Waits)}, err
+}
+
+// taskRefs are the out-of-line inputs of a checkpoint's tasks, by task ID.
+func taskRefs(w wire.Waits) map[string]wire.BlobRef {
+	var refs map[string]wire.BlobRef
+	for _, t := range w.Tasks {
+		if t.InputRef != nil {
+			if refs == nil {
+				refs = map[string]wire.BlobRef{}
+			}
+			refs[t.ID] = *t.InputRef
+		}
+	}
+	return refs
 }
 
 // toWireHistory is the history as a checkpoint stores it: each entry in
@@ -117,7 +132,8 @@ type Checkpoint struct {
 	Outbox   []wire.Event
 	segments sealed
 	stateRef *wire.BlobRef
-	hist     *history // the segments as read (ReadCheckpoint)
+	hist     *history                // the segments as read (ReadCheckpoint)
+	taskRefs map[string]wire.BlobRef // out-of-line task inputs (hydrated by ReadCheckpoint)
 }
 
 // ReadCheckpoint decodes a session's checkpoint and reads its out-of-line
@@ -191,7 +207,7 @@ func toWireWaits(w runtime.Waits) wire.Waits {
 		out.Auth = &wire.AuthWait{AttemptID: w.Auth.AttemptID}
 	}
 	for _, t := range w.Tasks {
-		out.Tasks = append(out.Tasks, wire.TaskWait{ID: t.ID, Duration: t.Duration})
+		out.Tasks = append(out.Tasks, wire.TaskWait{ID: t.ID, Duration: t.Duration, Kind: t.Kind, Input: t.Input})
 	}
 	return out
 }
@@ -205,7 +221,8 @@ func fromWireWaits(w wire.Waits) runtime.Waits {
 		out.Auth = &runtime.AuthWait{AttemptID: w.Auth.AttemptID}
 	}
 	for _, t := range w.Tasks {
-		out.Tasks = append(out.Tasks, runtime.Task{ID: t.ID, Duration: t.Duration})
+		// A task of an older checkpoint has no kind: it is a sleep.
+		out.Tasks = append(out.Tasks, runtime.Task{ID: t.ID, Duration: t.Duration, Kind: t.KindOf(), Input: t.Input})
 	}
 	return out
 }

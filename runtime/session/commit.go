@@ -60,8 +60,15 @@ func (s *Session) restamp(ctx context.Context, e runtime.Event, now time.Time) (
 	if w, ok := s.stamped(e); ok {
 		return w, nil
 	}
-	if e.Kind == wire.EventMessageOutput {
+	switch e.Kind {
+	case wire.EventMessageOutput:
 		data, err := s.env.blobs.outputRef(ctx, s.id, e.Data)
+		if err != nil {
+			return wire.Event{}, err
+		}
+		e.Data = data
+	case wire.EventTaskCompleted:
+		data, err := s.env.blobs.resultRef(ctx, s.id, e.Data)
 		if err != nil {
 			return wire.Event{}, err
 		}

@@ -12,8 +12,9 @@ import (
 // this boot started: the previous owner may have crashed between that
 // commit and its StartTask. The message ID makes it a no-op within the
 // task stream's duplicate window when the task was published. The
-// checkpoint keeps a task's ID and duration only (wire.TaskWait), which is
-// all the built-in "sleep" kind needs.
+// checkpoint keeps the task's kind and input (wire.TaskWait; an older
+// checkpoint's task without a kind is a sleep), so it is published again
+// exactly as it was started.
 func (s *Session) restartTasks(ctx context.Context, bootOutbox []wire.Event) error {
 	if s.stopped || len(bootOutbox) == 0 {
 		return nil
@@ -34,7 +35,8 @@ func (s *Session) restartTasks(ctx context.Context, bootOutbox []wire.Event) err
 			if !s.env.Host.LeaseValid() {
 				return ErrFenced
 			}
-			if err := s.env.Host.StartTask(ctx, s.id, runtime.TaskSpec{ID: t.ID, Duration: t.Duration}); err != nil {
+			spec := runtime.TaskSpec{ID: t.ID, Kind: t.Kind, Duration: t.Duration, Input: t.Input}
+			if err := s.env.Host.StartTask(ctx, s.id, spec); err != nil {
 				return err
 			}
 		}

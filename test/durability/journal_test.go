@@ -3,12 +3,17 @@ package durability_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/wire"
@@ -216,3 +221,92 @@ func (c *cluster) journalValue(id string, n int) string {
 func jsonData(ev wire.Event, v any) error { return json.Unmarshal(ev.Data, v) }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// fetchServer is the far end of the demo's fetch tasks: it counts the
+// requests per idempotency key (the task ID) and path, and holds the first
+// one open until released (the owner running it is killed meanwhile).
+type fetchServer struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	requests []fetchRequest
+	first    chan fetchRequest
+	release  chan struct{}
+}
+
+type fetchRequest struct{ key, path, process string }
+
+func newFetchServer(t *testing.T) *fetchServer {
+	f := &fetchServer{first: make(chan fetchRequest, 1), release: make(chan struct{})}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := fetchRequest{r.Header.Get("Idempotency-Key"), r.URL.Path, r.Header.Get("X-Baton-Process")}
+		f.mu.Lock()
+		f.requests = append(f.requests, req)
+		n := len(f.requests)
+		f.mu.Unlock()
+		if n == 1 {
+			f.first <- req
+			select {
+			case <-f.release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = w.Write([]byte("fetched"))
+	}))
+	t.Cleanup(func() { close(f.release); f.srv.Close() })
+	return f
+}
+
+func (f *fetchServer) all() []fetchRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fetchRequest(nil), f.requests...)
+}
+
+// A fetch task (a registered kind with an input) whose owner process is
+// SIGKILLed in the middle of it runs again on the peer with the same ID,
+// kind and input; its result is applied once and task.completed carries
+// it.
+func TestTaskKilledMidTaskRunsOnPeer(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	log := filepath.Join(t.TempDir(), "effects.jsonl")
+	fs := newFetchServer(t)
+	procs := map[string]*proctest.Proc{"a": c.owner("a", "--effects-log", log)}
+	id := c.start(protocol.StartRequest{})
+	procs["b"] = c.owner("b", "--effects-log", log)
+	c.send(id, harness.WithID("fetch", harness.Deliver("/fetch "+fs.srv.URL+"/page/1")))
+	var first fetchRequest
+	select {
+	case first = <-fs.first:
+	case <-time.After(wait):
+		t.Fatal("the fetch task never ran")
+	}
+	runner := procs[first.process]
+	if runner == nil {
+		t.Fatalf("the first fetch came from process %q", first.process)
+	}
+	c.kill(runner)
+	evs := c.waitKind(id, wire.EventTaskCompleted, 1)
+	reqs := fs.all()
+	if len(reqs) != 2 || reqs[1].key != first.key || reqs[1].path != "/page/1" || reqs[1].process == first.process {
+		t.Fatalf("requests %+v: want the task again from the other process, same key and path", reqs)
+	}
+	var done []wire.TaskCompletedV2
+	for _, ev := range evs {
+		if ev.Kind == wire.EventTaskCompleted {
+			var d wire.TaskCompletedV2
+			_ = jsonData(ev, &d)
+			done = append(done, d)
+		}
+	}
+	var res demo.FetchResult
+	if len(done) != 1 || done[0].Kind != demo.TaskFetch || done[0].TaskID != first.key || done[0].Error != "" ||
+		jsonUnmarshal(done[0].Result, &res) != nil || res.Status != 200 || res.Bytes != len("fetched") {
+		t.Fatalf("task.completed %+v, want one of kind fetch with the second run's result", done)
+	}
+	if got := effectsOf(t, log, id)[1]; len(got) != 1 || got[0].Key != first.key {
+		t.Fatalf("fetch executions recorded %+v, want the completed one", got)
+	}
+	checkStream(t, c.events(id))
+}

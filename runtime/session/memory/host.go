@@ -27,6 +27,7 @@ type Host struct {
 	removed  []string
 	settled  []string
 	handoffs []handoff.Request
+	tasks    []runtime.TaskSpec
 }
 
 // NewHost returns a host holding a valid lease.
@@ -73,7 +74,20 @@ func (h *Host) Handoff(ctx context.Context, req handoff.Request) (handoff.Result
 	return f(ctx, req)
 }
 
-func (h *Host) StartTask(context.Context, string, runtime.TaskSpec) error { return nil }
+// StartTask records the task (nothing runs it).
+func (h *Host) StartTask(_ context.Context, _ string, t runtime.TaskSpec) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tasks = append(h.tasks, t)
+	return nil
+}
+
+// Tasks are the tasks started so far, in order.
+func (h *Host) Tasks() []runtime.TaskSpec {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]runtime.TaskSpec(nil), h.tasks...)
+}
 
 func (h *Host) RemoveIndex(_ context.Context, id string) error {
 	h.mu.Lock()
