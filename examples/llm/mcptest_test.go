@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -125,8 +126,8 @@ func memorySource(t *testing.T, name string, srv *mcp.Server) mcpSource {
 
 // stdioServer is the test binary as an MCP server process of a new
 // directory: the --mcp-command value (quoted, as a shell would want it)
-// and the directory. Every server process it started is killed when the
-// test ends.
+// and the directory. Every server process of it still running is killed
+// when the test ends.
 func stdioServer(t *testing.T) (string, string) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -134,9 +135,11 @@ func stdioServer(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	t.Cleanup(func() {
+	t.Cleanup(func() { // a server whose owner was killed has exited, or is about to
 		for _, pid := range lines(t, filepath.Join(dir, "pids")) {
-			if n, err := strconv.Atoi(pid); err == nil {
+			cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+			n, _ := strconv.Atoi(pid)
+			if err == nil && strings.Contains(string(cmdline), dir) { // not a process that took a PID since
 				_ = syscall.Kill(n, syscall.SIGKILL)
 			}
 		}
