@@ -87,10 +87,11 @@
 // Main's [Option] values name the binary ([WithName]), replace its help
 // text ([WithAbout]), add flags of the binary's own beside owner's
 // ([WithFlags]: registered before parsing, listed by --help, checked after
-// it; a clash with an owner flag is a usage error) and add the test aids a
-// test binary opts into: the
-// crash points of --fault ([WithFaultFlag]) and the execution log of
-// --exec-log ([WithExecLog]). bin/owner (cmd/owner) offers both.
+// it; a clash with an owner flag is a usage error), run functions once
+// the owner has stopped ([WithCleanup]: to close what a check started)
+// and add the test aids a test binary opts into: the crash points of
+// --fault ([WithFaultFlag]) and the execution log of --exec-log
+// ([WithExecLog]). bin/owner (cmd/owner) offers both.
 //
 // Everything a user's binary names is in a public package: owner,
 // runtime (the Agent interface and its types) and, for an ingress of its

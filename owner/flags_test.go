@@ -2,10 +2,12 @@ package owner
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +236,29 @@ func TestWithFlagsHelpAndExit(t *testing.T) {
 	clash := binary(nil, mustOptions(t, WithFlags(func(fs *flag.FlagSet) { fs.Int("replicas", 1, "mine") }, nil)))
 	if code := app.Exec(t.Context(), clash, []string{"--help"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--replicas already defined") {
 		t.Fatalf("a clash: exit %d, stderr %q; want 2 naming the flag", code, stderr.String())
+	}
+}
+
+// WithCleanup's functions run once, the last added first, when Main is
+// done: after a usage error (a check's, once the checks ran) and after
+// the owner stopped.
+func TestWithCleanup(t *testing.T) {
+	var ran []string
+	b := binary(nil, mustOptions(t, WithFlags(func(*flag.FlagSet) {}, func() error { return errors.New("--x: bad") }),
+		WithCleanup(func() { ran = append(ran, "first") }), WithCleanup(func() { ran = append(ran, "second") })))
+	var stdout, stderr bytes.Buffer
+	if code := app.Exec(t.Context(), b, []string{"--deployment-id", "v1"}, &stdout, &stderr); code != 2 || !slices.Equal(ran, []string{"second", "first"}) {
+		t.Fatalf("a usage error: exit %d, cleanups %q; want 2, both, the last first", code, ran)
+	}
+	ran = nil
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // Run returns at once
+	args := []string{"--nats-only", "--nats-listen", "127.0.0.1:-1", "--data-dir", t.TempDir()}
+	b = binary(nil, mustOptions(t, WithCleanup(func() { ran = append(ran, "stopped") })))
+	if code := app.Exec(ctx, b, args, &stdout, &stderr); code != 0 || !slices.Equal(ran, []string{"stopped"}) {
+		t.Fatalf("after Run: exit %d, cleanups %q, stderr %s; want 0 and one run", code, ran, stderr.String())
+	}
+	if _, err := newOptions([]Option{WithCleanup(nil)}); !errors.Is(err, ErrOption) {
+		t.Fatalf("WithCleanup(nil): %v, want ErrOption", err)
 	}
 }

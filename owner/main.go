@@ -31,10 +31,17 @@ func Main(agent runtime.Agent, opts ...Option) {
 // binary is Main's command for app.Main.
 func binary(agent runtime.Agent, o options) app.Binary[flags] {
 	return app.Binary[flags]{
-		Name:   o.name,
-		Parse:  func(args []string) (flags, error) { return parseFlags(args, o) },
+		Name: o.name,
+		Parse: func(args []string) (flags, error) {
+			f, err := parseFlags(args, o)
+			if err != nil {
+				o.runCleanups()
+			}
+			return f, err
+		},
 		Logger: func(f flags, w io.Writer) *slog.Logger { return f.common.Logger(w) },
 		Run: func(ctx context.Context, f flags, log *slog.Logger) error {
+			defer o.runCleanups()
 			f.cfg.Logger = log
 			return run(ctx, f.cfg, agent, f.extras(o))
 		},
@@ -62,6 +69,7 @@ type options struct {
 	attach func(l runtime.ExecLog, processID string) // --exec-log
 	own    []ownFlags                                // WithFlags, in order
 	tasks  map[string]runtime.TaskHandler            // WithTask
+	clean  []func()                                  // WithCleanup, in order
 }
 
 func newOptions(opts []Option) (options, error) {
@@ -137,6 +145,29 @@ func WithTask(kind string, handler runtime.TaskHandler) Option {
 		}
 		o.tasks[kind] = handler
 		return nil
+	}
+}
+
+// WithCleanup adds f to what Main runs before the process exits: once the
+// owner has stopped (Run returned after the drain, so no step runs any
+// more), or after a usage error, --help or --version — for what a
+// WithFlags check started, such as a connection or a subprocess the agent
+// uses. The functions run once each, the last added first; a second
+// signal's abort exits without them.
+func WithCleanup(f func()) Option {
+	return func(o *options) error {
+		if f == nil {
+			return fmt.Errorf("%w: WithCleanup: a nil function", ErrOption)
+		}
+		o.clean = append(o.clean, f)
+		return nil
+	}
+}
+
+// runCleanups runs WithCleanup's functions, last first.
+func (o options) runCleanups() {
+	for i := len(o.clean) - 1; i >= 0; i-- {
+		o.clean[i]()
 	}
 }
 

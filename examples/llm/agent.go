@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/openai/openai-go/v3"
@@ -16,32 +17,57 @@ import (
 // with the calls and one tool entry per result, and continues the turn; a
 // step whose answer has none says it (message.output and an assistant
 // entry) and ends the turn. Its only state is what remember keeps
-// (StepResult.State).
+// (StepResult.State). The tools of its MCP servers are connected from New
+// (or main's flag check) until Close.
 type Agent struct {
 	cfg    Config
 	client openai.Client
+	mcp    *mcpSet // nil: no MCP server
+	own    []Tool  // Config.Tools, then the MCP servers' tools
 }
 
-// New is the agent of cfg; a bad cfg is an error matching ErrConfig.
+// New is the agent of cfg, connected to its MCP servers (Close closes
+// them); a bad cfg, an MCP server that cannot be reached or one whose
+// tool's name is taken is an error matching ErrConfig.
 func New(cfg Config) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	a := &Agent{}
-	return a, a.configure(cfg)
+	if err := a.configure(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return a, nil
 }
 
-// configure checks cfg and builds the client: the environment's options
+// configure checks cfg, builds the client — the environment's options
 // (OPENAI_BASE_URL, OPENAI_API_KEY), cfg.Options, and no SDK retries (the
-// agent retries itself, see call). It is main's check of the flags: its
-// error is the usage error Main shows.
+// agent retries itself, see call) — and connects the MCP servers and
+// lists their tools. It is main's check of the flags: its error is the
+// usage error Main shows.
 func (a *Agent) configure(cfg Config) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := startMCP(cfg, log)
+	if err != nil {
+		return err
+	}
 	opts := append(append([]option.RequestOption{}, cfg.Options...), option.WithMaxRetries(0))
-	a.cfg, a.client = cfg, openai.NewClient(opts...)
+	a.Close()
+	a.cfg, a.client, a.mcp = cfg, openai.NewClient(opts...), m
+	a.own = append(append([]Tool(nil), cfg.Tools...), m.toolList()...)
 	return nil
+}
+
+// Close closes the agent's MCP servers: it stops their supervision, closes
+// each stdio server's stdin (a process that does not exit within 5s is
+// sent SIGTERM, then SIGKILL) and each HTTP session. Call it once no step
+// runs any more (main: owner.WithCleanup).
+func (a *Agent) Close() {
+	a.mcp.close()
+	a.mcp = nil
 }
 
 // EventKinds implements runtime.Agent: message.output only.

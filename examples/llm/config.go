@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -35,8 +37,21 @@ type Config struct {
 	// ones (a name may not repeat one): each call runs through the step's
 	// journal (runtime.StepInput.Do).
 	Tools []Tool
+	// MCPCommands are MCP servers the agent runs, each a command line
+	// (split into words like a shell does: blanks, quotes, backslashes; no
+	// expansion) whose process speaks MCP over its stdin and stdout
+	// (--mcp-command, repeatable). The agent restarts one that exits.
+	MCPCommands []string
+	// MCPURLs are MCP servers reached over streamable HTTP (--mcp-url,
+	// repeatable).
+	MCPURLs []string
+	// Log is where the MCP servers' supervision logs (a server down,
+	// reconnected); nil: nowhere.
+	Log *slog.Logger
 
-	timer backoff.Timer // the wait between attempts (tests: one that records); nil: real time
+	timer      backoff.Timer // the wait between attempts (tests: one that records); nil: real time
+	mcpExtra   []mcpSource   // tests: MCP servers of other transports (in memory), after the flags'
+	mcpRestart restartPolicy // tests: shorter restart waits; zero: the defaults
 }
 
 // Defaults.
@@ -58,6 +73,23 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.SystemPrompt, "system-prompt", c.SystemPrompt, "the system message that opens every request (empty: none)")
 	fs.IntVar(&c.Retries, "model-retries", c.Retries, "retries of a model call answered with 429 or a 5xx, or cut off before any output, within the step (then the step fails with model_unavailable; 0: none)")
 	fs.DurationVar(&c.RetryMaxWait, "model-retry-max-wait", c.RetryMaxWait, "the longest wait before a retry, whether the exponential backoff's or the server's Retry-After")
+	fs.Var(list{&c.MCPCommands}, "mcp-command", "an MCP server to run, as a command line (split like a shell: quotes, backslashes, no expansion) speaking MCP on stdin and stdout; its tools are offered to the model, and it is restarted when it exits (repeatable)")
+	fs.Var(list{&c.MCPURLs}, "mcp-url", "the URL of an MCP server over streamable HTTP whose tools are offered to the model (repeatable)")
+}
+
+// list is a repeatable string flag: each use appends.
+type list struct{ p *[]string }
+
+func (l list) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, " ")
+}
+
+func (l list) Set(s string) error {
+	*l.p = append(*l.p, s)
+	return nil
 }
 
 // Validate checks every value, naming the flag of a bad one (an error
@@ -88,5 +120,6 @@ func (c Config) check() error {
 		}
 		seen[t.Name] = true
 	}
-	return nil
+	_, err := mcpSources(c)
+	return err
 }

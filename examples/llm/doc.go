@@ -9,8 +9,9 @@
 //
 // The server and key are the SDK's own environment variables; the flags
 // are --model (default gpt-4o-mini), --system-prompt, --model-retries
-// (default 4) and --model-retry-max-wait (default 30s), plus every flag of
-// bin/owner (--help lists them). Against a local Ollama and the NATS
+// (default 4), --model-retry-max-wait (default 30s), --mcp-command and
+// --mcp-url (MCP servers, below), plus every flag of bin/owner (--help
+// lists them). Against a local Ollama and the NATS
 // server of make run, as deployment llm1 (make llm):
 //
 //	OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_API_KEY=ollama \
@@ -40,6 +41,22 @@
 // without tool calls is the step's message.output and assistant entry, and
 // ends the turn. The model call and the tools it asked for commit
 // together, as one step: a step that did not commit runs again whole.
+//
+// # MCP tools
+//
+// --mcp-command "<cmd> <args>" (split into words like a shell does:
+// blanks, '…', "…", backslashes; no expansion) runs an MCP server as the
+// owner's child over its stdin and stdout; --mcp-url <url> reaches one over
+// streamable HTTP; both repeat. At start every server is connected and its
+// tools listed, and offered to the model after the built-in ones; a server
+// not reached, or a tool name that is taken (a built-in, Config.Tools,
+// another server's), is a usage error. Each call is a tools/call through
+// the journal (a re-run replays it); its text contents are the result, its
+// isError the entry's. A server that is down makes the call an isError
+// result for the model (journaled like any result), never a failed step;
+// the owner restarts a stdio server that exited and reconnects an HTTP one
+// (from 250ms, doubling up to 30s), and closes them all when it stops
+// (owner.WithCleanup).
 //
 // # Failures
 //

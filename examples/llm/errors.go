@@ -44,8 +44,11 @@ var (
 	// Completions stream fails with (CodeModelInvalidResponse).
 	ErrInvalidResponse = errors.New("llm: invalid model response")
 	// ErrConfig is the error of a bad Config (a usage error of the
-	// binary's flags).
+	// binary's flags), an MCP server not reached at start included.
 	ErrConfig = errors.New("llm: invalid configuration")
+	// ErrMCPUnavailable is the result of a tool call whose MCP server is
+	// down (restarting) or broke off the call.
+	ErrMCPUnavailable = errors.New("llm: MCP server unavailable")
 )
 
 // ModelError is a model call that failed: the code the step fails with,

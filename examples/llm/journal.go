@@ -77,8 +77,8 @@ type toolResult struct {
 	IsError bool   `json:"isError,omitempty"`
 }
 
-// runTool runs call c: a tool of Config.Tools or calculator through the
-// journal, remember and recall directly.
+// runTool runs call c: a tool of Config.Tools or an MCP server, or
+// calculator, through the journal; remember and recall directly.
 func (a *Agent) runTool(ctx context.Context, in runtime.StepInput, c toolCall, mem *memory) (string, bool, error) {
 	t, own := a.tool(c.Name)
 	if !own && c.Name != ToolCalculator {
@@ -96,9 +96,9 @@ func (a *Agent) runTool(ctx context.Context, in runtime.StepInput, c toolCall, m
 	return r.Text, r.IsError, err
 }
 
-// tool is the program's own tool of that name.
+// tool is the program's own or an MCP server's tool of that name.
 func (a *Agent) tool(name string) (Tool, bool) {
-	for _, t := range a.cfg.Tools {
+	for _, t := range a.own {
 		if t.Name == name {
 			return t, true
 		}

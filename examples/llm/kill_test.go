@@ -87,18 +87,20 @@ func TestKillDuringModelCall(t *testing.T) {
 }
 
 // The binary's own flags: --help lists them beside owner's, a bad value
-// is a usage error (exit 2) naming the flag, before anything runs.
+// is a usage error (exit 2) naming the flag, before anything runs — an MCP
+// server that cannot be started included.
 func TestBinaryFlags(t *testing.T) {
 	t.Parallel()
 	bin := proctest.Build(t, "github.com/baton-rt/baton/examples/llm")
 	out, err := exec.Command(bin, "--help").CombinedOutput()
 	for _, want := range []string{"Usage: llm [flags]", "-model string", `(default "gpt-4o-mini")`, "-system-prompt", "-model-retries int",
-		"-model-retry-max-wait duration", "-max-tokens-per-turn", "OPENAI_BASE_URL"} {
+		"-model-retry-max-wait duration", "-mcp-command value", "-mcp-url value", "-max-tokens-per-turn", "OPENAI_BASE_URL"} {
 		if err != nil || !strings.Contains(string(out), want) {
 			t.Fatalf("--help: %v, lacks %q:\n%s", err, want, out)
 		}
 	}
-	for _, args := range [][]string{{"--model", ""}, {"--model-retries", "-1"}, {"--model-retry-max-wait", "0s"}} {
+	for _, args := range [][]string{{"--model", ""}, {"--model-retries", "-1"}, {"--model-retry-max-wait", "0s"},
+		{"--mcp-command", "srv 'x"}, {"--mcp-url", "ftp://x"}, {"--mcp-command", "/nonexistent/mcp-server"}} {
 		cmd := exec.Command(bin, append([]string{"--deployment-id", deployment}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != 2 || !strings.HasPrefix(string(out), "llm: usage: "+args[0]) {

@@ -22,7 +22,7 @@ func (a *Agent) request(in runtime.StepInput) openai.ChatCompletionNewParams {
 		msgs = append(msgs, message(e))
 	}
 	return openai.ChatCompletionNewParams{
-		Model: a.cfg.Model, Messages: msgs, Tools: tools(a.cfg.Tools),
+		Model: a.cfg.Model, Messages: msgs, Tools: tools(a.own),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/owner"
+	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -31,6 +32,7 @@ type stack struct {
 	fake *fake
 	ing  *harness.Ingress
 	http harness.Client
+	wrap func(*Agent) runtime.Agent // startOwner's agent around the example's (nil: itself)
 }
 
 func newStack(t *testing.T) *stack {
@@ -44,8 +46,9 @@ func newStack(t *testing.T) *stack {
 }
 
 // startOwner runs owner.Run in-process with the example's agent of the
-// fake (mutated by mutate) until the test ends, and waits until it serves.
-func (st *stack) startOwner(mutate ...func(*Config)) {
+// fake (mutated by mutate) until the test ends, and waits until it serves;
+// the agent is closed after the owner stopped.
+func (st *stack) startOwner(mutate ...func(*Config)) *Agent {
 	st.t.Helper()
 	cfg := DefaultConfig()
 	cfg.SystemPrompt, cfg.Options = "You are terse.", st.fake.options()
@@ -54,6 +57,11 @@ func (st *stack) startOwner(mutate ...func(*Config)) {
 	}
 	agent, err := New(cfg)
 	st.h.Check(err)
+	st.t.Cleanup(agent.Close) // after the owner's cleanup below
+	var run runtime.Agent = agent
+	if st.wrap != nil {
+		run = st.wrap(agent)
+	}
 	oc := owner.DefaultConfig()
 	oc.DeploymentID, oc.NATSURL, oc.ProcessID = deployment, st.url, "llm-inproc"
 	oc.HibernateAfter, oc.DrainTimeout, oc.Logger = -1, time.Second, st.h.Logger(slog.LevelWarn)
@@ -61,7 +69,7 @@ func (st *stack) startOwner(mutate ...func(*Config)) {
 	oc.Ready = func(url string) { ready <- url }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- owner.Run(ctx, oc, agent) }()
+	go func() { done <- owner.Run(ctx, oc, run) }()
 	st.t.Cleanup(func() {
 		cancel()
 		select {
@@ -80,6 +88,7 @@ func (st *stack) startOwner(mutate ...func(*Config)) {
 	case <-time.After(wait):
 		st.t.Fatalf("the owner did not serve within %s", wait)
 	}
+	return agent
 }
 
 // post sends body as JSON to path of the ingress and wants status want.
