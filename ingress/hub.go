@@ -50,7 +50,15 @@ type hub struct {
 	ring    []event
 	cons    jetstream.Consumer
 	cc      jetstream.ConsumeContext
-	sub     *nats.Subscription // the live subject
+	sub     *nats.Subscription // the live subject (a channel subscription)
+	live    chan *nats.Msg
+	quit    chan struct{}
+	// liveDone counts the live messages fanned out; ordered with the
+	// durable events through the subscription's Delivered count (see
+	// awaitLive).
+	liveMu   sync.Mutex
+	liveDone int64
+	liveCond *sync.Cond
 	linger  *time.Timer
 	stopped bool
 }
@@ -175,12 +183,15 @@ func (hs *hubs) get(ctx context.Context, id string) (*hub, error) {
 func (h *hub) start(ctx context.Context) {
 	defer close(h.ready)
 	s := h.hs.s
-	sub, err := s.cfg.NC.Subscribe(s.cfg.Names.Live(h.id), h.onLive)
+	h.live, h.quit = make(chan *nats.Msg, liveChanSize), make(chan struct{})
+	h.liveCond = sync.NewCond(&h.liveMu)
+	sub, err := s.cfg.NC.ChanSubscribe(s.cfg.Names.Live(h.id), h.live)
 	if err != nil {
 		h.fail(fail(ErrUnavailable, "follow live events of %s: %v", h.id, err))
 		return
 	}
 	h.sub = sub
+	go h.liveLoop()
 	cons, err := s.cfg.JS.OrderedConsumer(ctx, s.cfg.Names.EventsStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{h.subject}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
 		InactiveThreshold: 30 * time.Second,
@@ -208,11 +219,36 @@ func (h *hub) fail(err error) {
 	h.hs.mu.Unlock()
 	if h.sub != nil {
 		_ = h.sub.Unsubscribe()
+		close(h.quit)
 	}
 	h.deleteConsumer()
 }
 
-// onLive fans one live event out (the subscription calls it serially).
+// liveChanSize is the live subscription's buffer (beyond it the
+// connection drops live messages: a slow consumer).
+const liveChanSize = 4096
+
+// liveAwait bounds how long a durable event waits for the live events
+// received before it to be fanned out.
+const liveAwait = 250 * time.Millisecond
+
+// liveLoop fans the live events out, in order, until the hub stops.
+func (h *hub) liveLoop() {
+	for {
+		select {
+		case <-h.quit:
+			return
+		case m := <-h.live:
+			h.onLive(m)
+			h.liveMu.Lock()
+			h.liveDone++
+			h.liveCond.Broadcast()
+			h.liveMu.Unlock()
+		}
+	}
+}
+
+// onLive fans one live event out.
 func (h *hub) onLive(m *nats.Msg) {
 	ev := toLive(h.id, m.Data)
 	if ev == nil {
@@ -226,6 +262,35 @@ func (h *hub) onLive(m *nats.Msg) {
 	}
 }
 
+// awaitLive waits (at most liveAwait) until every live message the
+// connection received before now is fanned out. The connection's reader
+// hands messages to the subscriptions in the order the server sent them,
+// and a channel subscription counts a message as delivered when it is
+// queued, so a durable event that waits here reaches the clients after
+// the deltas the owner published before it (on one server, the owner
+// publishes a step's deltas before its commit).
+func (h *hub) awaitLive() {
+	want, err := h.sub.Delivered()
+	if err != nil {
+		return
+	}
+	h.liveMu.Lock()
+	defer h.liveMu.Unlock()
+	if h.liveDone >= want {
+		return
+	}
+	timer := time.AfterFunc(liveAwait, func() {
+		h.liveMu.Lock()
+		h.liveCond.Broadcast() // the deadline: wake the waiter
+		h.liveMu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(liveAwait)
+	for h.liveDone < want && time.Now().Before(deadline) {
+		h.liveCond.Wait()
+	}
+}
+
 // onMsg fans one event out (the consumer calls it serially, in order).
 func (h *hub) onMsg(m jetstream.Msg) {
 	meta, err := m.Metadata()
@@ -236,6 +301,7 @@ func (h *hub) onMsg(m jetstream.Msg) {
 	if !ok {
 		return
 	}
+	h.awaitLive()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if n := len(h.ring); n > 0 && ev.seq != h.ring[n-1].seq+1 {
@@ -302,6 +368,7 @@ func (h *hub) stop() {
 	h.mu.Unlock()
 	if h.sub != nil {
 		_ = h.sub.Unsubscribe()
+		close(h.quit)
 	}
 	if h.cc != nil {
 		h.cc.Stop()
