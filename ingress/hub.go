@@ -59,8 +59,8 @@ type hub struct {
 	liveMu   sync.Mutex
 	liveDone int64
 	liveCond *sync.Cond
-	linger  *time.Timer
-	stopped bool
+	linger   *time.Timer
+	stopped  bool
 }
 
 // client is one reader's queue of events, filled by its hub.
