@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
-	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -22,16 +21,8 @@ import (
 func TestCrashAfterModelAnswerJournaled(t *testing.T) {
 	t.Parallel()
 	st := newStack(t)
-	bin := proctest.Build(t, "github.com/baton-rt/baton/examples/llm")
-	ps := harness.NewProcs(t, 60)
-	start := func(name string, extra ...string) *proctest.Proc {
-		t.Helper()
-		args := append([]string{"OPENAI_BASE_URL=" + st.fake.srv.URL + "/v1", "OPENAI_API_KEY=test-key", bin,
-			"--nats-url", st.url, "--deployment-id", deployment, "--process-id", name, "--lease-ttl", "2s",
-			"--sweep-interval", "1s", "--log-format", "json", "--log-level", "debug"}, extra...)
-		return st.h.OwnerProc(ps, name, "/usr/bin/env", args, wait)
-	}
-	first := start("llm-a", "--fault", "crash-after-journal:1")
+	p := st.binaryOwners()
+	first := p.start("llm-a", "--fault", "crash-after-journal:1")
 	id, ev := st.session()
 	st.fake.push(stream(text("12*7 "), text("is 84."), stop("stop"), usage(80, 5, 0)))
 	st.say(id, "what is 12*7?")
@@ -39,7 +30,7 @@ func TestCrashAfterModelAnswerJournaled(t *testing.T) {
 	if !first.Contains("fault injected: killing this process") {
 		t.Fatalf("the owner exited without the fault:\n%s", harness.LastLines(first.Output(), 30))
 	}
-	start("llm-b")
+	p.start("llm-b")
 	var completed, discarded bool
 	frames := ev.until("turn.completed and message.discarded", func(f harness.Frame) bool {
 		completed = completed || f.Event == wire.EventTurnCompleted

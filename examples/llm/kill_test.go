@@ -23,16 +23,8 @@ import (
 func TestKillDuringModelCall(t *testing.T) {
 	t.Parallel()
 	st := newStack(t)
-	bin := proctest.Build(t, "github.com/baton-rt/baton/examples/llm")
-	ps := harness.NewProcs(t, 60)
-	start := func(name string) *proctest.Proc {
-		t.Helper()
-		args := []string{"OPENAI_BASE_URL=" + st.fake.srv.URL + "/v1", "OPENAI_API_KEY=test-key", bin,
-			"--nats-url", st.url, "--deployment-id", deployment, "--process-id", name, "--lease-ttl", "2s",
-			"--sweep-interval", "1s", "--log-format", "json", "--log-level", "debug", "--system-prompt", "You are terse."}
-		return st.h.OwnerProc(ps, name, "/usr/bin/env", args, wait) // env execs the binary: one process
-	}
-	first := start("llm-a")
+	p := st.binaryOwners()
+	first := p.start("llm-a", "--system-prompt", "You are terse.")
 	id, ev := st.session()
 	held := make(chan struct{})
 	st.fake.push(calculatorCall(), func(x *exchange) {
@@ -52,7 +44,7 @@ func TestKillDuringModelCall(t *testing.T) {
 	}
 
 	st.fake.push(stream(text("12*7 "), text("is 84."), stop("stop"), usage(80, 5, 0)))
-	start("llm-b")
+	p.start("llm-b", "--system-prompt", "You are terse.")
 	// message.discarded comes the live way, before the re-run's deltas
 	// (one publisher, one subject) but not ordered with durable events.
 	isDiscard := func(f harness.Frame) bool {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
-	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
@@ -29,17 +28,9 @@ import (
 func TestCrashAfterMCPCallJournaled(t *testing.T) {
 	t.Parallel()
 	st := newStack(t)
-	bin := proctest.Build(t, "github.com/baton-rt/baton/examples/llm")
+	p := st.binaryOwners()
 	cmd, dir := stdioServer(t)
-	ps := harness.NewProcs(t, 60)
-	start := func(name string, extra ...string) *proctest.Proc {
-		t.Helper()
-		args := append([]string{"OPENAI_BASE_URL=" + st.fake.srv.URL + "/v1", "OPENAI_API_KEY=test-key", bin,
-			"--nats-url", st.url, "--deployment-id", deployment, "--process-id", name, "--lease-ttl", "2s",
-			"--sweep-interval", "1s", "--log-format", "json", "--log-level", "debug", "--mcp-command", cmd}, extra...)
-		return st.h.OwnerProc(ps, name, "/usr/bin/env", args, wait)
-	}
-	first := start("llm-a", "--fault", "crash-after-journal:2")
+	first := p.start("llm-a", "--mcp-command", cmd, "--fault", "crash-after-journal:2")
 	id, ev := st.session()
 	st.fake.push(stream(callStart(0, "c1", "echo", `{"text": "hi"}`), stop("tool_calls"), usage(40, 6, 0)),
 		stream(text("It said hi."), stop("stop")))
@@ -51,7 +42,7 @@ func TestCrashAfterMCPCallJournaled(t *testing.T) {
 	if got := lines(t, filepath.Join(dir, "calls")); !slices.Equal(got, []string{"echo hi"}) {
 		t.Fatalf("the first run's MCP calls %q, want the echo call", got)
 	}
-	start("llm-b")
+	p.start("llm-b", "--mcp-command", cmd)
 	ev.until("turn.completed", kind(wire.EventTurnCompleted))
 	if outs := outputs(t, ev.frames); !slices.Equal(outs, []string{"It said hi."}) {
 		t.Fatalf("outputs %q", outs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/owner"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
@@ -197,4 +198,27 @@ func describe(frames []harness.Frame) string {
 		kinds = append(kinds, k)
 	}
 	return strings.Join(kinds, " ")
+}
+
+// procs runs the example's binary as owner processes of the stack.
+type procs struct {
+	st  *stack
+	bin string
+	ps  *harness.Procs
+}
+
+// binaryOwners builds the example's binary (once per test binary).
+func (st *stack) binaryOwners() *procs {
+	st.t.Helper()
+	return &procs{st: st, bin: proctest.Build(st.t, "github.com/baton-rt/baton/examples/llm"), ps: harness.NewProcs(st.t, 60)}
+}
+
+// start runs owner process name against the fake model and the stack's
+// NATS (lease TTL 2 s), with extra flags, and waits until it serves.
+func (p *procs) start(name string, extra ...string) *proctest.Proc {
+	p.st.t.Helper()
+	args := append([]string{"OPENAI_BASE_URL=" + p.st.fake.srv.URL + "/v1", "OPENAI_API_KEY=test-key", p.bin,
+		"--nats-url", p.st.url, "--deployment-id", deployment, "--process-id", name, "--lease-ttl", "2s",
+		"--sweep-interval", "1s", "--log-format", "json", "--log-level", "debug"}, extra...)
+	return p.st.h.OwnerProc(p.ps, name, "/usr/bin/env", args, wait) // env execs the binary: one process
 }
