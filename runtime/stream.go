@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"log/slog"
+)
 
 // Live output. A step may show partial output while it runs (a model's
 // tokens as they arrive) through its step context:
@@ -62,3 +65,21 @@ func (s Stream) Text(delta string) {
 // Live reports whether the stream goes anywhere (false for the zero
 // Stream): an agent may skip building deltas nobody receives.
 func (s Stream) Live() bool { return s.sink != nil }
+
+type loggerKey struct{}
+
+// WithLogger returns ctx carrying the step's logger (for drivers).
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// Logger is the logger of the step ctx runs: the owner process's log with
+// the session, turn and step as attributes, so an agent's own lines (a
+// retried model call, a tool that failed) sit beside the runtime's. Without
+// one in ctx (a unit test) it discards.
+func Logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok && l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}

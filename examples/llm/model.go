@@ -44,7 +44,10 @@ func (a *Agent) call(ctx context.Context, live runtime.Stream, req openai.ChatCo
 		}
 		return backoff.Permanent(err)
 	}
-	err := backoff.RetryNotifyWithTimer(op, b, nil, a.cfg.timer)
+	notify := func(err error, wait time.Duration) {
+		runtime.Logger(ctx).Warn("model call failed; retrying within the step", "attempt", attempts, "wait", wait.String(), "err", err)
+	}
+	err := backoff.RetryNotifyWithTimer(op, b, notify, a.cfg.timer)
 	var me *ModelError
 	if errors.As(err, &me) && me.Retry && ctx.Err() == nil {
 		return r, &ModelError{Code: me.Code, Err: fmt.Errorf("gave up after %d attempts: %w", attempts, me.Err)}

@@ -34,7 +34,7 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 			live.discard()
 		}
 		began := time.Now()
-		sctx := stepCtx
+		sctx := runtime.WithLogger(stepCtx, s.log.With("turn", r.Input.TurnID, "step", r.Input.Step))
 		if live != nil {
 			sctx = runtime.WithSink(sctx, live)
 		}
