@@ -11,7 +11,7 @@ import (
 // of the deployment runs with the handler registered for its kind
 // (owner.WithTask, pool.Config.Tasks), at least once; its result returns
 // to the session as a task.result command, applied once (task.completed).
-// The built-in kind "sleep" waits TaskSpec.Duration.
+// The built-in kind "sleep" (the pool's) waits TaskSpec.Duration.
 
 // TaskRun is one execution of a background task, as its handler gets it.
 type TaskRun struct {
@@ -37,16 +37,3 @@ type TaskRun struct {
 // (cancelled when the process shuts down: another process runs the task
 // again).
 type TaskHandler func(ctx context.Context, t TaskRun) (json.RawMessage, error)
-
-// SleepTask is the handler of the built-in kind "sleep": it waits the
-// task's Duration and reports {"kind","sleptMs"}.
-func SleepTask(ctx context.Context, t TaskRun) (json.RawMessage, error) {
-	timer := time.NewTimer(t.Duration)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-timer.C:
-	}
-	return json.Marshal(map[string]any{"kind": "sleep", "sleptMs": t.Duration.Milliseconds()})
-}

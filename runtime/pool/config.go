@@ -69,7 +69,7 @@ type Config struct {
 	// (default 30 s): a task whose runner died runs again after it.
 	TaskAckWait time.Duration
 	// Tasks are the background task handlers by kind; "sleep" is
-	// runtime.SleepTask unless Tasks names another handler for it. A task
+	// SleepTask unless Tasks names another handler for it. A task
 	// of a kind without a handler fails (code unknown_task_kind).
 	Tasks map[string]runtime.TaskHandler
 	// StepTimeout bounds one agent step (default 10 min): its context is
@@ -171,7 +171,7 @@ func (c Config) withDefaults() Config {
 		c.Tasks = map[string]runtime.TaskHandler{}
 	}
 	if c.Tasks[wire.TaskSleep] == nil {
-		c.Tasks[wire.TaskSleep] = runtime.SleepTask
+		c.Tasks[wire.TaskSleep] = SleepTask
 	}
 	if c.StepTimeout == 0 {
 		c.StepTimeout = DefaultStepTimeout

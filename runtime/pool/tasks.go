@@ -147,6 +147,19 @@ func (o *Owner) execTask(ctx context.Context, m jetstream.Msg, t task) (json.Raw
 	return checkTaskResult(result)
 }
 
+// SleepTask is the handler of the built-in kind "sleep": it waits the
+// task's Duration and reports {"kind":"sleep","sleptMs"}.
+func SleepTask(ctx context.Context, t runtime.TaskRun) (json.RawMessage, error) {
+	timer := time.NewTimer(t.Duration)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+	}
+	return json.Marshal(map[string]any{"kind": wire.TaskSleep, "sleptMs": t.Duration.Milliseconds()})
+}
+
 // checkTaskResult bounds a handler's result: JSON (empty is null), at most
 // wire.MaxTaskResultBytes.
 func checkTaskResult(result json.RawMessage) (json.RawMessage, error) {
