@@ -115,8 +115,8 @@ func (c Config) check() error {
 	}
 	seen := map[string]bool{ToolCalculator: true, ToolRemember: true, ToolRecall: true}
 	for _, t := range c.Tools {
-		if t.Name == "" || t.Run == nil || seen[t.Name] {
-			return fmt.Errorf("tool %q: want a new name and a Run function", t.Name)
+		if !toolNameRE.MatchString(t.Name) || t.Run == nil || seen[t.Name] {
+			return fmt.Errorf("tool %q: want a new name (%s) and a Run function", t.Name, toolNamePattern)
 		}
 		seen[t.Name] = true
 	}

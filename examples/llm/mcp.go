@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -117,6 +118,11 @@ type mcpSet struct {
 // startMCP connects every server of cfg, lists its tools and makes each
 // a Tool; taken names (builtin, Config.Tools, an earlier server's) are
 // refused. An error closes what was started.
+// toolNamePattern is what Chat Completions accepts as a function name.
+const toolNamePattern = `^[a-zA-Z0-9_-]{1,64}$`
+
+var toolNameRE = regexp.MustCompile(toolNamePattern)
+
 func startMCP(cfg Config, log *slog.Logger) (*mcpSet, error) {
 	srcs, err := mcpSources(cfg)
 	if err != nil || len(srcs) == 0 {
@@ -135,6 +141,10 @@ func startMCP(cfg Config, log *slog.Logger) (*mcpSet, error) {
 		}
 		set.servers = append(set.servers, s)
 		for _, t := range listed {
+			if !toolNameRE.MatchString(t.Name) {
+				set.close()
+				return nil, fmt.Errorf("%s: its tool %q is not a Chat Completions function name (%s): every request offering it would be refused", src.name, t.Name, toolNamePattern)
+			}
 			if by, ok := taken[t.Name]; ok {
 				set.close()
 				return nil, fmt.Errorf("%s: its tool %q clashes with %s of that name (tool names must be unique)", src.name, t.Name, by)

@@ -74,6 +74,13 @@ func TestMCPStartRefused(t *testing.T) {
 		{`memory: its tool "add" clashes with a tool of Config.Tools of that name`, func(c *Config) {
 			c.Tools, c.mcpExtra = []Tool{own}, []mcpSource{memorySource(t, "memory", newMCPServer(count))}
 		}},
+		{`dotted: its tool "fs.read" is not a Chat Completions function name`, func(c *Config) {
+			dotted := mcp.NewServer(&mcp.Implementation{Name: "dotted", Version: "v1"}, nil)
+			mcp.AddTool(dotted, &mcp.Tool{Name: "fs.read"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+			c.mcpExtra = []mcpSource{memorySource(t, "dotted", dotted)}
+		}},
 		{`--mcp-command "srv 'x": an unclosed ' quote`, func(c *Config) { c.MCPCommands = []string{"srv 'x"} }},
 		{`--mcp-command "  ": want a command`, func(c *Config) { c.MCPCommands = []string{"  "} }},
 		{`--mcp-url "ftp://x": want an http:// or https:// URL`, func(c *Config) { c.MCPURLs = []string{"ftp://x"} }},
