@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-rt/baton/record"
@@ -61,12 +62,17 @@ type journal struct {
 	in      runtime.StepInput
 	rerun   bool // the step was in flight at boot: read what was recorded
 
-	mu       sync.Mutex
-	digest   string
-	loaded   bool
-	replay   []wire.JournalEntry
-	n        int   // calls so far
-	keys     int   // highest position that may hold an entry
+	// mu guards the load and the replay; it is never held while a call's
+	// fn runs (an abandoned step may run on, and its session must still
+	// read outcome and positions).
+	mu     sync.Mutex
+	digest string // set by load, under mu
+	loaded bool
+	replay []wire.JournalEntry
+	n      atomic.Int64 // calls so far
+	keys   atomic.Int64 // highest position that may hold an entry
+
+	fmu      sync.Mutex
 	failure  error // nondeterministic_step or journal_unavailable: the step fails
 	failCode string
 }
@@ -81,24 +87,44 @@ func (s *Session) newJournal(in runtime.StepInput, rerun bool) *journal {
 
 // Do implements runtime.Journal.
 func (j *journal) Do(ctx context.Context, name string, fn runtime.EffectFunc) ([]byte, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.failure != nil {
-		return nil, j.failure
+	if err := j.failed(); err != nil {
+		return nil, err
 	}
-	if err := j.load(ctx); err != nil {
+	n, rec, err := j.next(ctx)
+	if err != nil {
 		return nil, j.fail(runtime.CodeJournalUnavailable, err)
 	}
-	j.n++
-	n := j.n
-	if n <= len(j.replay) {
-		return j.recorded(ctx, n, name, j.replay[n-1])
+	if rec != nil {
+		return j.recorded(ctx, n, name, *rec)
 	}
 	res, ferr := fn(ctx, runtime.EffectKey(j.session, j.in.TurnID, j.in.Step, n, name))
 	if ferr != nil && ctx.Err() != nil {
 		return nil, ferr // cancelled, not failed: nothing to record
 	}
 	return j.record(ctx, n, name, res, ferr)
+}
+
+// next loads the journal (once) and takes the next position: its recorded
+// entry, if the replay has one.
+func (j *journal) next(ctx context.Context) (int, *wire.JournalEntry, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.load(ctx); err != nil {
+		return 0, nil, err
+	}
+	n := int(j.n.Add(1))
+	if n <= len(j.replay) {
+		e := j.replay[n-1]
+		return n, &e, nil
+	}
+	return n, nil, nil
+}
+
+// failed is the failure that failed the step, if any.
+func (j *journal) failed() error {
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
+	return j.failure
 }
 
 // recorded returns the entry recorded at position n for a call of name.
@@ -128,7 +154,7 @@ func (j *journal) record(ctx context.Context, n int, name string, res []byte, fe
 	}
 	data, _ := json.Marshal(e)
 	key := subjects.JournalKey(j.session, j.in.TurnID, j.in.Step, n)
-	j.keys = max(j.keys, n)
+	j.raiseKeys(n)
 	err = retryJournal(ctx, func() error {
 		_, err := j.store.Create(ctx, key, data)
 		return err
@@ -203,7 +229,7 @@ func (j *journal) load(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		j.keys = len(entries)
+		j.raiseKeys(len(entries))
 		// The replay is the leading run of entries of these inputs: an
 		// entry of other inputs (and what follows it) is stale, replaced
 		// when its position is written again.
@@ -246,9 +272,21 @@ func (j *journal) read(ctx context.Context) ([]wire.JournalEntry, error) {
 	}
 }
 
+// raiseKeys notes that position n may hold an entry.
+func (j *journal) raiseKeys(n int) {
+	for {
+		cur := j.keys.Load()
+		if int64(n) <= cur || j.keys.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
+}
+
 // fail marks the step failed with code (the driver fails its result) and
 // returns err for Do to return.
 func (j *journal) fail(code string, err error) error {
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
 	if j.failure == nil {
 		j.failure, j.failCode = err, code
 		j.log.Warn("journal: the step fails", "turn", j.in.TurnID, "step", j.in.Step, "code", code, "err", err)
@@ -261,8 +299,8 @@ func (j *journal) outcome(d runtime.StepDone) runtime.StepDone {
 	if j == nil {
 		return d
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
 	if j.failure != nil {
 		d.Result = runtime.Failed(j.failCode, j.failure)
 	}
@@ -274,9 +312,7 @@ func (j *journal) positions() int {
 	if j == nil {
 		return 0
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return max(j.keys, j.n)
+	return int(max(j.keys.Load(), j.n.Load()))
 }
 
 // inputDigest identifies a step's input: what a re-run must see for the

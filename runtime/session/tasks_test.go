@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/runtime/session/memory"
 	"github.com/baton-rt/baton/wire"
 	"github.com/oklog/ulid/v2"
 )
@@ -84,4 +86,45 @@ func TestPendingTaskOfAnOldCheckpointRunsAsSleep(t *testing.T) {
 			t.Fatalf("the result's blob: %d bytes, %v", len(blob), err)
 		}
 	}
+}
+
+// hanging makes a journaled call whose function ignores its context until
+// released; any other delivery is echoed.
+type hanging struct{ release chan struct{} }
+
+func (hanging) EventKinds() []string { return nil }
+
+func (a hanging) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult, error) {
+	text := in.Inputs[0].Text
+	if text == "hang" {
+		_, err := in.Do(ctx, "stuck", func(context.Context, string) ([]byte, error) {
+			<-a.release
+			return []byte("late"), nil
+		})
+		return runtime.StepResult{}, err
+	}
+	return runtime.StepResult{Outcome: runtime.OutcomeDone, Events: []runtime.Event{runtime.Output(text)}}, nil
+}
+
+// A journaled call that hangs past the step timeout costs its step only:
+// the step fails with step_timeout (the journal is not in its way) and the
+// next delivery is answered.
+func TestHungJournaledCallTimesOut(t *testing.T) {
+	a := hanging{release: make(chan struct{})}
+	defer close(a.release)
+	r := newRig(t, func(e *session.Env) {
+		e.Agent, e.StepTimeout, e.Journal = a, 300*time.Millisecond, memory.NewJournal()
+	})
+	r.start()
+	r.send(deliver("hang"))
+	r.eventually("the step_timeout error", func() bool {
+		for _, e := range r.stream() {
+			if e.Kind == wire.EventErrorKind && strings.Contains(string(e.Data), runtime.CodeStepTimeout) {
+				return true
+			}
+		}
+		return false
+	})
+	r.send(deliver("next"))
+	r.eventually("the next delivery answered", func() bool { return slices.Contains(r.outputs(), "next") })
 }
