@@ -205,7 +205,17 @@ func TestRepublishNewerEventVersion(t *testing.T) {
 	}
 	future := wire.Event{SessionID: id, Seq: cp.EventSeq + 1, Time: time.Now().UTC(), OwnerRunID: cur.Record.OwnerRunID,
 		DeploymentID: "v1", Kind: wire.EventMessageOutput, V: 2, Data: json.RawMessage(`{"text":"from the future","tone":"calm"}`)}
-	cp.Outbox, cp.EventSeq = []wire.Event{future}, cp.EventSeq+1
+	// The outbox keeps what the stopped owner had not published yet (on a
+	// loaded machine Stop can cut the last commit's publish short): the
+	// next owner publishes those first, then the future event.
+	stored := uint64(len(e.Events(id)))
+	var unpublished []wire.Event
+	for _, ev := range cp.Outbox {
+		if ev.Seq > stored {
+			unpublished = append(unpublished, ev)
+		}
+	}
+	cp.Outbox, cp.EventSeq = append(unpublished, future), cp.EventSeq+1
 	if cur.Record.Checkpoint, err = wire.EncodeCheckpoint(cp); err != nil {
 		t.Fatal(err)
 	}

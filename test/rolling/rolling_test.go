@@ -697,6 +697,17 @@ func (d *drainWatch) stop() []int {
 	return slices.Clone(d.series)
 }
 
+// firstMissing is the lowest missed epoch after epoch from.
+func firstMissing(missing map[uint64]bool, from uint64) (uint64, bool) {
+	best, ok := uint64(0), false
+	for e := range missing {
+		if e > from && (!ok || e < best) {
+			best, ok = e, true
+		}
+	}
+	return best, ok
+}
+
 // check runs the invariants over everything observed.
 func (w *world) check(sessions []*session, followers []*harness.Follower) {
 	t := w.t
@@ -719,11 +730,19 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 		}
 		var last record.SessionRecord
 		runs := map[uint64]string{}
+		// Epochs whose every revision the watcher missed: on a loaded
+		// machine a NATS node restart can hold the watcher back while a
+		// session writes more revisions than the bucket keeps (history 8).
+		// The events of such an epoch's run are still checked for order.
+		missing := map[uint64]bool{}
 		for i, h := range hist {
 			if h.Deleted {
 				t.Errorf("session %s: record deleted at rev %d", s.id, h.Rev)
 			}
 			r := h.Rec
+			for e := last.Epoch + 1; e < r.Epoch; e++ {
+				missing[e] = true
+			}
 			if i > 0 && (h.Rev <= hist[i-1].Rev || r.Epoch < last.Epoch) {
 				t.Errorf("session %s: rev %d epoch %d after rev %d epoch %d", s.id, h.Rev, r.Epoch, hist[i-1].Rev, last.Epoch)
 			}
@@ -765,13 +784,19 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 			}
 			e, ok := runEpoch[ev.OwnerRunID]
 			if !ok {
-				t.Errorf("session %s: event %d by run %s, which no record revision names", s.id, ev.Seq, ev.OwnerRunID)
+				if e, ok = firstMissing(missing, epoch); ok {
+					t.Logf("session %s: event %d by run %s of epoch %d, whose record revisions the watcher missed", s.id, ev.Seq, ev.OwnerRunID, e)
+					runEpoch[ev.OwnerRunID] = e
+					delete(missing, e)
+				} else {
+					t.Errorf("session %s: event %d by run %s, which no record revision names", s.id, ev.Seq, ev.OwnerRunID)
+				}
 			}
 			if e < epoch {
 				t.Errorf("session %s: event %d by epoch %d after epoch %d: two owners", s.id, ev.Seq, e, epoch)
 			}
 			epoch = e
-			if r := epochOf[fmt.Sprintf("%s/%d", s.id, e)]; ev.DeploymentID != r.DeploymentID {
+			if r, known := epochOf[fmt.Sprintf("%s/%d", s.id, e)]; known && ev.DeploymentID != r.DeploymentID {
 				t.Errorf("session %s: event %d stamped %s by epoch %d of %s", s.id, ev.Seq, ev.DeploymentID, e, r.DeploymentID)
 			}
 			switch ev.Kind {
@@ -866,8 +891,14 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 				t.Errorf("session %s: step %s committed twice", s.id, step)
 			}
 			committed[k] = true
-			owner := epochOf[fmt.Sprintf("%s/%d", s.id, runEpoch[ev.OwnerRunID])].OwnerProcess
 			runs := runsOf[k]
+			rec, known := epochOf[fmt.Sprintf("%s/%d", s.id, runEpoch[ev.OwnerRunID])]
+			owner := rec.OwnerProcess
+			if !known && len(runs) > 0 {
+				// An epoch whose record revisions the watcher missed (see
+				// check): its process is the one that ran the step last.
+				owner = runs[len(runs)-1]
+			}
 			switch {
 			case len(runs) == 1 && runs[0] == owner:
 			case len(runs) == 2 && slices.Contains(runs, owner) && (interrupted[step] || rerunAfterCut(runs, owner, s.id, cut)):
