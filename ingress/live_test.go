@@ -63,6 +63,16 @@ func liveOf(t *testing.T, f harness.Frame, id, deployment string) liveData {
 	return d
 }
 
+// liveSession is an env with an owner of v1 and a session of alias, and
+// the session's SSE stream.
+func liveSession(t *testing.T, alias string) (*env, string, *harness.Stream) {
+	t.Helper()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	id := e.create(jsonBody(map[string]string{"alias": alias})).SessionID
+	return e, id, e.sse("/v1/sessions/" + id + "/events")
+}
+
 // deltasBefore checks the frames up to the output of text: its step's
 // deltas (at least min) come before it and concatenate to it. It returns
 // the deltas' data.
@@ -94,10 +104,7 @@ func deltasBefore(t *testing.T, frames []harness.Frame, id, deployment, text str
 // the durable events after it only: no delta again, no duplicate.
 func TestLiveDeltasOnSSE(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.owner("v1", "p1")
-	id := e.create(`{"alias":"live-1"}`).SessionID
-	c := e.sse("/v1/sessions/" + id + "/events")
+	e, id, c := liveSession(t, "live-1")
 	const text = "/stream the quick brown fox"
 	e.deliver(jsonBody(map[string]string{"sessionId": id, "text": text}))
 	frames := until(t, c, 20*time.Second, "the output", isOutput(text))
@@ -137,10 +144,7 @@ func TestLiveDeltasOnSSE(t *testing.T) {
 // SSE, then turn.cancelled.
 func TestLiveDiscardedOnCancel(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.owner("v1", "p1")
-	id := e.create(`{"alias":"live-cancel"}`).SessionID
-	c := e.sse("/v1/sessions/" + id + "/events")
+	e, id, c := liveSession(t, "live-cancel")
 	e.deliver(jsonBody(map[string]string{"sessionId": id, "text": "/streamsleep 1h a b c"}))
 	first := until(t, c, 20*time.Second, "a delta", func(f harness.Frame) bool { return f.Event == wire.EventMessageDelta })
 	d := liveOf(t, first[len(first)-1], id, "v1")
@@ -169,10 +173,7 @@ func TestLiveDiscardedOnCancel(t *testing.T) {
 // are not sent at all.
 func TestLiveLateDeltaNotSent(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.owner("v1", "p1")
-	id := e.create(`{"alias":"live-late"}`).SessionID
-	c := e.sse("/v1/sessions/" + id + "/events")
+	e, id, c := liveSession(t, "live-late")
 	e.deliver(jsonBody(map[string]string{"sessionId": id, "text": "/stream one two"}))
 	frames := until(t, c, 20*time.Second, "turn.completed", func(f harness.Frame) bool { return f.Event == wire.EventTurnCompleted })
 	var turn string

@@ -33,7 +33,7 @@ func OpenJournal(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	if b.markerTTL <= 0 || b.history != 1 {
 		return nil, fmt.Errorf("kv: bucket %s needs LimitMarkerTTL and one revision per key (create it with topology.Ensure)", b.name)
 	}
-	return &Journal{s: &Store{js: js, now: func() time.Time { return time.Now().UTC() }}, b: b}, nil
+	return &Journal{s: &Store{js: js}, b: b}, nil // the Store for its leader reads and TTL writes
 }
 
 // Get reads an entry from the leader; none (or a removed one) is

@@ -172,7 +172,7 @@ func (m *Machine) taskResult(c Command) {
 	if i < 0 {
 		return
 	}
-	kind := wire.TaskWait{Kind: w.Tasks[i].Kind}.KindOf()
+	kind := wire.TaskKind(w.Tasks[i].Kind)
 	w.Tasks = slices.Delete(w.Tasks, i, i+1)
 	done := wire.TaskCompletedV2{TaskID: c.TaskID, Kind: kind, Error: c.TaskError, Code: wire.TaskErrorCode(c.TaskError)}
 	if c.TaskError == "" {

@@ -80,9 +80,6 @@ func (n Names) EventsAll() string { return n.prefix + ".events.>" }
 // discards (message.discarded) go there; the ingress forwards them to SSE.
 func (n Names) Live(sessionID string) string { return n.prefix + ".live." + sessionID }
 
-// LiveAll matches every live subject: baton.live.>.
-func (n Names) LiveAll() string { return n.prefix + ".live.>" }
-
 // Tasks is a deployment's task subject: baton.tasks.<deploymentID>.
 func (n Names) Tasks(deploymentID string) string { return n.prefix + ".tasks." + deploymentID }
 

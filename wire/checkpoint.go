@@ -163,11 +163,15 @@ type TaskWait struct {
 const TaskSleep = "sleep"
 
 // KindOf is the task's kind: "sleep" when none is recorded.
-func (t TaskWait) KindOf() string {
-	if t.Kind == "" {
+func (t TaskWait) KindOf() string { return TaskKind(t.Kind) }
+
+// TaskKind is kind, or "sleep" for a task that names none (one recorded
+// or published by a build before task kinds).
+func TaskKind(kind string) string {
+	if kind == "" {
 		return TaskSleep
 	}
-	return t.Kind
+	return kind
 }
 
 // Empty reports whether nothing is awaited.

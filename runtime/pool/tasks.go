@@ -86,7 +86,7 @@ func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	o.log.Info("task running", "task", t.ID, "kind", wire.TaskWait{Kind: t.Kind}.KindOf(), "session", t.SessionID)
+	o.log.Info("task running", "task", t.ID, "kind", wire.TaskKind(t.Kind), "session", t.SessionID)
 	result, taskErr := o.safeExecTask(ctx, m, t)
 	if ctx.Err() != nil {
 		return // shutting down: another process re-runs it after AckWait
@@ -118,7 +118,7 @@ func (o *Owner) safeExecTask(ctx context.Context, m jetstream.Msg, t task) (resu
 // call). A kind without a handler, a result that is not JSON or is too
 // large fail the task with their code (wire.TaskErrorCode).
 func (o *Owner) execTask(ctx context.Context, m jetstream.Msg, t task) (json.RawMessage, error) {
-	kind := wire.TaskWait{Kind: t.Kind}.KindOf()
+	kind := wire.TaskKind(t.Kind)
 	h := o.cfg.Tasks[kind]
 	if h == nil {
 		return nil, fmt.Errorf("%s: no handler for task kind %q on deployment %s (it runs: %s)",
@@ -187,7 +187,7 @@ func (o *Owner) taskProgress(m jetstream.Msg, t task, note string) {
 	}
 	msg, err := wire.EncodeLive(t.SessionID, o.cfg.Deployment, o.now(), wire.TaskProgress{TaskID: t.ID, Note: strings.ToValidUTF8(note, "\uFFFD")})
 	if err == nil {
-		natsLive{nc: o.cfg.NC, names: o.cfg.Names, met: o.metrics}.Publish(t.SessionID, msg)
+		o.env.Live.Publish(t.SessionID, msg)
 	}
 }
 

@@ -16,9 +16,6 @@ type Journal struct {
 	mu      sync.Mutex
 	seq     uint64
 	entries map[string]entry[[]byte]
-	// BeforeCreate, if set, runs before each Create is applied; a non-nil
-	// error is returned instead (a store that did not answer).
-	BeforeCreate func(key string) error
 }
 
 var _ session.JournalStore = (*Journal)(nil)
@@ -39,11 +36,6 @@ func (j *Journal) Get(_ context.Context, key string) ([]byte, uint64, error) {
 
 // Create implements session.JournalStore.
 func (j *Journal) Create(_ context.Context, key string, data []byte) (uint64, error) {
-	if j.BeforeCreate != nil {
-		if err := j.BeforeCreate(key); err != nil {
-			return 0, err
-		}
-	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if _, ok := j.entries[key]; ok {
@@ -72,11 +64,4 @@ func (j *Journal) Delete(_ context.Context, key string) error {
 	defer j.mu.Unlock()
 	delete(j.entries, key)
 	return nil
-}
-
-// Len is how many entries are stored.
-func (j *Journal) Len() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return len(j.entries)
 }
