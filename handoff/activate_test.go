@@ -5,30 +5,43 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func newID(prefix string) string { return fmt.Sprintf("%s%d", prefix, sessionSeq.Add(1)) }
 
 // activeSession creates a session owned by srcRun on blue.
+//
+// On a three-node cluster created a moment ago the sessions stream may not
+// answer its first writes yet ("no response from stream"): such a create
+// is tried again, under a new ID (the first may have landed), for up to
+// 30 s.
 func activeSession(t *testing.T, st testStore, cp []byte) record.Session {
 	t.Helper()
-	id := newID("a")
-	if cp == nil {
-		cp = checkpoint(t, id, false)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		id := newID("a")
+		c := cp
+		if c == nil {
+			c = checkpoint(t, id, false)
+		}
+		rec := record.SessionRecord{SessionID: id, OwnerRunID: srcRun, DeploymentID: srcDeployment, Epoch: 1, OwnerProcess: "p-blue",
+			State: record.StateActive, Consumer: subjects.Consumer(id, 1), WireV: 1, Writer: srcRun, Checkpoint: c}
+		rev, err := st.CreateSession(testCtx(t), rec)
+		if err == nil {
+			return record.Session{Record: rec, Revision: rev}
+		}
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
-	rec := record.SessionRecord{SessionID: id, OwnerRunID: srcRun, DeploymentID: srcDeployment, Epoch: 1, OwnerProcess: "p-blue",
-		State: record.StateActive, Consumer: subjects.Consumer(id, 1), WireV: 1, Writer: srcRun, Checkpoint: cp}
-	rev, err := st.CreateSession(testCtx(t), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return record.Session{Record: rec, Revision: rev}
 }
 
 // stageDirect stages a handoff to green the way Txn's stage and mark do,
