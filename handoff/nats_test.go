@@ -46,13 +46,25 @@ func ensure(t *testing.T, js jetstream.JetStream, replicas int) {
 	}
 }
 
+// openStore opens the store, each attempt bounded by 5 s and retried for
+// up to a minute: on a fresh cluster a JetStream API request can go
+// unanswered (its meta leader still settling), which a single open would
+// wait out to its deadline.
 func openStore(t *testing.T, js jetstream.JetStream) *kv.Store {
 	t.Helper()
-	st, err := kv.Open(testCtx(t), js, names)
-	if err != nil {
-		t.Fatalf("kv: %v", err)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := kv.Open(c, js, names)
+		cancel()
+		if err == nil {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kv: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return st
 }
 
 // natsServer is one embedded server with Baton's topology.
