@@ -15,6 +15,7 @@ type flags struct {
 	common  app.Common
 	fault   string
 	execLog string
+	agent   agentFlags
 }
 
 // extras are the test aids of a run of f.
@@ -50,6 +51,9 @@ func parseFlags(args []string, o options) (flags, error) {
 	}
 	if _, err := parseFaults(f.fault, slog.New(slog.DiscardHandler)); err != nil {
 		return f, err
+	}
+	if err := f.agent.check(); err != nil {
+		return f, fmt.Errorf("%w: %w", app.ErrUsage, err)
 	}
 	return f, o.checkOwn()
 }
@@ -91,6 +95,7 @@ func (f *flags) register(fs *flag.FlagSet, o options) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus /metrics, /healthz and /readyz on this address (empty: off)")
 	f.registerDurability(fs)
 	f.registerLimits(fs)
+	f.agent.register(fs)
 	if o.fault {
 		fs.StringVar(&f.fault, "fault", "", faultUsage)
 	}

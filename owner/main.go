@@ -43,7 +43,7 @@ func binary(agent runtime.Agent, o options) app.Binary[flags] {
 		Run: func(ctx context.Context, f flags, log *slog.Logger) error {
 			defer o.runCleanups()
 			f.cfg.Logger = log
-			return run(ctx, f.cfg, agent, f.extras(o))
+			return run(ctx, f.cfg, f.agent.agent(agent), f.extras(o))
 		},
 	}
 }

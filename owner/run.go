@@ -13,6 +13,7 @@ import (
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/runtime/pool"
+	"github.com/baton-rt/baton/runtime/remote"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,6 +84,9 @@ func serve(ctx context.Context, r resolved, agent runtime.Agent, x extras, base 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if agent, err = bindRemote(agent, nc, r, log, reg, undo); err != nil {
+		return err
+	}
 	o, err := pool.New(r.poolConfig(nc, js, store, agent, base, reg, faults))
 	if err != nil {
 		return err
@@ -101,6 +105,26 @@ func serve(ctx context.Context, r resolved, agent runtime.Agent, x extras, base 
 	err = o.Run(ctx)
 	log.Info("owner shutting down")
 	return err
+}
+
+// bindRemote connects a RemoteAgent to the process's connection: the
+// pool gets the connected remote.Agent.
+func bindRemote(agent runtime.Agent, nc *nats.Conn, r resolved, log *slog.Logger, reg prometheus.Registerer, undo *cleanup) (runtime.Agent, error) {
+	ra, ok := agent.(*remoteAgent)
+	if !ok {
+		return agent, nil
+	}
+	c := ra.cfg
+	a, err := remote.New(remote.Config{NC: nc, Names: r.names, Deployment: r.DeploymentID, EventKinds: c.EventKinds,
+		UnavailableAfter: c.UnavailableAfter, HeartbeatInterval: c.HeartbeatInterval, HeartbeatTimeout: c.HeartbeatTimeout,
+		InlineBytes: c.InlineBytes, Log: log, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	undo.push(a.Close)
+	ra.bound.Store(a)
+	log.Info("steps run on remote workers", "subject", r.names.AgentStep(r.DeploymentID))
+	return a, nil
 }
 
 // lockOwner takes cfg.LockFile when set.

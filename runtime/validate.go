@@ -23,6 +23,11 @@ const (
 	// CodeJournalUnavailable fails a step whose journal could not be read
 	// or written.
 	CodeJournalUnavailable = wire.CodeJournalUnavailable
+	// Codes of a remote agent's steps (owner.RemoteAgent): its worker went
+	// silent, no worker answered in time, the request could not be sent.
+	CodeAgentTimeout         = wire.CodeAgentTimeout
+	CodeAgentUnavailable     = wire.CodeAgentUnavailable
+	CodeAgentRequestTooLarge = wire.CodeAgentRequestTooLarge
 )
 
 // Bounds of a step result's fields besides its events and state (those are

@@ -38,6 +38,9 @@ check ./protocol "^$mod/(wire|subjects)\$"
 # the per-session driver never reaches back into the process pool
 check ./runtime/session "^$mod/(wire|subjects|record|runtime|handoff)\$"
 forbid ./runtime/session "^$mod/(runtime/pool|kv)(/|\$)"
+# the remote agent is an agent: it knows the runtime's agent API, wire's
+# shapes and the subjects, nothing of the owner process or its stores
+check ./runtime/remote "^$mod/(wire|subjects|runtime)\$"
 owner_side="^$mod/(owner|runtime/pool|runtime/session|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"
 forbid ./cmd/ingress "$owner_side"
@@ -54,6 +57,8 @@ fi
 # not even through another package.
 forbid ./owner "^$mod/internal/(harness|natstest|proctest|testsize)(/|\$)"
 check ./cmd/owner "^$mod/(owner|runtime|runtime/demo)\$"
+# test/remote/worker is a worker as any language writes it: no Baton package
+forbid ./test/remote/worker "^$mod/(wire|subjects|runtime|record|kv|protocol|owner|ingress|internal)(/|\$)"
 # examples/...: what another module's binary could be. Its code (not its
 # tests) imports only the public packages owner, runtime, wire and subjects.
 if [ -d examples ]; then

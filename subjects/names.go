@@ -143,3 +143,63 @@ type matchError struct{ s string }
 
 func (e *matchError) Error() string { return ErrNoMatch.Error() + ": " + e.s }
 func (e *matchError) Unwrap() error { return ErrNoMatch }
+
+// Remote agents (docs/agent.md, "Writing an agent in another language"):
+// the step protocol of a deployment whose owners run no agent code.
+
+// AgentStep is the request subject of a remote deployment's steps, which
+// its workers subscribe to in a queue group: baton.agent.<deploymentID>.step.
+func (n Names) AgentStep(deploymentID string) string { return n.agent(deploymentID) + ".step" }
+
+// AgentHistory is the request subject a worker pages a step's history
+// (and any other part sent by reference) from:
+// baton.agent.<deploymentID>.history.
+func (n Names) AgentHistory(deploymentID string) string { return n.agent(deploymentID) + ".history" }
+
+// AgentDelta is the subject a worker publishes one step's live output
+// deltas on: baton.agent.<deploymentID>.delta.<stepToken>.
+func (n Names) AgentDelta(deploymentID, token string) string {
+	return n.agent(deploymentID) + ".delta." + token
+}
+
+// AgentHeartbeat is the subject a worker publishes one step's heartbeats
+// on: baton.agent.<deploymentID>.heartbeat.<stepToken>.
+func (n Names) AgentHeartbeat(deploymentID, token string) string {
+	return n.agent(deploymentID) + ".heartbeat." + token
+}
+
+// AgentJournal is the request subject of one step's journaled calls:
+// baton.agent.<deploymentID>.journal.<stepToken>.
+func (n Names) AgentJournal(deploymentID, token string) string {
+	return n.agent(deploymentID) + ".journal." + token
+}
+
+// AgentCancel is the subject the owner cancels one step on:
+// baton.agent.<deploymentID>.cancel.<stepToken>.
+func (n Names) AgentCancel(deploymentID, token string) string {
+	return n.agent(deploymentID) + ".cancel." + token
+}
+
+// AgentReply is the reply subject of one step request:
+// baton.agent.<deploymentID>.reply.<stepToken>. A worker answers it
+// through its permission to respond (allow_responses), never by name.
+func (n Names) AgentReply(deploymentID, token string) string {
+	return n.agent(deploymentID) + ".reply." + token
+}
+
+// AgentStepTraffic matches everything a step's worker sends the owner
+// (deltas, heartbeats, journal requests, the reply):
+// baton.agent.<deploymentID>.*.<stepToken>.
+func (n Names) AgentStepTraffic(deploymentID, token string) string {
+	return n.agent(deploymentID) + ".*." + token
+}
+
+// AgentWorkerInbox is the inbox prefix a permissioned worker connects
+// with, so the replies to its own journal and history requests reach it
+// without a permission on _INBOX.>: baton.agent.<deploymentID>.inbox.
+func (n Names) AgentWorkerInbox(deploymentID string) string { return n.agent(deploymentID) + ".inbox" }
+
+// AgentQueueGroup is the queue group a deployment's workers share.
+func (n Names) AgentQueueGroup(deploymentID string) string { return n.prefix + "-agent-" + deploymentID }
+
+func (n Names) agent(deploymentID string) string { return n.prefix + ".agent." + deploymentID }

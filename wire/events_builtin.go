@@ -86,6 +86,16 @@ const (
 	// CodeJournalUnavailable: the step's journal could not be read or
 	// written (the store unreachable past its retries).
 	CodeJournalUnavailable = "journal_unavailable"
+	// CodeAgentTimeout: a remote agent's worker took the step and then went
+	// silent past the heartbeat timeout (it died, or lost its connection).
+	CodeAgentTimeout = "agent_timeout"
+	// CodeAgentUnavailable: no worker of the deployment answered the step
+	// request within the unavailability window.
+	CodeAgentUnavailable = "agent_unavailable"
+	// CodeAgentRequestTooLarge: a remote step's request could not be made
+	// to fit the server's max_payload even with its parts sent by
+	// reference.
+	CodeAgentRequestTooLarge = "agent_request_too_large"
 )
 
 // CommandRef names an inbox command by ID and inbox stream sequence.

@@ -47,6 +47,9 @@ func TestFrozenSchemas(t *testing.T) {
 	frozen(t, "testdata/schema_event_v1.json", EventSchema())
 	frozen(t, fmt.Sprintf("testdata/schema_checkpoint_v%d.json", CurrentStateVersion), CheckpointSchema())
 	frozenBuiltins(t)
+	for _, name := range AgentSchemaNames() {
+		frozen(t, fmt.Sprintf("testdata/agent/%s.v%d.json", name, AgentProtocolVersion), AgentSchema(name))
+	}
 }
 
 // builtinsFirst is the frozen document of the built-in kinds' first data
