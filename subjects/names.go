@@ -200,6 +200,8 @@ func (n Names) AgentStepTraffic(deploymentID, token string) string {
 func (n Names) AgentWorkerInbox(deploymentID string) string { return n.agent(deploymentID) + ".inbox" }
 
 // AgentQueueGroup is the queue group a deployment's workers share.
-func (n Names) AgentQueueGroup(deploymentID string) string { return n.prefix + "-agent-" + deploymentID }
+func (n Names) AgentQueueGroup(deploymentID string) string {
+	return n.prefix + "-agent-" + deploymentID
+}
 
 func (n Names) agent(deploymentID string) string { return n.prefix + ".agent." + deploymentID }

@@ -32,7 +32,9 @@ func newPart(items []json.RawMessage) *part {
 	return p
 }
 
-func (p *part) ref() *wire.AgentPartRef { return &wire.AgentPartRef{Count: len(p.items), Bytes: p.bytes} }
+func (p *part) ref() *wire.AgentPartRef {
+	return &wire.AgentPartRef{Count: len(p.items), Bytes: p.bytes}
+}
 
 // newStep builds the step's request: the history inline when it is
 // within InlineBytes, then whatever must go by reference (history, inputs,
