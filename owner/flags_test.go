@@ -77,6 +77,10 @@ func TestUsageErrors(t *testing.T) {
 		{"--nats-listen", []string{"--nats-listen", ":4222"}},
 		{"flag provided but not defined: -fault", []string{"--fault", "crash-after-commit"}},
 		{"flag provided but not defined: -exec-log", []string{"--exec-log", "x.jsonl"}},
+		{`--agent "python": want builtin or nats`, []string{"--agent", "python"}},
+		{"--agent-heartbeat-timeout 1s: at least twice --agent-heartbeat-interval (1s)", []string{"--agent", "nats", "--agent-heartbeat-timeout", "1s", "--agent-heartbeat-interval", "1s"}},
+		{"--agent-unavailable-after -1s: not negative", []string{"--agent", "nats", "--agent-unavailable-after", "-1s"}},
+		{`--agent-event-kinds: "turn.completed" is empty or a reserved kind`, []string{"--agent", "nats", "--agent-event-kinds", "note,turn.completed"}},
 	} {
 		_, err := parseFlags(append([]string{"--deployment-id", "v1"}, tc.args...), o)
 		if !errors.Is(err, app.ErrUsage) || !strings.Contains(err.Error(), tc.reason) {
@@ -260,5 +264,30 @@ func TestWithCleanup(t *testing.T) {
 	}
 	if _, err := newOptions([]Option{WithCleanup(nil)}); !errors.Is(err, ErrOption) {
 		t.Fatalf("WithCleanup(nil): %v, want ErrOption", err)
+	}
+}
+
+// --agent nats replaces the binary's agent by a remote one with the
+// flags' settings.
+func TestAgentNATSFlag(t *testing.T) {
+	f, err := parseFlags([]string{"--deployment-id", "v1", "--agent", "nats", "--agent-event-kinds", "note,tool.used",
+		"--agent-unavailable-after", "5s", "--agent-inline-bytes", "1024"}, mustOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := f.agent.agent(nil).(*remoteAgent)
+	if !ok {
+		t.Fatalf("--agent nats gives %T", f.agent.agent(nil))
+	}
+	if !slices.Equal(a.EventKinds(), []string{"note", "tool.used"}) || a.cfg.UnavailableAfter != 5*time.Second || a.cfg.InlineBytes != 1024 {
+		t.Fatalf("remote config %+v", a.cfg)
+	}
+	if _, err := a.Step(t.Context(), runtime.StepInput{}); err == nil {
+		t.Fatal("an unbound remote agent ran a step")
+	}
+	builtin := RemoteAgent(RemoteConfig{}) // any agent stands for the binary's
+	f, err = parseFlags([]string{"--deployment-id", "v1"}, mustOptions(t))
+	if err != nil || f.agent.agent(builtin) != builtin {
+		t.Fatalf("default --agent builtin: %v", err)
 	}
 }

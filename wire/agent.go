@@ -17,6 +17,8 @@ import (
 // testdata/agent (one file per shape and version), like the inbox schema:
 // a frozen shape never changes, a change is a new protocol version.
 //
+// A member whose value is null is the same as an absent one.
+//
 // Every message carries "v", the protocol version. An owner sends requests
 // of AgentProtocolVersion and reads replies of exactly the version of the
 // request it sent: a reply of any other version is refused whole (the step
@@ -262,6 +264,11 @@ func DecodeAgent(name string, b []byte, v any) error {
 	if err := agentVersion(name, obj); err != nil {
 		return err
 	}
+	if dropNulls(obj) {
+		if b, err = json.Marshal(obj); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrAgentProtocol, name, err)
+		}
+	}
 	if err := c.check(obj); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrAgentProtocol, name, err)
 	}
@@ -269,6 +276,30 @@ func DecodeAgent(name string, b []byte, v any) error {
 		return fmt.Errorf("%w: %s: %v", ErrAgentProtocol, name, err)
 	}
 	return nil
+}
+
+// dropNulls removes the members whose value is null from obj and the
+// objects it holds (not from arrays): in the step protocol a null member is
+// an absent one, as many JSON libraries write them. It reports whether it
+// removed any.
+func dropNulls(obj map[string]any) bool {
+	dropped := false
+	for k, v := range obj {
+		switch v := v.(type) {
+		case nil:
+			delete(obj, k)
+			dropped = true
+		case map[string]any:
+			dropped = dropNulls(v) || dropped
+		case []any:
+			for _, it := range v {
+				if o, ok := it.(map[string]any); ok {
+					dropped = dropNulls(o) || dropped
+				}
+			}
+		}
+	}
+	return dropped
 }
 
 // agentVersion refuses a message of another protocol version before its

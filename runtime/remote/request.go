@@ -180,7 +180,12 @@ func (s *step) page(r wire.AgentHistoryRequest) wire.AgentHistoryPage {
 		pg.Error = &wire.AgentError{Code: "invalid_offset", Message: fmt.Sprintf("offset %d is past the %d items", r.Offset, len(p.items))}
 		return pg
 	}
-	budget := min(maxPageBytes, int(s.a.cfg.NC.MaxPayload())-payloadHeadroom)
+	limit := int(s.a.cfg.NC.MaxPayload()) - payloadHeadroom
+	if r.Offset < len(p.items) && len(p.items[r.Offset]) > limit {
+		pg.Error = &wire.AgentError{Code: "item_too_large", Message: fmt.Sprintf("item %d is %d bytes, over the server's max_payload", r.Offset, len(p.items[r.Offset]))}
+		return pg
+	}
+	budget := min(maxPageBytes, limit)
 	i, used := r.Offset, 0
 	for i < len(p.items) && (i == r.Offset || used+len(p.items[i]) <= budget) {
 		used += len(p.items[i])

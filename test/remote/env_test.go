@@ -71,7 +71,14 @@ func (e *env) worker(name string, mutate ...func(*worker.Worker)) *worker.Worker
 	nc, err := nats.Connect(e.URL, nats.MaxReconnects(-1))
 	e.h.Check(err)
 	e.t.Cleanup(nc.Close)
-	w := &worker.Worker{NC: nc, Deployment: "v1", Handle: func(s *worker.Step) worker.Reply { return e.handle(name, s) }}
+	w := &worker.Worker{NC: nc, Deployment: "v1"}
+	w.Handle = func(s *worker.Step) worker.Reply {
+		if s.Text() == "die" { // the worker's process dies with the step: its connection goes
+			nc.Close()
+			return nil
+		}
+		return e.handle(name, s)
+	}
 	for _, m := range mutate {
 		m(w)
 	}
@@ -86,6 +93,7 @@ func (e *env) worker(name string, mutate ...func(*worker.Worker)) *worker.Worker
 //	do        one journaled call (counted in effects), then its result
 //	wait      waits for the owner's cancel
 //	history   how many history entries the step saw, and in how many pages
+//	die       the worker's connection closes (worker only)
 //	anything  echoed
 func (e *env) handle(name string, s *worker.Step) worker.Reply {
 	e.mu.Lock()

@@ -200,3 +200,26 @@ func TestOlderProtocolRefused(t *testing.T) {
 		t.Fatalf("outputs %q from a refused reply", outs)
 	}
 }
+
+// A worker that took a step and died is found out by its missing
+// heartbeats: the step fails with agent_timeout, and the next delivery
+// goes to a live worker.
+func TestWorkerDiesMidStep(t *testing.T) {
+	e := newEnv(t)
+	e.owner("a", "--agent-heartbeat-interval", "200ms", "--agent-heartbeat-timeout", "1s")
+	e.worker("doomed")
+	id := e.create()
+	t0 := time.Now()
+	e.say(id, "die")
+	evs := e.turns(id, 1)
+	t.Logf("agent_timeout after %v", time.Since(t0))
+	errs := errorsOf(t, evs)
+	if len(errs) != 1 || errs[0].Code != wire.CodeAgentTimeout {
+		t.Fatalf("errors %+v, want one agent_timeout", errs)
+	}
+	e.worker("alive")
+	e.say(id, "again")
+	if got := lastOutput(e.turns(id, 2)); got != "echo again" {
+		t.Fatalf("output %q, want echo again", got)
+	}
+}
