@@ -50,6 +50,16 @@ func ExampleMain_testAids() {
 		owner.WithExecLog(func(l runtime.ExecLog, processID string) { agent.Log, agent.Process = l, processID }))
 }
 
+// An owner binary whose steps run on remote workers (any language, over
+// NATS: docs/agent.md, "Writing an agent in another language"); Main's
+// --agent nats does the same for any owner binary.
+func ExampleRemoteAgent() {
+	owner.Main(owner.RemoteAgent(owner.RemoteConfig{
+		EventKinds:       []string{"tool.used"},
+		UnavailableAfter: time.Minute, // workers restart slowly
+	}))
+}
+
 // withFlagsMain is the main function of a binary with a flag of its own,
 // --model: WithFlags registers it beside every owner flag, and its check
 // refuses an empty value before anything runs. The agent reads the value
