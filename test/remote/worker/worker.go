@@ -91,6 +91,8 @@ type Worker struct {
 
 	mu     sync.Mutex
 	sub    *nats.Subscription
+	cs     *nats.Subscription // every step's cancel subject
+	steps  map[string]*Step   // running, by token
 	wg     sync.WaitGroup
 	ctx    context.Context // the steps' parent: Close cancels it
 	cancel context.CancelFunc
@@ -113,11 +115,19 @@ func (w *Worker) Start() error {
 	if p == "" {
 		p = "baton"
 	}
-	sub, err := w.NC.QueueSubscribe(w.subject("step"), p+"-agent-"+w.Deployment, w.serve)
+	w.steps = map[string]*Step{}
+	// One subscription for every step's cancel, made before any step is
+	// taken, so no cancel is missed while a step starts.
+	cs, err := w.NC.Subscribe(w.subject("cancel.*"), w.cancelStep)
 	if err != nil {
 		return err
 	}
-	w.sub = sub
+	sub, err := w.NC.QueueSubscribe(w.subject("step"), p+"-agent-"+w.Deployment, w.serve)
+	if err != nil {
+		_ = cs.Unsubscribe()
+		return err
+	}
+	w.sub, w.cs = sub, cs
 	return w.NC.Flush()
 }
 
@@ -130,6 +140,27 @@ func (w *Worker) Stop() {
 	}
 	w.mu.Unlock()
 	w.wg.Wait()
+	w.mu.Lock()
+	if w.cs != nil {
+		_ = w.cs.Unsubscribe()
+		w.cs = nil
+	}
+	w.mu.Unlock()
+}
+
+// cancelStep cancels the step a cancel message names.
+func (w *Worker) cancelStep(m *nats.Msg) {
+	var c struct{ Token string }
+	if json.Unmarshal(m.Data, &c) != nil {
+		return
+	}
+	w.mu.Lock()
+	s := w.steps[c.Token]
+	w.mu.Unlock()
+	if s != nil {
+		s.cancelled.Store(true)
+		s.stop()
+	}
 }
 
 // Close stops at once: no new steps, the running ones cancelled (their
@@ -149,17 +180,19 @@ func (w *Worker) serve(m *nats.Msg) {
 		return // not ours to answer: the owner times out
 	}
 	ctx, cancel := context.WithDeadline(w.ctx, req.Deadline)
-	s := &Step{Req: req, w: w, ctx: ctx}
+	s := &Step{Req: req, w: w, ctx: ctx, stop: cancel}
+	w.mu.Lock()
+	w.steps[req.Token] = s
+	w.mu.Unlock()
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		defer cancel()
-		cs, err := w.NC.Subscribe(req.Subjects.Cancel, func(*nats.Msg) { s.cancelled.Store(true); cancel() })
-		if err != nil {
-			return
-		}
-		defer func() { _ = cs.Unsubscribe() }()
-		_ = w.NC.Flush()
+		defer func() {
+			w.mu.Lock()
+			delete(w.steps, req.Token)
+			w.mu.Unlock()
+			cancel()
+		}()
 		stopBeat := s.heartbeat()
 		r := w.Handle(s)
 		stopBeat()
@@ -180,6 +213,7 @@ type Step struct {
 	Req       Request
 	w         *Worker
 	ctx       context.Context
+	stop      context.CancelFunc
 	cancelled atomic.Bool
 }
 
