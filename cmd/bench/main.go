@@ -43,6 +43,7 @@ func suites() []suite {
 		{"js", benchJS},
 		{"wire", func(ctx context.Context, _ *env, r *bench.Reporter) error { return benchWire(ctx, r) }},
 		{"runtime", benchRuntime},
+		{"remote", benchRemote},
 		{"http", benchHTTP},
 		{"handoff", benchHandoff},
 		{"hibernate", benchHibernate},
