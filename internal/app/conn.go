@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,9 +34,21 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 		}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", Redact(url), err)
 	}
 	return nc, nil
+}
+
+// Redact is a comma-separated list of NATS URLs with any password
+// replaced by "xxxxx", for errors and logs.
+func Redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := neturl.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // pingInterval paces client pings: about the lease TTL, so a partitioned
