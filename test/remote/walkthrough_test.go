@@ -52,17 +52,17 @@ const (
 	cliVersion = "v0.5.0"
 )
 
+// mode is a way to play the walkthrough's nats commands.
+type mode struct {
+	name   string
+	runner func(*testing.T, *env) runner
+}
+
 func TestWalkthrough(t *testing.T) {
 	blocks := loadWalkthrough(t)
-	modes := []struct {
-		name   string
-		runner func(*testing.T, *env) runner
-	}{{"nats.go", newGoRunner}}
+	modes := []mode{{"nats.go", newGoRunner}}
 	if testsize.Soak() { // the full size: the CLI itself too
-		modes = append(modes, struct {
-			name   string
-			runner func(*testing.T, *env) runner
-		}{"nats CLI", newCLIRunner})
+		modes = append(modes, mode{"nats CLI", newCLIRunner})
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
