@@ -22,7 +22,9 @@ import (
 // Every message carries "v", the protocol version. An owner sends requests
 // of AgentProtocolVersion and reads replies of exactly the version of the
 // request it sent: a reply of any other version is refused whole (the step
-// fails with result_invalid), never read field by field.
+// fails with result_invalid), never read field by field. A reply has no
+// code member: the codes of failed steps are the runtime's, so a worker's
+// failure always reads as the agent's own.
 
 // AgentProtocolVersion is the step protocol's version.
 const AgentProtocolVersion = 1
@@ -92,7 +94,6 @@ type AgentStepReply struct {
 	Task      *AgentTask      `json:"task,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	Fatal     bool            `json:"fatal,omitempty"`
-	Code      string          `json:"code,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0,63}$"`
 }
 
 // AgentEvent is one event of a step reply: message.output or a kind the
@@ -193,7 +194,9 @@ type AgentHeartbeat struct {
 }
 
 // AgentCancel tells the worker to stop the step: its result will not be
-// used. Reason is "cancelled", "timeout", "agent_timeout" or "shutdown".
+// used. Reason is "cancelled" (a cancel or reset command, the owner
+// stopping), "timeout" (past the deadline) or "agent_timeout" (the owner
+// heard nothing of the worker).
 type AgentCancel struct {
 	V      int    `json:"v" jsonschema:"enum=1"`
 	Token  string `json:"token"`

@@ -24,7 +24,7 @@ func TestDecodeAgentReply(t *testing.T) {
 		{"bad outcome", `{"v":1,"outcome":"later"}`, "outcome"},
 		{"not JSON", `{"v":1,`, "not JSON"},
 		{"not an object", `[1]`, "not a JSON object"},
-		{"bad code", `{"v":1,"error":"x","code":"Bad Code"}`, "code"},
+		{"a code", `{"v":1,"error":"x","code":"agent_timeout"}`, "code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r AgentStepReply

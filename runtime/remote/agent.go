@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,7 +12,6 @@ import (
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -126,7 +126,7 @@ func (a *Agent) EventKinds() []string { return slices.Clone(a.cfg.EventKinds) }
 // agent_timeout, result_invalid, agent_request_too_large); a cancelled ctx
 // cancels the worker's step and returns ctx's error.
 func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult, error) {
-	s, err := a.newStep(ctx, in, nuid.Next())
+	s, err := a.newStep(ctx, in, rand.Text()) // unguessable: a token is a step's address
 	if err != nil {
 		a.metrics.result(runtime.CodeAgentRequestTooLarge)
 		return runtime.Failed(runtime.CodeAgentRequestTooLarge, err), nil

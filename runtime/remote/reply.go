@@ -26,7 +26,7 @@ func stepResult(r wire.AgentStepReply) runtime.StepResult {
 	out := runtime.StepResult{
 		Outcome: runtime.Outcome(r.Outcome), State: r.State, Aliases: r.Aliases,
 		Question: r.Question, RequestID: r.RequestID, AttemptID: r.AttemptID,
-		Error: r.Error, Fatal: r.Fatal, Code: r.Code,
+		Error: r.Error, Fatal: r.Fatal,
 	}
 	for _, e := range r.Events {
 		out.Events = append(out.Events, runtime.Event{Kind: e.Kind, Data: e.Data})

@@ -122,6 +122,8 @@ func (s *step) traffic(m *nats.Msg) {
 	}
 	s.touch()
 	switch kind(m.Subject) {
+	case "heartbeat":
+		s.heartbeat(m)
 	case "delta":
 		var d wire.AgentDelta
 		if err := wire.DecodeAgent("delta", m.Data, &d); err != nil {
@@ -131,6 +133,21 @@ func (s *step) traffic(m *nats.Msg) {
 		s.stream.Text(d.Text)
 	case "journal":
 		s.journal(m)
+	}
+}
+
+// heartbeat logs a heartbeat's note, if it has one.
+func (s *step) heartbeat(m *nats.Msg) {
+	if len(m.Data) == 0 {
+		return
+	}
+	var hb wire.AgentHeartbeat
+	if err := wire.DecodeAgent("heartbeat", m.Data, &hb); err != nil {
+		s.a.log.Debug("a worker's heartbeat is not valid (it still counts)", "error", err)
+		return
+	}
+	if hb.Note != "" {
+		s.a.log.Debug("worker heartbeat", "session", s.in.SessionID, "step", s.in.Key(), "note", hb.Note)
 	}
 }
 
