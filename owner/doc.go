@@ -93,6 +93,14 @@
 // --fault ([WithFaultFlag]) and the execution log of --exec-log
 // ([WithExecLog]). bin/owner (cmd/owner) offers both.
 //
+// # Agents in other languages
+//
+// [RemoteAgent] (and --agent nats for any owner binary) runs no agent
+// code: each step goes over NATS to the workers of the deployment, in any
+// language, which answer with the documented JSON (docs/agent.md,
+// "Writing an agent in another language"). The owner keeps everything
+// durable: history, journaled calls, cancellation, deltas to SSE.
+//
 // Everything a user's binary names is in a public package: owner,
 // runtime (the Agent interface and its types) and, for an ingress of its
 // own, ingress. owner itself uses Baton's internal packages (the embedded
