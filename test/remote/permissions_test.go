@@ -36,7 +36,7 @@ func TestPermissions(t *testing.T) {
 		"WORKER_V1_PASSWORD": "w1-pw", "WORKER_V2_PASSWORD": "w2-pw", "SLACK_BOT_PASSWORD": "bot-pw",
 	}, "    { user: owner, password: owner-pw }", workers, forDeployment(workers, "v2"), docUsers(t, "channel-service"))
 	e := newPermEnv(t, userURL(srv, "owner", "owner-pw"))
-	e.owner("a", "--agent-unavailable-after", "2s", "--agent-inline-bytes", "64")
+	e.owner("a", "--agent-unavailable-after", "5s", "--agent-inline-bytes", "64")
 
 	w1, served := e.permWorker(userURL(srv, "worker-v1", "w1-pw"))
 	id := e.create()
