@@ -21,7 +21,7 @@ import (
 
 // permWait bounds each wait of the permissions test: the whole test takes
 // a few seconds, and a refused permission shows long before this.
-const permWait = 20 * time.Second
+const permWait = wait
 
 // The documented NATS permissions (docs/api.md, "Remote agents: worker and
 // owner users"), on a server whose authorization is the documented blocks
@@ -66,12 +66,12 @@ func (e *env) servesSteps(id string) {
 		e.t.Fatalf("%d deltas on SSE, want the two steps'", n)
 	}
 	e.say(id, "do")
-	if got := lastOutput(e.turnsWithin(id, 2)); got != "fetched 1" {
+	if got := lastOutput(e.turns(id, 2)); got != "fetched 1" {
 		e.t.Fatalf("output %q, want fetched 1 (a journaled call)", got)
 	}
 	e.say(id, "history")
 	var entries, pages int
-	got := lastOutput(e.turnsWithin(id, 3))
+	got := lastOutput(e.turns(id, 3))
 	if _, err := fmt.Sscanf(got, "history %d entries in %d pages", &entries, &pages); err != nil || entries == 0 || pages == 0 {
 		e.t.Fatalf("output %q, want the history paged", got)
 	}
@@ -117,7 +117,7 @@ func (e *env) rogues(srv *server.Server, id string) {
 		waiting = stepToken(srv) == token
 	}
 
-	evs := e.turnsWithin(id, n+1)
+	evs := e.turns(id, n+1)
 	errs := errorsOf(e.t, evs[before:])
 	if outs := harness.Outputs(evs[before:]); len(outs) != 0 {
 		e.t.Fatalf("outputs %q: a rogue answered v1's step", outs)
@@ -268,19 +268,6 @@ func stepToken(s *server.Server) string {
 		}
 	}
 	return ""
-}
-
-// turnsWithin waits until n turns of session id completed, within
-// permWait, and returns the events, checked.
-func (e *env) turnsWithin(id string, n int) []wire.Event {
-	e.t.Helper()
-	var evs []wire.Event
-	e.h.Eventually(permWait, fmt.Sprintf("%d turns completed", n), func() bool {
-		evs = e.events(id)
-		return harness.Count(evs, wire.EventTurnCompleted) >= n
-	})
-	e.h.CheckStream(evs)
-	return evs
 }
 
 func countFrames(frames []harness.Frame, event string) int {
