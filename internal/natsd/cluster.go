@@ -1,6 +1,7 @@
 package natsd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // StartCluster starts n in-process nodes in dirs under base, routed to each
@@ -43,7 +46,45 @@ func StartCluster(base string, n int, syncAlways bool) ([]*server.Server, error)
 		Shutdown(nodes...)
 		return nil, err
 	}
+	if err := probePlacement(nodes[0].ClientURL(), n, 20*time.Second); err != nil {
+		Shutdown(nodes...)
+		return nil, err
+	}
 	return nodes, nil
+}
+
+// probePlacement creates (and deletes) a stream of n replicas until the
+// cluster places one: a meta leader that sees every peer online can still
+// refuse a placement for a moment ("no suitable peers for placement, peer
+// offline": a peer's JetStream configuration not yet received), which
+// tests creating replicated streams on a fresh cluster met under load.
+func probePlacement(url string, n int, timeout time.Duration) error {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return fmt.Errorf("natsd: probe: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("natsd: probe: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSD_PROBE", Subjects: []string{"natsd.probe"},
+			Replicas: n, Storage: jetstream.MemoryStorage})
+		if err == nil {
+			err = js.DeleteStream(ctx, "NATSD_PROBE")
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("natsd: the cluster places no stream of %d replicas: %w", n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // NodeConfig is the Config of node i of a cluster started by StartCluster, so
@@ -58,25 +99,40 @@ func NodeConfig(base string, i, clusterPort int, routes []string, syncAlways boo
 	}
 }
 
-// WaitMetaLeader polls until one node reports JetStream meta leadership.
+// WaitMetaLeader polls until one node reports JetStream meta leadership,
+// every node is current, and the leader sees every node online with its
+// stats: before that, a stream or bucket of more than one replica can be
+// refused ("no suitable peers for placement, peer offline"), which a fresh
+// cluster on a loaded machine showed.
 func WaitMetaLeader(nodes []*server.Server, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		leader, current := false, 0
-		for _, s := range nodes {
-			if s.Running() && s.JetStreamIsLeader() {
-				leader = true
-			}
-			if s.Running() && s.JetStreamIsCurrent() {
-				current++
-			}
-		}
-		if leader && current == len(nodes) {
+		if metaReady(nodes) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return errors.New("natsd: no JetStream meta leader")
+	return errors.New("natsd: no JetStream meta leader seeing every node online")
+}
+
+// metaReady reports whether nodes has a meta leader that sees every
+// running node online, and every node is current.
+func metaReady(nodes []*server.Server) bool {
+	var leader *server.Server
+	running, current := 0, 0
+	for _, s := range nodes {
+		if s == nil || !s.Running() {
+			continue
+		}
+		running++
+		if s.JetStreamIsLeader() {
+			leader = s
+		}
+		if s.JetStreamIsCurrent() {
+			current++
+		}
+	}
+	return leader != nil && current == len(nodes) && len(leader.JetStreamClusterPeers()) == running
 }
 
 // Shutdown stops every server and waits for it.
