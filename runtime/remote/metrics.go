@@ -1,10 +1,6 @@
 package remote
 
-import (
-	"errors"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // metrics are the remote agent's: steps by result, no-responders retries.
 type metrics struct {
@@ -26,24 +22,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	if err := register(reg, &m.steps); err != nil {
-		return nil, err
-	}
-	return m, register(reg, &m.retries)
-}
-
-// register registers *c, or takes the collector already registered under
-// its name (a second Agent on one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
-	err := reg.Register(*c)
-	var dup prometheus.AlreadyRegisteredError
-	if errors.As(err, &dup) {
-		if existing, ok := dup.ExistingCollector.(C); ok {
-			*c = existing
-			return nil
+	for _, c := range []prometheus.Collector{m.steps, m.retries} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
 		}
 	}
-	return err
+	return m, nil
 }
 
 func (m *metrics) result(r string) { m.steps.WithLabelValues(r).Inc() }

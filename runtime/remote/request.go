@@ -40,20 +40,19 @@ func (p *part) ref() *wire.AgentPartRef {
 // within InlineBytes, then whatever must go by reference (history, inputs,
 // state, in that order) for the request to fit max_payload.
 func (a *Agent) newStep(ctx context.Context, in runtime.StepInput, token string) (*step, error) {
+	req := a.request(ctx, in, token)
+	parts, err := requestParts(req)
+	if err != nil {
+		return nil, err
+	}
 	sctx, stop := context.WithCancel(ctx)
 	s := &step{a: a, in: in, token: token, ctx: sctx, stop: stop, stream: in.Stream(ctx),
 		parts: map[string]*part{}, reply: make(chan *nats.Msg, 4)}
-	req := a.request(ctx, in, token)
-	hist, err := encodeItems(req.History)
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	if h := newPart(hist); h.bytes > a.cfg.InlineBytes {
-		s.parts[wire.AgentPartHistory], req.History, req.HistoryRef = h, nil, h.ref()
+	if h := parts[wire.AgentPartHistory]; h != nil && h.bytes > a.cfg.InlineBytes {
+		s.byReference(&req, wire.AgentPartHistory, h)
 	}
 	limit := int(a.cfg.NC.MaxPayload()) - payloadHeadroom
-	for _, move := range []func(*wire.AgentStepRequest) error{s.historyOut, s.inputsOut, s.stateOut, nil} {
+	for _, name := range []string{wire.AgentPartHistory, wire.AgentPartInputs, wire.AgentPartState, ""} {
 		b, err := wire.EncodeAgent(req)
 		if err != nil {
 			stop()
@@ -63,16 +62,49 @@ func (a *Agent) newStep(ctx context.Context, in runtime.StepInput, token string)
 			s.req = b
 			return s, nil
 		}
-		if move == nil {
-			break
-		}
-		if err := move(&req); err != nil {
-			stop()
-			return nil, err
+		if p := parts[name]; p != nil && s.parts[name] == nil {
+			s.byReference(&req, name, p)
 		}
 	}
 	stop()
 	return nil, fmt.Errorf("the step request does not fit the server's max_payload (%d bytes) even with its history, inputs and state sent by reference", limit)
+}
+
+// requestParts are the parts of req that may go by reference, encoded
+// item by item (absent when req has none).
+func requestParts(req wire.AgentStepRequest) (map[string]*part, error) {
+	hist, err := encodeItems(req.History)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := encodeItems(req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	parts := map[string]*part{}
+	if len(hist) > 0 {
+		parts[wire.AgentPartHistory] = newPart(hist)
+	}
+	if len(inputs) > 0 {
+		parts[wire.AgentPartInputs] = newPart(inputs)
+	}
+	if req.State != nil {
+		parts[wire.AgentPartState] = newPart([]json.RawMessage{req.State})
+	}
+	return parts, nil
+}
+
+// byReference takes part name out of req: the worker pages it.
+func (s *step) byReference(req *wire.AgentStepRequest, name string, p *part) {
+	s.parts[name] = p
+	switch name {
+	case wire.AgentPartHistory:
+		req.History, req.HistoryRef = nil, p.ref()
+	case wire.AgentPartInputs:
+		req.Inputs, req.InputsRef = nil, p.ref()
+	case wire.AgentPartState:
+		req.State, req.StateRef = nil, p.ref()
+	}
 }
 
 // request is the step request with every part inline.
@@ -96,41 +128,6 @@ func (a *Agent) request(ctx context.Context, in runtime.StepInput, token string)
 		req.History = append(req.History, e.Wire())
 	}
 	return req
-}
-
-func (s *step) historyOut(req *wire.AgentStepRequest) error {
-	if req.History == nil {
-		return nil
-	}
-	items, err := encodeItems(req.History)
-	if err != nil {
-		return err
-	}
-	p := newPart(items)
-	s.parts[wire.AgentPartHistory], req.History, req.HistoryRef = p, nil, p.ref()
-	return nil
-}
-
-func (s *step) inputsOut(req *wire.AgentStepRequest) error {
-	if req.Inputs == nil {
-		return nil
-	}
-	items, err := encodeItems(req.Inputs)
-	if err != nil {
-		return err
-	}
-	p := newPart(items)
-	s.parts[wire.AgentPartInputs], req.Inputs, req.InputsRef = p, nil, p.ref()
-	return nil
-}
-
-func (s *step) stateOut(req *wire.AgentStepRequest) error {
-	if req.State == nil {
-		return nil
-	}
-	p := newPart([]json.RawMessage{req.State})
-	s.parts[wire.AgentPartState], req.State, req.StateRef = p, nil, p.ref()
-	return nil
 }
 
 func encodeItems[T any](items []T) ([]json.RawMessage, error) {

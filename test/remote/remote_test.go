@@ -79,6 +79,9 @@ func TestRemoteSessionEndToEnd(t *testing.T) {
 	if n := e.effects.Load(); n != 1 {
 		t.Fatalf("the journaled call ran %d times, want once", n)
 	}
+	if strings.Count(strings.Join(harness.Outputs(evs), "\n"), "fetched 1") != 1 {
+		t.Fatalf("the re-run step's output committed other than once: %q", harness.Outputs(evs))
+	}
 	a.Wait(t, wait)
 	if !a.Contains("fault injected: killing this process") {
 		t.Fatalf("owner a exited without the fault:\n%s", harness.LastLines(a.Output(), 30))
