@@ -80,6 +80,15 @@ type Checkpoint struct {
 	Turn    TurnState `json:"turn,omitzero"`
 	Paused  bool      `json:"paused,omitempty"`
 
+	// Handles are the session's child handles, ChildWaits its descendants'
+	// outstanding waits, Parent (for a child) the parent that holds it and
+	// Sends the commands the commit sends to other sessions (state
+	// version 5).
+	Handles    []HandleState `json:"handles,omitempty"`
+	ChildWaits []ChildWait   `json:"childWaits,omitempty"`
+	Parent     *ParentRef    `json:"parent,omitempty"`
+	Sends      []Send        `json:"sends,omitempty"`
+
 	// Started is set by the first commit (session.started recorded); Ended
 	// names the end reason (done, expired, failed) once finalized.
 	Started bool   `json:"started,omitempty"`
@@ -193,6 +202,11 @@ type TurnState struct {
 	Inputs    []TurnInput `json:"inputs,omitempty"`
 	// Usage is the live turn's accumulated usage (state version 3).
 	Usage Usage `json:"usage,omitzero"`
+	// Delegated marks a turn a parent's delivery started (state version
+	// 5): when it settles, its Outputs (message.output texts) and usage go
+	// back to the parent as child.result.
+	Delegated bool     `json:"delegated,omitempty"`
+	Outputs   []string `json:"outputs,omitempty"`
 }
 
 // TurnInput is the owner's decoded view of an inbox command, with its
@@ -235,6 +249,11 @@ type TurnInput struct {
 	// their encoding is longer than MaxInlineTextBytes.
 	Payloads    []Payload `json:"payloads,omitempty"`
 	PayloadsRef *BlobRef  `json:"payloadsRef,omitempty"`
+	// Parent is set on a command a parent session sent (inbox version 2's
+	// parentSessionId, handle, depth); Child on child.result,
+	// child.waiting and child.resumed (state version 5 when stored).
+	Parent *ParentRef `json:"parent,omitempty"`
+	Child  *ChildRef  `json:"child,omitempty"`
 }
 
 // Writer identifies the write that produced a checkpoint: the owner run and

@@ -30,6 +30,7 @@ func Kinds() []Kind {
 		KindDeliver, KindCancel, KindReset, KindClear, KindCompact,
 		KindInputResponse, KindAuthCallback, KindTaskResult, KindTimeout,
 		KindPause, KindResume, KindMove,
+		KindChildResult, KindChildWaiting, KindChildResumed, KindEnd,
 	}
 }
 
@@ -45,6 +46,7 @@ var bodyOf = map[Kind]string{
 	KindCompact: "", KindInputResponse: "inputResponse",
 	KindAuthCallback: "authCallback", KindTaskResult: "taskResult",
 	KindTimeout: "timeout", KindPause: "", KindResume: "", KindMove: "move",
+	KindChildResult: "childResult", KindChildWaiting: "childWaiting", KindChildResumed: "childResumed", KindEnd: "",
 }
 
 // Deliver modes.
@@ -75,6 +77,14 @@ type Command struct {
 	AcceptedAt           time.Time `json:"acceptedAt"`
 	IdempotencyKey       string    `json:"idempotencyKey,omitempty" jsonschema:"minLength=1,maxLength=256"`
 	Caller               string    `json:"caller,omitempty" jsonschema:"minLength=1,maxLength=256"`
+	// ParentSessionID, Handle and Depth (version 2) mark a command a parent
+	// session's runtime sent its child (a delivery, cancel or end): the
+	// parent, the handle it holds the child by, the child's depth. Set by
+	// owners only (the ingress refuses it from channels); such a delivery
+	// is never a handoff trigger.
+	ParentSessionID string `json:"parentSessionId,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=128"`
+	Handle          string `json:"handle,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
+	Depth           int    `json:"depth,omitempty" jsonschema:"minimum=1,maximum=4"`
 
 	Deliver       *Deliver       `json:"deliver,omitempty"`
 	InputResponse *InputResponse `json:"inputResponse,omitempty"`
@@ -82,6 +92,9 @@ type Command struct {
 	TaskResult    *TaskResult    `json:"taskResult,omitempty"`
 	Timeout       *Timeout       `json:"timeout,omitempty"`
 	Move          *Move          `json:"move,omitempty"`
+	ChildResult   *ChildResult   `json:"childResult,omitempty"`
+	ChildWaiting  *ChildWaiting  `json:"childWaiting,omitempty"`
+	ChildResumed  *ChildWaiting  `json:"childResumed,omitempty"`
 }
 
 // Deliver is the body of a deliver command.
