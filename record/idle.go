@@ -10,6 +10,7 @@ type Activity struct {
 	Input    bool // a human-input request is awaited
 	Auth     bool // an authorization callback is awaited
 	Tasks    int  // live background tasks
+	Children int  // active child handles plus descendants' outstanding waits
 	Queued   bool // an unprocessed command is in the inbox (besides a trigger being judged)
 	TurnLive bool // a turn is open, or parked without a wait
 }
@@ -18,7 +19,7 @@ type Activity struct {
 // idle — no unprocessed command, no turn running, no human input or
 // authorization awaited, no background task live, not paused, not ended,
 // quarantined or mid-handoff — else why not, checked in this order:
-// "ended", "quarantined", "busy" (mid-handoff), "paused", "input", "authorization", "task", "queued",
+// "ended", "quarantined", "busy" (mid-handoff), "paused", "input", "authorization", "task", "child", "queued",
 // "busy" (a live turn). The reasons are the handoff.skipped reasons
 // (wire.Skip*). The session machine adds its live conditions (booted, a
 // step, commit or handoff in flight, a result pending) on top; the ingress
@@ -39,6 +40,8 @@ func NotIdle(a Activity) string {
 		return wire.SkipAuthorization
 	case a.Tasks > 0:
 		return wire.SkipTask
+	case a.Children > 0:
+		return wire.SkipChild
 	case a.Queued:
 		return wire.SkipQueued
 	case a.TurnLive:
@@ -53,5 +56,5 @@ func NotIdle(a Activity) string {
 func CheckpointActivity(r SessionRecord, cp wire.Checkpoint, queued bool) Activity {
 	w := cp.Waits
 	return Activity{State: r.State, Paused: cp.Paused, Input: w.Input != nil, Auth: w.Auth != nil,
-		Tasks: len(w.Tasks), Queued: queued, TurnLive: cp.Turn.Live}
+		Tasks: len(w.Tasks), Children: cp.ActiveChildren(), Queued: queued, TurnLive: cp.Turn.Live}
 }

@@ -220,3 +220,28 @@ type Send struct {
 	SessionID string  `json:"sessionId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=128"`
 	Command   Command `json:"command"`
 }
+
+func (ChildStarted) EventKind() string      { return EventChildStarted }
+func (ChildCompleted) EventKind() string    { return EventChildCompleted }
+func (ChildWaitingEvent) EventKind() string { return EventChildWaiting }
+func (ChildClosed) EventKind() string       { return EventChildClosed }
+func (SessionEndedV3) EventKind() string    { return EventSessionEnded }
+func (HandoffSkippedV2) EventKind() string  { return EventHandoffSkipped }
+
+// DataVersion is the data version a SessionEndedV3 is recorded at.
+func (SessionEndedV3) DataVersion() int { return 3 }
+
+// DataVersion is the data version a HandoffSkippedV2 is recorded at.
+func (HandoffSkippedV2) DataVersion() int { return 2 }
+
+// ActiveChildren counts what keeps a session busy with its children: its
+// active handles and its descendants' outstanding waits.
+func (c *Checkpoint) ActiveChildren() int {
+	n := len(c.ChildWaits)
+	for _, h := range c.Handles {
+		if h.State == HandleActive {
+			n++
+		}
+	}
+	return n
+}
