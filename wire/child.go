@@ -1,6 +1,10 @@
 package wire
 
-import "strconv"
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strconv"
+)
 
 // Subagents: the durable shapes of child sessions (docs/runtime.md,
 // "Subagents"). A parent session delegates a turn to a child session
@@ -190,8 +194,11 @@ type HandoffSkippedV2 struct {
 
 // HandleState is one handle of a session's checkpoint (state version 5).
 // Generation counts the handle name's children (the alias's last part);
-// Delivery is a delegated message not yet confirmed delivered (the owner
-// sends it again after a restart).
+// ChildSessionID is derived from parent, handle and generation
+// (ChildSessionID), so it is known from the commit that opens the handle.
+// While active, TurnID is the parent's turn that delegated, CommandID the
+// delegated delivery's ID (the child.result that answers it names it) and
+// Wait whether that turn waits for the result.
 type HandleState struct {
 	Handle         string   `json:"handle" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
 	Generation     int      `json:"generation" jsonschema:"minimum=1"`
@@ -201,7 +208,6 @@ type HandleState struct {
 	TurnID         string   `json:"turnId,omitempty"`
 	CommandID      string   `json:"commandId,omitempty"`
 	Wait           bool     `json:"wait,omitempty"`
-	Delivery       *Command `json:"delivery,omitempty"`
 }
 
 // ChildWait is a descendant's outstanding wait (checkpoint childWaits).
@@ -213,12 +219,26 @@ type ChildWait struct {
 	Question       string `json:"question,omitempty"`
 }
 
-// Send is a command the commit that holds it sends to another session
-// (checkpoint sends, like the outbox: the next commit replaces it, and an
-// owner that boots sends them again — receivers deduplicate by command ID).
+// Send is a command the commit that holds it sends to another session's
+// stable inbox (checkpoint sends, like the outbox: the next commit
+// replaces it, and an owner that boots sends them again; the message ID is
+// the command ID, and receivers deduplicate by it). With Alias set, the
+// target is a child to create first if it does not exist: a start request
+// to DeploymentID's owners for session SessionID under Alias.
 type Send struct {
-	SessionID string  `json:"sessionId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=128"`
-	Command   Command `json:"command"`
+	SessionID    string  `json:"sessionId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=128"`
+	DeploymentID string  `json:"deploymentId,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
+	Alias        string  `json:"alias,omitempty" jsonschema:"minLength=1,maxLength=512"`
+	Command      Command `json:"command"`
+}
+
+// ChildSessionID is the session ID of the child a parent holds by handle
+// at generation: derived (26 characters of base32 of a SHA-256), so the
+// commit that opens the handle names the child, and a retried creation
+// asks for the same session.
+func ChildSessionID(parentSessionID, handle string, generation int) string {
+	sum := sha256.Sum256([]byte(ChildAlias(parentSessionID, handle, generation)))
+	return "C" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:])[:25]
 }
 
 func (ChildStarted) EventKind() string      { return EventChildStarted }
