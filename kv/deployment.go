@@ -23,6 +23,9 @@ type Deployment struct {
 	Retired   bool      `json:"retired"`
 	RetiredAt time.Time `json:"retiredAt,omitzero"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// WireVersions are the inbox versions the deployment's owners read
+	// (advertised at start).
+	WireVersions []int `json:"wireVersions,omitempty"`
 }
 
 func (s *Store) encodeDeployment(d Deployment) (string, []byte, error) {

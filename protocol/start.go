@@ -12,6 +12,10 @@ type StartRequest struct {
 	DeploymentID string   `json:"deploymentId"`
 	Aliases      []string `json:"aliases,omitempty"` // raw addresses to claim
 	Timeout      string   `json:"timeout,omitempty"` // Go duration: session lifetime
+	// SessionID asks for this session ID (a child session's, derived from
+	// its parent, handle and generation); empty: the owner picks one. A
+	// session that already has it is answered like a taken alias.
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // StartReply answers a StartRequest. When an alias was already taken,

@@ -34,6 +34,7 @@ const (
 	WakeResume   WakeSource = "resume"   // an owner process resuming its index
 	WakeTakeover WakeSource = "takeover" // adoption of a dead process's sessions
 	WakeRestart  WakeSource = "restart"  // a failed run restarted
+	WakeChild    WakeSource = "child"    // a parent or child session sent it a command
 	WakeOther    WakeSource = "other"    // counted for a request without a source
 )
 

@@ -73,6 +73,13 @@ type StepResult struct {
 	AttemptID string    `json:"attemptId,omitempty"` // OutcomeAuthorize; derived if empty
 	Task      *TaskSpec `json:"task,omitempty"`      // OutcomeTask
 
+	// Delegate hands a message to a child session through a handle, after
+	// the step commits (see [Delegate]); the outcome is then continue or
+	// done. Close closes handles: their children end (session.ended
+	// {reason: closed}) and the names may be reused.
+	Delegate *Delegate `json:"delegate,omitempty"`
+	Close    []string  `json:"close,omitempty"`
+
 	// Error fails the step: its events and state are dropped, an error event
 	// is recorded and the turn ends. Fatal also ends the session (failed).
 	Error string `json:"error,omitempty"`

@@ -28,6 +28,14 @@ func (m *Machine) apply(c Command) {
 		m.answer(c)
 	case KindTaskResult:
 		m.taskResult(c)
+	case KindChildResult:
+		m.childResult(c)
+	case KindChildWaiting:
+		m.childWaiting(c)
+	case KindChildResumed:
+		m.childResumed(c)
+	case KindEnd:
+		m.finalize(EndClosed)
 	default:
 		m.control(c)
 	}
@@ -52,10 +60,10 @@ func (m *Machine) markApplied(c Command) {
 	if r, ok := m.skips[c.Seq]; ok {
 		delete(m.skips, c.Seq)
 		target, _ := m.handoffTarget(c)
-		m.emit(wire.HandoffSkipped{
+		m.emit(handoffSkipped(wire.HandoffSkipped{
 			Reason: r, CommandID: c.ID, Seq: c.Seq,
 			DeploymentID: m.cfg.Deployment, TargetDeploymentID: target,
-		})
+		}))
 	}
 	m.emit(wire.CommandApplied{CommandID: c.ID, Seq: c.Seq, Kind: string(c.Kind)})
 	m.snap.Applied.add(c.Seq, c.ID, m.cfg.RecentIDs)
@@ -72,6 +80,7 @@ func (m *Machine) startTurn(c Command) {
 	m.snap.Turns++
 	t := &Turn{ID: "t" + strconv.FormatUint(m.snap.Turns, 10), Caller: c.Caller, Open: true}
 	m.snap.Turn = t
+	m.adoptParent(t, c)
 	m.emit(wire.TurnStarted{TurnID: t.ID, Caller: t.Caller, CommandID: c.ID})
 	m.join(c)
 	if hit, ok := m.sessionLimitHit(t); ok { // no tokens left: no step runs
@@ -97,6 +106,8 @@ func (m *Machine) remember(c Command) {
 		e = typedEntry(EntryAuthCallback, c.AuthResult)
 	case KindTaskResult:
 		e = typedEntry(EntryTaskResult, c.TaskID+": "+jsonText(c.Value)+c.TaskError)
+	case KindChildResult:
+		e = typedEntry(EntryChildResult, childText(c.Child))
 	default:
 		e = deliveryEntry(c)
 	}
@@ -110,6 +121,8 @@ func (m *Machine) cancelTurn() {
 		return
 	}
 	m.cancelTurnWaits()
+	m.cancelChildren(t)
+	m.reportTurn(t, wire.ChildCancelled, "", "")
 	m.snap.Turn = nil
 	m.closeToolCalls(ToolCancelled)
 	m.emit(wire.TurnCancelled{TurnID: t.ID})
@@ -138,10 +151,14 @@ func (m *Machine) cancelTasks() {
 func (m *Machine) reset() {
 	m.cancelTurn()
 	m.cancelTasks()
+	m.closeHandles()
 	m.snap.History, m.snap.State = nil, nil
 }
 
 func (m *Machine) compact(k Kind) {
+	if k == KindClear {
+		m.closeHandles()
+	}
 	n := len(m.snap.History)
 	m.snap.History = nil
 	if k == KindCompact && n > 0 {
@@ -161,6 +178,7 @@ func (m *Machine) answer(c Command) {
 	default:
 		return
 	}
+	m.reportWait(m.snap.Turn, c.RequestID, c.AttemptID, "", true)
 	m.snap.Turn.Open = true
 	m.join(c)
 }
@@ -199,10 +217,32 @@ func (m *Machine) finalize(reason string) {
 	if t := m.snap.Turn; t != nil {
 		m.cancelTurnWaits()
 		m.closeToolCalls(ToolCancelled)
+		if reason != EndClosed { // the parent that closed it expects nothing
+			m.reportTurn(t, wire.ChildCancelled, "", reason)
+		}
 		m.emit(wire.TurnCancelled{TurnID: t.ID})
 		m.snap.Turn = nil
 	}
 	m.cancelTasks()
+	m.closeHandles()
 	m.snap.Ended = reason
-	m.emit(wire.SessionEnded{Reason: reason})
+	m.emit(sessionEnded(reason))
+}
+
+// sessionEnded is session.ended at the lowest data version that expresses
+// reason (3 for closed).
+func sessionEnded(reason string) wire.EventBody {
+	if reason == EndClosed {
+		return wire.SessionEndedV3{Reason: reason}
+	}
+	return wire.SessionEnded{Reason: reason}
+}
+
+// handoffSkipped is handoff.skipped at the lowest data version that
+// expresses its reason (2 for child).
+func handoffSkipped(d wire.HandoffSkipped) wire.EventBody {
+	if d.Reason == SkipChild {
+		return wire.HandoffSkippedV2(d)
+	}
+	return d
 }

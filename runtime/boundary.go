@@ -117,6 +117,7 @@ func (m *Machine) flush() Effect {
 		m.st.events[i].Seq = m.snap.EventSeq
 	}
 	m.snap.Outbox = m.st.events
+	m.snap.Sends = m.st.sends
 	m.snap.Writer = Writer{RunID: m.cfg.RunID, Write: m.snap.Writer.Write + 1}
 	c := Commit{Snapshot: m.snap.Clone(), Applied: m.st.applied}
 	m.after = m.afterCommit(purge)
@@ -128,6 +129,9 @@ func (m *Machine) afterCommit(purge []Effect) []Effect {
 	var out []Effect
 	if len(m.st.events) > 0 {
 		out = append(out, Publish{Events: slices.Clone(m.st.events)})
+	}
+	if len(m.st.sends) > 0 {
+		out = append(out, SendCommands{Sends: slices.Clone(m.st.sends)})
 	}
 	out = append(append(out, m.st.after...), purge...)
 	if m.snap.Ended != "" {

@@ -24,6 +24,10 @@ const (
 	KindPause         = wire.KindPause
 	KindResume        = wire.KindResume
 	KindMove          = wire.KindMove
+	KindChildResult   = wire.KindChildResult
+	KindChildWaiting  = wire.KindChildWaiting
+	KindChildResumed  = wire.KindChildResumed
+	KindEnd           = wire.KindEnd
 )
 
 // Kinds lists every command kind in a fixed order.
@@ -67,7 +71,7 @@ func steers(c *Command) bool { return c.Kind == KindDeliver && c.Mode == ModeSte
 // interrupts reports whether c must reach a running step at once.
 func interrupts(c *Command, timer *Timer) bool {
 	switch c.Kind {
-	case KindCancel, KindReset:
+	case KindCancel, KindReset, KindEnd:
 		return c.Rejected == ""
 	case KindTimeout:
 		return c.Rejected == "" && timer != nil && c.TimerID == timer.ID

@@ -47,6 +47,14 @@ type StartTask struct{ Task TaskSpec }
 // recreate the consumer at the lowest unapplied sequence.
 type ClaimAlias struct{ Token string }
 
+// SendCommands asks the driver to send committed commands to other
+// sessions' stable inboxes (a parent's delegation, cancel and end to its
+// children; a child's result and waits to its parent), each encoded for
+// the receiving session's inbox version, its message ID its command ID,
+// creating a child first where the send names an alias, and waking the
+// receiver. The machine repeats the last commit's sends at boot.
+type SendCommands struct{ Sends []Send }
+
 // Purge allows the driver to purge this session's processed commands below
 // sequence Below.
 type Purge struct{ Below uint64 }
@@ -72,5 +80,6 @@ func (ArmTimer) effect()      {}
 func (StartTask) effect()     {}
 func (ClaimAlias) effect()    {}
 func (Purge) effect()         {}
+func (SendCommands) effect()  {}
 func (ResolveCommit) effect() {}
 func (Cleanup) effect()       {}

@@ -46,6 +46,10 @@ const (
 	EventWireRejected     = wire.EventWireRejected
 	EventSessionEnded     = wire.EventSessionEnded
 	EventError            = wire.EventErrorKind
+	EventChildStarted     = wire.EventChildStarted
+	EventChildCompleted   = wire.EventChildCompleted
+	EventChildWaiting     = wire.EventChildWaiting
+	EventChildClosed      = wire.EventChildClosed
 )
 
 // BuiltinEvents lists every event kind the machine knows.
@@ -59,6 +63,7 @@ func BuiltinEvents() []string {
 		EventHandoffSkipped, EventHandoffCompleted, EventHandoffFailed,
 		EventWaitCancelled, EventStepInterrupted, EventWireRejected,
 		EventSessionEnded, EventError, EventLimitReached,
+		EventChildStarted, EventChildCompleted, EventChildWaiting, EventChildClosed,
 	}
 }
 
@@ -77,6 +82,7 @@ const (
 	SkipAuthorization = wire.SkipAuthorization
 	SkipTask          = wire.SkipTask
 	SkipPaused        = wire.SkipPaused
+	SkipChild         = wire.SkipChild
 )
 
 // End reasons (session.ended {reason}).
@@ -84,6 +90,7 @@ const (
 	EndDone    = "done"
 	EndExpired = "expired"
 	EndFailed  = "failed"
+	EndClosed  = wire.EndClosed // a parent closed this child's handle
 )
 
 // Fields is a convenience body for an agent's own event kinds: keys marshal

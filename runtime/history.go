@@ -66,6 +66,9 @@ const (
 	EntryAuthCallback  = wire.EntryAuthCallback
 	EntryTaskResult    = wire.EntryTaskResult
 	EntrySummary       = wire.EntrySummary
+	// EntryChildResult is a child's delegated turn's result (role user):
+	// "child <handle>: <its outputs>".
+	EntryChildResult = "child.result"
 )
 
 // TextPart is a text part.

@@ -10,7 +10,7 @@ func (m *Machine) Idle() bool { return m.IdleReason() == "" }
 
 // IdleReason returns "" when the session is idle, else the handoff skip
 // reason, checked in this order: paused, input, authorization, task,
-// queued, busy. Busy covers a running or finished step, an open turn, a
+// child (an active handle or a descendant's wait), queued, busy. Busy covers a running or finished step, an open turn, a
 // commit or handoff in flight, and every state the machine cannot judge
 // (not booted, ended): unknown eligibility means skip.
 //
@@ -34,5 +34,5 @@ func (m *Machine) IdleReason() string {
 func (m *Machine) activity() record.Activity {
 	w := &m.snap.Waits
 	return record.Activity{Paused: m.snap.Paused, Input: w.Input != nil, Auth: w.Auth != nil,
-		Tasks: len(w.Tasks), Queued: len(m.queue) > 0, TurnLive: m.snap.Turn != nil}
+		Tasks: len(w.Tasks), Children: m.activeChildren(), Queued: len(m.queue) > 0, TurnLive: m.snap.Turn != nil}
 }

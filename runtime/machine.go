@@ -63,12 +63,15 @@ type Machine struct {
 // stage collects one boundary's changes; flush turns them into a Commit.
 type stage struct {
 	events  []Event
+	sends   []Send
 	applied []Ref
 	after   []Effect
 	dirty   bool
 }
 
-func (s *stage) changed() bool { return s.dirty || len(s.events) > 0 || len(s.applied) > 0 }
+func (s *stage) changed() bool {
+	return s.dirty || len(s.events) > 0 || len(s.applied) > 0 || len(s.sends) > 0
+}
 
 // NewMachine returns a machine that resumes from snap (the zero Snapshot for
 // a new session). Boot must be its first input.

@@ -16,6 +16,9 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 	if len(m.snap.Outbox) > 0 {
 		out = append(out, Publish{Events: slices.Clone(m.snap.Outbox)})
 	}
+	if len(m.snap.Sends) > 0 { // the last commit's sends may not have left
+		out = append(out, SendCommands{Sends: slices.Clone(m.snap.Sends)})
+	}
 	if m.snap.Ended != "" {
 		return append(out, m.cleanup()), nil
 	}
@@ -46,7 +49,7 @@ func (m *Machine) adopted(a *AdoptInfo) {
 		m.cancelTurn()
 		m.cancelTasks()
 	}
-	if t := m.snap.Turn; t != nil && m.snap.Waits.Input == nil && m.snap.Waits.Auth == nil {
+	if t := m.snap.Turn; t != nil && m.snap.Waits.Input == nil && m.snap.Waits.Auth == nil && !m.waitsOnChild(t) {
 		m.emit(wire.StepInterrupted{TurnID: t.ID, Step: uint64(t.Steps + 1)})
 	}
 }
@@ -152,7 +155,7 @@ func (m *Machine) handoffTarget(c Command) (string, bool) {
 	target := ""
 	switch {
 	case c.Rejected != "":
-	case c.Kind == KindDeliver:
+	case c.Kind == KindDeliver && c.Parent == nil: // a parent's delivery never moves its child
 		target = c.Deployment
 	case c.Kind == KindMove:
 		target = c.Target

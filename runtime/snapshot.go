@@ -27,6 +27,15 @@ type Snapshot struct {
 	// Usage is the session's total reported usage: the used counter of
 	// the session token limit, carried across handoffs in the checkpoint.
 	Usage Usage `json:"usage,omitzero"`
+
+	// Handles are the session's child handles (see [Delegate]); ChildWaits
+	// its descendants' outstanding waits; Parent, for a child, the parent
+	// that holds it; Sends the commands the last commit sends to other
+	// sessions (re-sent by an owner that boots, like the outbox).
+	Handles    []Handle    `json:"handles,omitempty"`
+	ChildWaits []ChildWait `json:"childWaits,omitempty"`
+	Parent     *ParentRef  `json:"parent,omitempty"`
+	Sends      []Send      `json:"sends,omitempty"`
 }
 
 // Applied is the record of exactly which commands were processed (applied,
@@ -90,6 +99,12 @@ type Turn struct {
 	Open   bool      `json:"open"`
 	Inputs []Command `json:"inputs,omitempty"`
 	Usage  Usage     `json:"usage,omitzero"` // the turn's steps' usage so far
+	// Delegated marks a turn a parent's delivery (CommandID) started: when
+	// it settles, its Outputs (message.output texts) and usage return to
+	// the parent as child.result.
+	CommandID string   `json:"commandId,omitempty"`
+	Delegated bool     `json:"delegated,omitempty"`
+	Outputs   []string `json:"outputs,omitempty"`
 }
 
 // Waits are the session's live waits.
@@ -149,6 +164,7 @@ func (s *Snapshot) Clone() Snapshot {
 	if s.Turn != nil {
 		t := *s.Turn
 		t.Inputs = cloneCommands(s.Turn.Inputs)
+		t.Outputs = slices.Clone(s.Turn.Outputs)
 		out.Turn = &t
 	}
 	out.Waits = s.Waits.clone()
@@ -158,6 +174,13 @@ func (s *Snapshot) Clone() Snapshot {
 	}
 	out.Aliases = slices.Clone(s.Aliases)
 	out.Outbox = cloneEvents(s.Outbox)
+	out.Handles = slices.Clone(s.Handles)
+	out.ChildWaits = slices.Clone(s.ChildWaits)
+	if s.Parent != nil {
+		p := *s.Parent
+		out.Parent = &p
+	}
+	out.Sends = slices.Clone(s.Sends) // a send's command is never modified once built
 	return out
 }
 

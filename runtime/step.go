@@ -13,6 +13,11 @@ func (m *Machine) fold(d *StepDone) {
 	t.Steps++
 	t.Inputs = nil
 	m.addUsage(t, r.Usage)
+	if r.Error == "" {
+		if code, err := m.checkChildren(t, r); err != nil {
+			r = StepResult{Error: err.Error(), Code: code, Fatal: r.Fatal}
+		}
+	}
 	if r.Error != "" {
 		m.failStep(t, r)
 		return
@@ -20,17 +25,23 @@ func (m *Machine) fold(d *StepDone) {
 	for _, e := range r.Events {
 		m.st.events = append(m.st.events, Event{Kind: e.Kind, Data: e.Data})
 	}
+	m.collectOutputs(t, r.Events)
 	m.snap.History = append(m.snap.History, cloneEntries(r.History)...)
 	if r.State != nil {
 		m.snap.State = slices.Clone(r.State)
 	}
 	m.addAliases(r.Aliases)
 	m.emit(wire.TurnStep{TurnID: t.ID, Step: uint64(t.Steps)})
+	waits := m.applyChildren(t, r)
 	if r.Outcome != OutcomeFinish {
-		if hit, ok := m.limitHit(t, r.Outcome); ok {
+		if hit, ok := m.limitHit(t, r.Outcome, waits); ok {
 			m.limitReached(t, hit)
 			return
 		}
+	}
+	if waits {
+		t.Open = false // parked until the child's result
+		return
 	}
 	m.outcome(t, r)
 }
@@ -48,7 +59,7 @@ func (m *Machine) addUsage(t *Turn, u Usage) {
 // limitHit reports the first limit the turn has reached after a step whose
 // agent asked for outcome: the session's tokens, the turn's tokens, or its
 // steps when the outcome would run another step.
-func (m *Machine) limitHit(t *Turn, o Outcome) (wire.LimitReached, bool) {
+func (m *Machine) limitHit(t *Turn, o Outcome, waits bool) (wire.LimitReached, bool) {
 	l := m.cfg.Limits
 	if hit, ok := m.sessionLimitHit(t); ok {
 		return hit, true
@@ -56,7 +67,7 @@ func (m *Machine) limitHit(t *Turn, o Outcome) (wire.LimitReached, bool) {
 	if used := t.Usage.Tokens(); l.MaxTokensPerTurn > 0 && used >= l.MaxTokensPerTurn {
 		return wire.LimitReached{TurnID: t.ID, Limit: wire.LimitTokensPerTurn, Used: used, Max: l.MaxTokensPerTurn}, true
 	}
-	another := o == OutcomeContinue || o == OutcomeInput || o == OutcomeAuthorize
+	another := o == OutcomeContinue || o == OutcomeInput || o == OutcomeAuthorize || waits
 	if max := l.MaxStepsPerTurn; another && max > 0 && t.Steps >= max {
 		return wire.LimitReached{TurnID: t.ID, Limit: wire.LimitStepsPerTurn, Used: int64(t.Steps), Max: int64(max)}, true
 	}
@@ -102,9 +113,11 @@ func (m *Machine) validate(r StepResult) StepResult {
 func (m *Machine) failStep(t *Turn, r StepResult) {
 	m.emit(wire.ErrorData{Message: r.Error, Code: r.Code, TurnID: t.ID, Step: uint64(t.Steps)})
 	if r.Fatal {
+		m.reportTurn(t, wire.ChildFailed, r.Error, EndFailed)
 		m.finalize(EndFailed)
 		return
 	}
+	m.reportTurn(t, wire.ChildFailed, r.Error, "")
 	m.completeTurn(t)
 }
 
@@ -137,6 +150,7 @@ func (m *Machine) outcome(t *Turn, r StepResult) {
 		m.completeTurn(t)
 	case OutcomeFinish:
 		m.emit(turnCompleted(t, wire.StopDone))
+		m.reportTurn(t, wire.ChildDone, "", EndDone)
 		m.snap.Turn = nil
 		m.finalize(EndDone)
 	}
@@ -146,6 +160,7 @@ func (m *Machine) completeTurn(t *Turn) { m.endTurn(t, wire.StopDone) }
 
 // endTurn completes the turn for reason; the session waits for a message.
 func (m *Machine) endTurn(t *Turn, reason string) {
+	m.reportTurn(t, wire.ChildDone, "", "")
 	m.snap.Turn = nil
 	m.closeToolCalls(ToolNotRun)
 	m.emit(turnCompleted(t, reason))
@@ -160,12 +175,14 @@ func (m *Machine) waitInput(t *Turn, id, question string) {
 	t.Open = false
 	m.snap.Waits.Input = &InputWait{RequestID: id, Question: question}
 	m.emit(wire.InputRequested{RequestID: id, Question: question})
+	m.reportWait(t, id, "", question, false)
 }
 
 func (m *Machine) waitAuth(t *Turn, id string) {
 	t.Open = false
 	m.snap.Waits.Auth = &AuthWait{AttemptID: id}
 	m.emit(wire.AuthRequested{AttemptID: id})
+	m.reportWait(t, "", id, "", false)
 }
 
 func (m *Machine) startTask(spec *TaskSpec, id string) {

@@ -87,6 +87,12 @@ func (a *Agent) apply(ctx context.Context, in runtime.StepInput, d directive, r 
 	case "streamsleep":
 		arg, _, _ := strings.Cut(d.arg, " ")
 		return a.sleep(ctx, arg, r)
+	case "spawn", "continue":
+		r.Delegate = delegate(d.arg, true)
+	case "spawnbg":
+		r.Delegate = delegate(d.arg, false)
+	case "close":
+		r.Close = []string{d.arg}
 	default:
 		return a.poison(ctx, d, r)
 	}
@@ -127,7 +133,8 @@ func parse(c runtime.Command) directive {
 	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
 	switch name {
 	case "sleep", "ask", "authorize", "task", "fail", "done", "alias",
-		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood", "effects", "fetch":
+		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood", "effects", "fetch",
+		"spawn", "spawnbg", "continue", "close":
 		return directive{name: name, arg: strings.TrimSpace(arg)}
 	}
 	return directive{}
@@ -141,8 +148,36 @@ func render(c runtime.Command) string {
 		return "authorization " + c.AttemptID + ": " + c.AuthResult
 	case runtime.KindTaskResult:
 		return "task " + c.TaskID + ": " + string(c.Value) + c.TaskError
+	case runtime.KindChildResult:
+		return childText(c)
 	}
 	return c.Text
+}
+
+// delegate reads "<handle>[@<deployment>] <text>": the child runs text as
+// its own delivery.
+func delegate(arg string, wait bool) *runtime.Delegate {
+	handle, text, _ := strings.Cut(arg, " ")
+	handle, dep, _ := strings.Cut(handle, "@")
+	return &runtime.Delegate{Handle: handle, DeploymentID: dep, Text: strings.TrimSpace(text), Wait: wait}
+}
+
+// childText renders a child's result: "child <handle>: <its output>", the
+// outcome in parentheses when it is not done.
+func childText(c runtime.Command) string {
+	ch := c.Child
+	if ch == nil {
+		return "child result"
+	}
+	head := "child " + ch.Handle
+	if ch.Outcome != "done" {
+		head += " (" + ch.Outcome + ")"
+	}
+	text := strings.Join(ch.Outputs, "\n")
+	if ch.Error != "" {
+		text = strings.TrimSpace(text + " " + ch.Error)
+	}
+	return head + ": " + text
 }
 
 // effects makes n journaled calls (arg "<n> <dur>", n ≤ 64), each

@@ -16,6 +16,17 @@
 //	/done            the session finishes (session.ended {reason: done})
 //	/alias <name>    adds an alias (the turn ends normally)
 //
+// and, to delegate to child sessions (handle[@deployment]; the child is a
+// demo agent too and runs text as its own delivery):
+//
+//	/spawn <handle> <text>     delegates text and waits: the next step sees
+//	                           the child's result, rendered "child <handle>:
+//	                           <the child's output>"
+//	/spawnbg <handle> <text>   delegates without waiting (the turn ends; the
+//	                           result joins the history when it arrives)
+//	/continue <handle> <text>  a parked handle's next delegated turn (waits)
+//	/close <handle>            closes the handle: its child ends (closed)
+//
 // and, to try the runtime's containment of misbehaving agents:
 //
 //	/panic           panics in Step (the step fails: agent_panic)

@@ -56,12 +56,21 @@ func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.S
 	if !o.leaseValid() {
 		return refuseStart(protocol.CodeUnavailable, ErrFenced)
 	}
-	id := newID()
+	id := or(req.SessionID, newID())
+	if req.SessionID != "" { // a child's: it may exist (a retried creation)
+		if cur, err := o.cfg.Store.GetSession(ctx, id); err == nil {
+			return o.existing(id, cur.Record.State == record.StateEnded)
+		}
+	}
 	tokens = append([]string{subjects.StableToken(id)}, tokens...)
 	// Reserved, so a sweep does not claim it before it runs, and counted
 	// against MaxLoaded.
-	if _, err := o.reserve(ctx, id); err != nil {
+	ok, err := o.reserve(ctx, id)
+	switch {
+	case err != nil:
 		return refuseStart(protocol.CodeUnavailable, err)
+	case !ok: // a requested ID that is running or loading here
+		return o.existing(id, false)
 	}
 	defer o.endLoad(id)
 	s, holder, err := o.create(ctx, id, req.Aliases, tokens, timeout)
@@ -77,9 +86,19 @@ func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.S
 	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Created: true, WireV: wire.CurrentVersion}
 }
 
+// existing answers a start whose requested session exists.
+func (o *Owner) existing(id string, ended bool) protocol.StartReply {
+	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Ended: ended, WireV: wire.CurrentVersion}
+}
+
 func (o *Owner) checkStart(req protocol.StartRequest) (time.Duration, []string, error) {
 	if err := subjects.ValidateDeployment(req.DeploymentID); err != nil {
 		return 0, nil, err
+	}
+	if req.SessionID != "" {
+		if err := subjects.ValidateSessionID(req.SessionID); err != nil {
+			return 0, nil, err
+		}
 	}
 	if req.DeploymentID != o.cfg.Deployment {
 		return 0, nil, fmt.Errorf("start for deployment %q reached deployment %q", req.DeploymentID, o.cfg.Deployment)
@@ -114,6 +133,11 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 		return nil, nil, err
 	}
 	rev, err := o.cfg.Store.CreateSession(ctx, rec)
+	var owned *record.OwnedError
+	if errors.As(err, &owned) { // a requested ID another start created first
+		_ = o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id)
+		return nil, owned, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}

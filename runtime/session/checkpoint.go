@@ -33,9 +33,10 @@ func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, 
 		Applied: wire.Applied{Low: snap.Applied.Next, Above: snap.Applied.Above, IDs: snap.Applied.RecentIDs},
 		Outbox:  outbox,
 		Started: snap.Started, Ended: snap.Ended,
-		Writer: wire.Writer{RunID: snap.Writer.RunID, Write: snap.Writer.Write},
-		Turn:   toWireTurn(snap),
-		Waits:  toWireWaits(snap.Waits),
+		Writer:  wire.Writer{RunID: snap.Writer.RunID, Write: snap.Writer.Write},
+		Turn:    toWireTurn(snap),
+		Waits:   toWireWaits(snap.Waits),
+		Handles: snap.Handles, ChildWaits: snap.ChildWaits, Parent: snap.Parent, Sends: snap.Sends,
 	}
 	cp.History = toWireHistory(snap.History)
 	if t := snap.Timer; t != nil {
@@ -61,6 +62,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		Applied: runtime.Applied{Next: cp.Applied.Low, Above: cp.Applied.Above, RecentIDs: cp.Applied.IDs},
 		Writer:  runtime.Writer{RunID: cp.Writer.RunID, Write: cp.Writer.Write},
 		Turns:   cp.Turn.Count, Turn: fromWireTurn(cp.Turn), Waits: fromWireWaits(cp.Waits),
+		Handles: cp.Handles, ChildWaits: cp.ChildWaits, Parent: cp.Parent, Sends: cp.Sends,
 	}
 	if len(cp.Tokens) > 1 {
 		snap.Aliases = cp.Tokens[1:]
@@ -180,6 +182,7 @@ func toWireTurn(snap runtime.Snapshot) wire.TurnState {
 	ts := wire.TurnState{Count: snap.Turns}
 	if t := snap.Turn; t != nil {
 		ts.ID, ts.Caller, ts.Step, ts.Open, ts.Live, ts.Usage = t.ID, t.Caller, uint64(t.Steps), t.Open, true, t.Usage
+		ts.CommandID, ts.Delegated, ts.Outputs = t.CommandID, t.Delegated, t.Outputs
 		for _, in := range t.Inputs { // a copy: blobStore.externalise edits the checkpoint's
 			ts.Inputs = append(ts.Inputs, wire.CompactInput(in))
 		}
@@ -191,7 +194,8 @@ func fromWireTurn(ts wire.TurnState) *runtime.Turn {
 	if !ts.Live {
 		return nil
 	}
-	t := &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open, Usage: ts.Usage}
+	t := &runtime.Turn{ID: ts.ID, Caller: ts.Caller, Steps: int(ts.Step), Open: ts.Open, Usage: ts.Usage,
+		CommandID: ts.CommandID, Delegated: ts.Delegated, Outputs: ts.Outputs}
 	for _, in := range ts.Inputs {
 		t.Inputs = append(t.Inputs, wire.ExpandInput(in)) // one with content out of line: after hydrate
 	}

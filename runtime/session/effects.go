@@ -46,6 +46,8 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 		return nil, s.env.Host.StartTask(ctx, s.id, e.Task)
 	case runtime.ClaimAlias:
 		return nil, s.claimAlias(ctx, e.Token)
+	case runtime.SendCommands:
+		return nil, s.env.Host.Send(ctx, s.id, e.Sends)
 	case runtime.Purge:
 		s.purgeAt = max(s.purgeAt, e.Below)
 	case runtime.Cleanup:

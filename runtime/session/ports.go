@@ -140,6 +140,15 @@ type Host interface {
 	// Draining reports a graceful drain: sessions hibernate as soon as they
 	// can.
 	Draining() bool
+	// Send performs a commit's sends to other sessions (runtime.SendCommands):
+	// each encoded for the receiver's inbox version, published to its stable
+	// inbox with the command ID as message ID, the receiver woken; a child
+	// named with an alias is created first. It returns once every send is
+	// stored (or dropped for an ended receiver), retrying otherwise.
+	Send(ctx context.Context, from string, sends []runtime.Send) error
+	// ReadsInbox reports whether deployment's owners read inbox version v
+	// (the versions it advertises); an unknown deployment reads none.
+	ReadsInbox(ctx context.Context, deployment string, v int) (bool, error)
 	// Settled tells the process that the session committed with no boot
 	// attempt pending: it did not kill the process (the quarantine slot is
 	// free).

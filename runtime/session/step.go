@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
 )
 
 // runStep runs the agent's step in its own goroutine with a cancellable
@@ -69,7 +70,7 @@ func (s *Session) execStep(ctx context.Context, in runtime.StepInput) runtime.St
 	if !ok || ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
 		return s.timedOut(in)
 	}
-	d.Result = s.env.Checker.Check(d.Result)
+	d.Result = s.checkDelegation(ctx, s.env.Checker.Check(d.Result))
 	s.env.Observer.StepFailed(d.Result.Code)
 	return d
 }
@@ -112,4 +113,23 @@ func (s *Session) stepTimeout() time.Duration {
 		return noStepTimeout
 	}
 	return s.env.StepTimeout
+}
+
+// checkDelegation fails a step that delegates to another deployment whose
+// owners do not read the inbox version child commands need
+// (child_unsupported): a command it could not decode would be lost.
+func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) runtime.StepResult {
+	d := r.Delegate
+	if r.Error != "" || d == nil || d.DeploymentID == "" || d.DeploymentID == s.env.Deployment {
+		return r
+	}
+	ok, err := s.env.Host.ReadsInbox(ctx, d.DeploymentID, wire.CurrentVersion)
+	switch {
+	case err != nil:
+		return runtime.Failed(runtime.CodeChildUnsupported, fmt.Errorf("delegate: deployment %s: %w", d.DeploymentID, err))
+	case !ok:
+		return runtime.Failed(runtime.CodeChildUnsupported,
+			fmt.Errorf("delegate: deployment %s does not read inbox version %d (child commands)", d.DeploymentID, wire.CurrentVersion))
+	}
+	return r
 }

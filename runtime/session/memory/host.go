@@ -28,6 +28,7 @@ type Host struct {
 	settled  []string
 	handoffs []handoff.Request
 	tasks    []runtime.TaskSpec
+	sends    []runtime.Send
 }
 
 // NewHost returns a host holding a valid lease.
@@ -125,3 +126,21 @@ func (h *Host) Removed() []string {
 	defer h.mu.Unlock()
 	return append([]string(nil), h.removed...)
 }
+
+// Send records the sends (nothing delivers them).
+func (h *Host) Send(_ context.Context, _ string, sends []runtime.Send) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sends = append(h.sends, sends...)
+	return nil
+}
+
+// Sends are the commands the sessions sent so far, in order.
+func (h *Host) Sends() []runtime.Send {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]runtime.Send(nil), h.sends...)
+}
+
+// ReadsInbox: every deployment of the memory host reads every version.
+func (h *Host) ReadsInbox(context.Context, string, int) (bool, error) { return true, nil }
