@@ -362,9 +362,12 @@ func (r *Request) command(dep string, now time.Time) wire.Command {
 	return c
 }
 
-// encode encodes c for a consumer of wire version v and maps the codec's
-// refusals: an invalid value is the client's (400), an oversized one 413.
-func encode(v int, c wire.Command) ([]byte, error) {
+// encode encodes c for a consumer of wire version v, the version owner (the
+// owning deployment) reads, and maps the codec's
+// refusals: an invalid value is the client's (400), an oversized one 413,
+// a command the version cannot express (or a version this build cannot
+// produce) 422 unsupported_command naming the owner.
+func encode(v int, owner string, c wire.Command) ([]byte, error) {
 	b, err := wire.Encode(wire.Capability{V: v}, c)
 	switch {
 	case err == nil:
@@ -372,7 +375,7 @@ func encode(v int, c wire.Command) ([]byte, error) {
 	case errors.Is(err, wire.ErrTooLarge):
 		return nil, fail(ErrTooLarge, "the command encodes to more than %d bytes", wire.MaxCommandBytes)
 	case errors.Is(err, wire.ErrUnsupportedTarget):
-		return nil, fail(ErrUnavailable, "the session's owner accepts inbox wire version %d, which this ingress cannot produce", v)
+		return nil, unsupported(v, owner, c.Kind)
 	case errors.Is(err, wire.ErrInvalid), errors.Is(err, wire.ErrUnknownKind):
 		var we *wire.Error
 		if errors.As(err, &we) && we.Reason != "" {
@@ -381,4 +384,14 @@ func encode(v int, c wire.Command) ([]byte, error) {
 		return nil, bad("invalid command: %v", err)
 	}
 	return nil, fmt.Errorf("ingress: encode: %w", err)
+}
+
+// unsupported refuses a command the owning deployment's inbox wire version
+// cannot express: never downgraded, never published.
+func unsupported(v int, owner string, kind wire.Kind) *Error {
+	if owner == "" {
+		owner = "(unknown)"
+	}
+	return fail(ErrUnsupportedCommand, "deployment %s owns the session and reads inbox wire version %d, which cannot express this %s command (this ingress produces versions up to %d); nothing was sent",
+		owner, v, kind, wire.CurrentVersion)
 }

@@ -1,0 +1,121 @@
+package ingress_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+)
+
+// handSession writes a session the way an owner of deployment dep reading
+// inbox version wireV leaves it, without an owner: its record (with cp as
+// its checkpoint; nil for a minimal one) and the hooks of its stable token
+// and aliases, stamped hookV.
+func (e *env) handSession(id, dep string, wireV, hookV int, cp *wire.Checkpoint, aliases ...string) {
+	e.t.Helper()
+	if cp == nil {
+		cp = &wire.Checkpoint{}
+	}
+	cp.SessionID, cp.Tokens, cp.Started = id, append([]string{id}, aliases...), true
+	b, err := wire.EncodeCheckpoint(*cp)
+	if err != nil {
+		e.t.Fatalf("encode checkpoint: %v", err)
+	}
+	rec := record.SessionRecord{
+		SessionID: id, OwnerRunID: "run-" + id, DeploymentID: dep, Epoch: 1, OwnerProcess: "p-" + dep,
+		State: record.StateHibernated, Consumer: subjects.Consumer(id, 1), WireV: wireV,
+		Writer: "run-" + id, WriteCounter: 1, Checkpoint: b,
+	}
+	if _, err := e.Store.CreateSession(e.t.Context(), rec); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, addr := range cp.Tokens {
+		tok, err := subjects.EncodeToken(addr)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if addr == id {
+			tok = subjects.StableToken(id)
+		}
+		if _, err := e.Store.CreateHook(e.t.Context(), record.Hook{Token: tok, SessionID: id, WireV: hookV}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// lastInbox is the last command on an address's inbox subject, as stored.
+func (e *env) lastInbox(tok string) []byte {
+	e.t.Helper()
+	st, err := e.JS.Stream(e.t.Context(), e.Names.InboxStream())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(e.t.Context(), e.Names.Inbox(tok))
+	if err != nil {
+		e.t.Fatalf("inbox %s: %v", tok, err)
+	}
+	return m.Data
+}
+
+// The session record is the version source: a record that says wire
+// version 1 gets "v":1 commands whatever the hook was stamped with (the
+// hook's stamp is written once, at creation).
+func TestWireVersionFromRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.handSession("sess-v1", "old", 1, 99, nil, "stamped")
+	for _, body := range []string{`{"sessionId":"sess-v1","text":"by id"}`, `{"alias":"stamped","text":"by alias"}`} {
+		if r := e.deliver(body); r.SessionID != "sess-v1" || r.Created {
+			t.Fatalf("delivery %s = %+v", body, r)
+		}
+	}
+	for _, tok := range []string{subjects.StableToken("sess-v1"), "stamped"} {
+		var head struct{ V int }
+		if err := json.Unmarshal(e.lastInbox(tok), &head); err != nil || head.V != 1 {
+			t.Fatalf("inbox %s: v = %d (%v), want 1", tok, head.V, err)
+		}
+	}
+}
+
+// A record without a stamp falls back to the hook's.
+func TestWireVersionHookFallback(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.handSession("sess-v0", "old", 0, 99, nil)
+	checkError(t, e, http.MethodPost, "/v1/deliveries", `{"sessionId":"sess-v0","text":"x"}`, testToken, http.StatusUnprocessableEntity, "unsupported_command")
+}
+
+// A record stamped with a version this build cannot produce refuses every
+// command with 422 unsupported_command naming the owning deployment, and
+// nothing is written.
+func TestUnsupportedCommand(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.handSession("sess-v99", "future", 99, 1, nil, "newer")
+	if err := e.ing.Ready(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := e.durable()
+	for _, req := range [][2]string{
+		{"/v1/deliveries", `{"sessionId":"sess-v99","text":"x"}`},
+		{"/v1/deliveries", `{"alias":"newer","text":"x"}`},
+		{"/v1/sessions/sess-v99/cancel", ``},
+		{"/v1/sessions/sess-v99/compact", `{"idempotencyKey":"k1"}`},
+	} {
+		code, b := e.post(req[0], req[1])
+		var eb struct{ Error struct{ Code, Message string } }
+		if err := json.Unmarshal(b, &eb); err != nil || code != http.StatusUnprocessableEntity || eb.Error.Code != "unsupported_command" {
+			t.Fatalf("POST %s %s = %d %s, want 422 unsupported_command", req[0], req[1], code, b)
+		}
+		if !strings.Contains(eb.Error.Message, "future") {
+			t.Fatalf("message %q does not name the owning deployment", eb.Error.Message)
+		}
+	}
+	if after := e.durable(); !equalDurable(before, after) {
+		t.Fatalf("a refused request wrote: %v -> %v", before, after)
+	}
+}
