@@ -107,7 +107,9 @@ func TestUnsupportedCommand(t *testing.T) {
 		{"/v1/sessions/sess-v99/compact", `{"idempotencyKey":"k1"}`},
 	} {
 		code, b := e.post(req[0], req[1])
-		var eb struct{ Error struct{ Code, Message string } }
+		var eb struct {
+			Error struct{ Code, Message string }
+		}
 		if err := json.Unmarshal(b, &eb); err != nil || code != http.StatusUnprocessableEntity || eb.Error.Code != "unsupported_command" {
 			t.Fatalf("POST %s %s = %d %s, want 422 unsupported_command", req[0], req[1], code, b)
 		}
