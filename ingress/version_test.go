@@ -2,7 +2,9 @@ package ingress_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,5 +121,28 @@ func TestUnsupportedCommand(t *testing.T) {
 	}
 	if after := e.durable(); !equalDurable(before, after) {
 		t.Fatalf("a refused request wrote: %v -> %v", before, after)
+	}
+}
+
+// A running owner has advertised the versions its build reads in its
+// deployment record.
+func TestOwnerAdvertisesVersions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if _, err := e.Store.DeploymentReads(t.Context(), "v1"); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("before any owner: err = %v, want ErrNotFound", err)
+	}
+	e.owner("v1", "p1")
+	var want []int
+	for v := 1; v <= wire.CurrentVersion; v++ {
+		want = append(want, v)
+	}
+	got, err := e.Store.DeploymentReads(t.Context(), "v1")
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("reads = %v %v, want %v", got, err, want)
+	}
+	d, _, err := e.Store.GetDeployment(t.Context(), "v1")
+	if err != nil || len(d.StateVersions) == 0 || d.StateVersions[len(d.StateVersions)-1] != wire.CurrentStateVersion || d.Retired {
+		t.Fatalf("deployment record %+v %v", d, err)
 	}
 }
