@@ -63,6 +63,10 @@ const (
 	// requestId or attemptId the session does not wait for; the error's
 	// "expected" lists the IDs it does wait for.
 	CodeUnknownRequest = "unknown_request"
+	// CodeRuntimeOnlyCommand (400): a command kind only a session's runtime
+	// sends (end, child.result, child.waiting, child.resumed), asked for by
+	// a channel.
+	CodeRuntimeOnlyCommand = "runtime_only_command"
 )
 
 var codes = []struct {

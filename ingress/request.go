@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
@@ -87,6 +88,20 @@ var (
 
 func bad(format string, args ...any) *Error { return fail(ErrBadRequest, format, args...) }
 
+// RuntimeOnlyKinds are the command kinds a session's runtime sends another
+// session (a parent its child, a child its parent); a channel cannot.
+var RuntimeOnlyKinds = []wire.Kind{wire.KindEnd, wire.KindChildResult, wire.KindChildWaiting, wire.KindChildResumed}
+
+// runtimeOnly refuses a runtime-internal command kind from a channel.
+func runtimeOnly(kind wire.Kind) *Error {
+	return &Error{Err: ErrBadRequest, Detail: CodeRuntimeOnlyCommand, Message: fmt.Sprintf(
+		"%q is a runtime-internal command (a parent session's runtime and its children exchange it); channels cannot send it", kind)}
+}
+
+// runtimeFields are the envelope members only a session's runtime sets (on
+// a parent's command to its child): a body carrying one is refused by name.
+var runtimeFields = []string{"parentSessionId", "handle", "depth"}
+
 // parseBody checks the size and shape of b and decodes it.
 func parseBody(b []byte, lim Limits, allowed []string) (body, *Error) {
 	var v body
@@ -161,8 +176,10 @@ func ParseDelivery(b []byte, lim Limits) (Request, error) {
 // the session itself (the NATS form: {"sessionId", ...}). An empty body is
 // an empty object.
 func ParseControl(b []byte, kind wire.Kind, sessionID string, lim Limits) (Request, error) {
-	switch kind {
-	case wire.KindCancel, wire.KindReset, wire.KindClear, wire.KindCompact:
+	switch {
+	case kind == wire.KindCancel, kind == wire.KindReset, kind == wire.KindClear, kind == wire.KindCompact:
+	case slices.Contains(RuntimeOnlyKinds, kind):
+		return Request{}, runtimeOnly(kind)
 	default:
 		return Request{}, bad("%q is not a control command", kind)
 	}
