@@ -129,7 +129,7 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	if err != nil {
 		return Receipt{}, err
 	}
-	if err := s.expect(ctx, a, t, &r, cmd.ID); err != nil {
+	if t, err = s.expect(ctx, a, t, &r, cmd.ID); err != nil {
 		return Receipt{}, err
 	}
 	rc, err := s.publish(ctx, a, t, cmd, data)
