@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -181,4 +183,38 @@ func equalMap(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// The drain report tells a parent kept busy by its children (why "child",
+// with their IDs: non-closed handles' children, then those of waits) and
+// lists a child's parent on its entry.
+func TestDrainReportFamily(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.handSession("fam-parent", "fam", 1, 1, parentCheckpoint("fam-child", "fam-other"))
+	cp := childCheckpoint("fam-parent")
+	cp.Waits.Input = &wire.InputWait{RequestID: "creq-1", Question: "colour?"}
+	e.handSession("fam-child", "fam", 1, 1, cp)
+	e.handSession("fam-other", "fam", 1, 1, childCheckpoint("fam-parent")) // parked: idle
+
+	d, ok := depReport(e.report(""), "fam")
+	if !ok || d.Idle != 1 || len(d.NotIdle) != 2 {
+		t.Fatalf("report of fam: %+v", d)
+	}
+	byID := map[string]ingress.SessionReport{}
+	for _, sr := range d.NotIdle {
+		byID[sr.SessionID] = sr
+	}
+	p, c := byID["fam-parent"], byID["fam-child"]
+	if p.Why != "child" || !slices.Equal(p.Children, []string{"fam-child", "fam-other"}) || p.ParentSessionID != "" {
+		t.Fatalf("parent entry %+v", p)
+	}
+	if c.Why != "input" || c.ParentSessionID != "fam-parent" || c.Children != nil {
+		t.Fatalf("child entry %+v", c)
+	}
+	// The wire names.
+	_, b := e.admin(http.MethodGet, "/v1/admin/deployments", "")
+	if !strings.Contains(string(b), `"children":["fam-child","fam-other"]`) || !strings.Contains(string(b), `"parentSessionId":"fam-parent"`) {
+		t.Fatalf("report JSON %s", b)
+	}
 }
