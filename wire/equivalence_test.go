@@ -558,6 +558,15 @@ func eventCorpus(t testing.TB) [][]byte {
 		add(envelope(k, builtinSamples[k]))
 	}
 	add(envelope(EventMessageOutput, MessageOutput{Ref: &ref}))
+	for _, b := range versionedSamples {
+		e, err := NewBodyEvent(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := envelope(e.Kind, nil)
+		env.V, env.Data = e.V, e.Data
+		add(env)
+	}
 	add(envelope("acme.plain", map[string]any{"note": "n", "level": 2, "tags": []string{"a"},
 		"ref": map[string]any{"id": "c", "seq": 1}, "extra": nil, "labels": map[string]string{"a": "b"}, "at": "2026-01-01T00:00:00Z"}))
 	add(envelope("acme.tagged", map[string]any{"note": "abcd", "n": 3}))
