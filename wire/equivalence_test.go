@@ -654,7 +654,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 // genCheckpoint draws a valid checkpoint with at most one field perturbed
 // (empty, negative or out of its enum), so each constraint is met alone.
 func genCheckpoint(rt *rapid.T) Checkpoint {
-	fault := rapid.IntRange(0, 12).Draw(rt, "fault")
+	fault := rapid.IntRange(0, 26).Draw(rt, "fault")
 	str := func(n int, ok string) string {
 		if fault == n {
 			return ""
@@ -681,7 +681,42 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 	if fault == 0 {
 		c.HistorySegments = append(c.HistorySegments, BlobRef{Digest: "sha256:00"})
 	}
+	if fault > 12 || rapid.Bool().Draw(rt, "children") {
+		genChildren(&c, fault)
+	}
 	return c
+}
+
+// genChildren adds the content of state version 5 to c, with the field of
+// fault (13..26) perturbed.
+func genChildren(c *Checkpoint, fault int) {
+	str := func(n int, ok string) string {
+		if fault == n {
+			return ""
+		}
+		return ok
+	}
+	num := func(n, bad, ok int) int {
+		if fault == n {
+			return bad
+		}
+		return ok
+	}
+	delivery := validDeliver()
+	delivery.ParentSessionID, delivery.Handle, delivery.Depth = "s1", str(13, "h1"), 1
+	c.Handles = []HandleState{
+		{Handle: str(14, "h1"), Generation: num(15, 0, 1), DeploymentID: str(16, "d1"), State: str(17, HandleActive),
+			CommandID: str(18, "c1"), ChildSessionID: "s2", Delivery: &delivery},
+		{Handle: map[bool]string{true: "h1", false: "h2"}[fault == 19], Generation: 1, DeploymentID: "d1", State: HandleParked},
+	}
+	c.ChildWaits = []ChildWait{{Handle: str(20, "h1"), ChildSessionID: str(21, "s2"), RequestID: str(22, "r1")}}
+	c.Parent = &ParentRef{SessionID: str(23, "s0"), Handle: "p", Depth: num(24, 0, 1)}
+	send := validDeliver()
+	send.Deliver.Mode = str(25, ModeQueue)
+	c.Sends = []Send{{SessionID: str(26, "s2"), Command: send}}
+	c.Turn.Delegated, c.Turn.Outputs = true, []string{"o"}
+	c.Turn.Inputs = append(c.Turn.Inputs, TurnInput{Seq: 2, ID: "c2", Kind: KindChildResult,
+		Child: &ChildRef{Handle: "h1", SessionID: "s2"}, Parent: &ParentRef{SessionID: "s0", Handle: "p", Depth: 1}})
 }
 
 // TestCheckpointSchemaAgreement holds the checkpoint's Go rules (the only
