@@ -7,7 +7,7 @@
 //
 // [Command] is the one declared shape of the current wire version
 // ([CurrentVersion]). Its JSON Schema is generated from the Go types
-// (invopop/jsonschema) and frozen in testdata/schema_v1.json: it is the
+// (invopop/jsonschema) and frozen in testdata/schema_v2.json: it is the
 // declared contract. Runtime validation is Go code held to that schema by
 // tests (equivalence_test.go): a typed decoder that states what the schema
 // says about the JSON text (fast.go) and Go rules that state the rest, plus
