@@ -20,7 +20,7 @@
 //     producer.
 //   - [Decode] reads a current-version payload straight into [Command] and
 //     validates it; an older payload runs the explicit migration chain of
-//     the [Registry] (0→1 today) to the current version first. An unknown
+//     the [Registry] (0→1→2 today) to the current version first. An unknown
 //     newer version, an unknown kind or an invalid value is a typed
 //     [*Error]; a versioned payload never falls through to a legacy
 //     interpretation.
