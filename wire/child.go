@@ -127,7 +127,7 @@ type ChildRef struct {
 type ParentRef struct {
 	SessionID string `json:"sessionId" jsonschema:"minLength=1"`
 	Handle    string `json:"handle" jsonschema:"minLength=1"`
-	Depth     int    `json:"depth" jsonschema:"minimum=1"`
+	Depth     int    `json:"depth" jsonschema:"minimum=1,maximum=4"`
 }
 
 // ChildAlias is the alias a child session is created under, so a retried
