@@ -94,7 +94,7 @@ type Checkpoint struct {
 	// Started is set by the first commit (session.started recorded); Ended
 	// names the end reason (done, expired, failed) once finalized.
 	Started bool   `json:"started,omitempty"`
-	Ended   string `json:"ended,omitempty" jsonschema:"enum=,enum=done,enum=expired,enum=failed"`
+	Ended   string `json:"ended,omitempty" jsonschema:"enum=,enum=done,enum=expired,enum=failed,enum=closed"`
 	Writer  Writer `json:"writer,omitzero"`
 }
 

@@ -16,7 +16,7 @@ import (
 // or refuse: anything of subagents.
 func (c *Checkpoint) usesChildren() bool {
 	if len(c.Handles) > 0 || len(c.ChildWaits) > 0 || c.Parent != nil || len(c.Sends) > 0 ||
-		c.Turn.Delegated || len(c.Turn.Outputs) > 0 {
+		c.Turn.Delegated || len(c.Turn.Outputs) > 0 || c.Ended == EndClosed {
 		return true
 	}
 	for _, in := range c.Turn.Inputs {
@@ -77,11 +77,6 @@ func (h HandleState) validate() error {
 			return err
 		}
 	}
-	if h.Delivery != nil {
-		if err := h.Delivery.validate(); err != nil {
-			return fmt.Errorf("delivery: %w", err)
-		}
-	}
 	return all(idOf("handle", h.Handle, 64), validDeployment(h.DeploymentID),
 		oneOf("state", h.State, HandleActive, HandleParked, HandleAvailable, HandleClosed))
 }
@@ -103,6 +98,14 @@ func (p *ParentRef) validate() error {
 func (s Send) validate() error {
 	if !sessionRE.MatchString(s.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", s.SessionID, sessionRE)
+	}
+	if s.Alias != "" || s.DeploymentID != "" {
+		if s.Alias == "" || len(s.Alias) > 512 {
+			return errors.New("a send that creates its receiver needs an alias of 1 to 512 bytes")
+		}
+		if err := validDeployment(s.DeploymentID); err != nil {
+			return err
+		}
 	}
 	if err := s.Command.validate(); err != nil {
 		return fmt.Errorf("command: %w", err)
@@ -130,12 +133,6 @@ func (in TurnInput) validateRefs() error {
 // with the current inbox version, as Encode stamps them).
 func normalizeChildren(c *Checkpoint) {
 	c.Handles = nilIfEmpty(slices.Clone(c.Handles))
-	for i := range c.Handles {
-		if d := c.Handles[i].Delivery; d != nil {
-			n := normalizeStored(*d)
-			c.Handles[i].Delivery = &n
-		}
-	}
 	c.ChildWaits = nilIfEmpty(slices.Clone(c.ChildWaits))
 	if c.Parent != nil {
 		p := *c.Parent

@@ -326,9 +326,9 @@ func (c *Checkpoint) validateRuntime() error {
 		return err
 	}
 	switch c.Ended {
-	case "", EndDone, EndExpired, EndFailed:
+	case "", EndDone, EndExpired, EndFailed, EndClosed:
 	default:
-		return fmt.Errorf("ended %q is not done, expired or failed", c.Ended)
+		return fmt.Errorf("ended %q is not done, expired, failed or closed", c.Ended)
 	}
 	if c.Timer != nil && c.Timer.Duration < 0 {
 		return errors.New("timer.durationNs is negative")

@@ -217,15 +217,14 @@ func parentDelivery() Command {
 // with outputs, and admitted inputs from a child and from the parent.
 func fullCheckpointV5() Checkpoint {
 	c := fullCheckpointV3()
-	delivery := parentDelivery()
 	c.Handles = []HandleState{
 		{Handle: "researcher", Generation: 2, ChildSessionID: "sess-2", DeploymentID: "dep-1", State: HandleActive,
-			TurnID: "t1", CommandID: "c7", Wait: true, Delivery: &delivery},
+			TurnID: "t1", CommandID: "c7", Wait: true},
 		{Handle: "mailer", Generation: 1, ChildSessionID: "sess-3", DeploymentID: "dep-2", State: HandleParked},
 	}
 	c.ChildWaits = []ChildWait{{Handle: "researcher", ChildSessionID: "sess-2", RequestID: "req-7", Question: "Which city?"}}
 	c.Parent = &ParentRef{SessionID: "sess-0", Handle: "assistant", Depth: 1}
-	c.Sends = []Send{{SessionID: "sess-2", Command: parentDelivery()}}
+	c.Sends = []Send{{SessionID: "sess-2", DeploymentID: "dep-1", Alias: "child.sess-1.researcher.2", Command: parentDelivery()}}
 	c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Delegated: true, Outputs: []string{"Looking it up."},
 		Inputs: []TurnInput{
 			{Seq: 47, ID: "c8", Kind: KindChildResult, Deployment: "dep-1", Child: &ChildRef{Handle: "mailer", SessionID: "sess-3",
@@ -252,7 +251,7 @@ func TestCheckpointV5Fixture(t *testing.T) {
 	}
 	frozen(t, "testdata/checkpoint/state_v5.json", append(b, '\n'))
 	d, err := DecodeCheckpoint(b)
-	if err != nil || d.StateV != 5 || d.ActiveChildren() != 2 || d.Handles[0].Delivery.V != CurrentVersion {
+	if err != nil || d.StateV != 5 || d.ActiveChildren() != 2 || d.Sends[0].Command.V != CurrentVersion {
 		t.Fatalf("decoded %+v, %v", d, err)
 	}
 	if again, err := EncodeCheckpoint(d); err != nil || !bytes.Equal(again, b) {
@@ -350,7 +349,11 @@ func TestCheckpointRejects(t *testing.T) {
 		{"active without command", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.CommandID = "" }) }, ErrInvalid},
 		{"handle deployment", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.DeploymentID = "latest" }) }, ErrInvalid},
 		{"handle child session", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.ChildSessionID = "a b" }) }, ErrInvalid},
-		{"handle delivery", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.Delivery.Depth = 0 }) }, ErrInvalid},
+		{"send bad command", func(c *Checkpoint) { c.Sends = fullCheckpointV5().Sends; c.Sends[0].Command.Depth = 0 }, ErrInvalid},
+		{"send alias without deployment", func(c *Checkpoint) {
+			c.Sends = fullCheckpointV5().Sends
+			c.Sends[0].DeploymentID = ""
+		}, ErrInvalid},
 		{"child wait both", func(c *Checkpoint) {
 			c.ChildWaits = []ChildWait{{Handle: "h", ChildSessionID: "s", RequestID: "r", AttemptID: "a"}}
 		}, ErrInvalid},
@@ -432,5 +435,22 @@ func TestPeekCheckpoint(t *testing.T) {
 	}
 	if _, err := PeekCheckpoint([]byte("not json")); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("junk: %v", err)
+	}
+}
+
+// TestClosedEndIsVersion5: a session its parent closed (ended "closed")
+// is written at state version 5, which alone knows that reason.
+func TestClosedEndIsVersion5(t *testing.T) {
+	c := fullCheckpoint()
+	c.Ended = EndClosed
+	b, err := EncodeCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := ReadStateVersion(b); v != 5 {
+		t.Fatalf("state version %d, want 5", v)
+	}
+	if d, err := DecodeCheckpoint(b); err != nil || d.Ended != EndClosed {
+		t.Fatalf("decoded %q, %v", d.Ended, err)
 	}
 }

@@ -702,11 +702,9 @@ func genChildren(c *Checkpoint, fault int) {
 		}
 		return ok
 	}
-	delivery := validDeliver()
-	delivery.ParentSessionID, delivery.Handle, delivery.Depth = "s1", str(13, "h1"), 1
 	c.Handles = []HandleState{
 		{Handle: str(14, "h1"), Generation: num(15, 0, 1), DeploymentID: str(16, "d1"), State: str(17, HandleActive),
-			CommandID: str(18, "c1"), ChildSessionID: "s2", Delivery: &delivery},
+			CommandID: str(18, "c1"), ChildSessionID: "s2"},
 		{Handle: map[bool]string{true: "h1", false: "h2"}[fault == 19], Generation: 1, DeploymentID: "d1", State: HandleParked},
 	}
 	c.ChildWaits = []ChildWait{{Handle: str(20, "h1"), ChildSessionID: str(21, "s2"), RequestID: str(22, "r1")}}
