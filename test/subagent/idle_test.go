@@ -1,7 +1,9 @@
 package subagent
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/baton-rt/baton/internal/harness"
@@ -96,4 +98,14 @@ func TestActiveChildKeepsParent(t *testing.T) {
 	if n := harness.Count(evs, wire.EventChildStarted); n != 1 {
 		t.Fatalf("%d child.started, want 1 (the continue reuses the child)", n)
 	}
+	t.Logf("parent %s:\n%s\nchild %s:\n%s", parent, excerpt(evs), kid, excerpt(kevs))
+}
+
+// excerpt is one line per event: seq, deployment, kind, data.
+func excerpt(evs []wire.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "  %3d %-3s %-18s %s\n", e.Seq, e.DeploymentID, e.Kind, e.Data)
+	}
+	return b.String()
 }

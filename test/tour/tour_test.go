@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -91,7 +92,7 @@ func TestTour(t *testing.T) {
 		WireVersion  int    `json:"wireVersion"`
 	}
 	if err := json.Unmarshal(msg.Data, &started); err != nil || started.SessionID == "" || !started.Created ||
-		started.DeploymentID != "v1" || started.WireVersion != 1 {
+		started.DeploymentID != "v1" || started.WireVersion != wire.CurrentVersion {
 		t.Fatalf("start reply %s (%v), want a created v1 session", msg.Data, err)
 	}
 	sid := started.SessionID
