@@ -23,7 +23,10 @@
 //     the session and the others are told the winner. No owner answering is
 //     503 and nothing is created.
 //   - Publish, then wake. The command is encoded for the wire version the
-//     address's hook stamped, published to baton.inbox.<token> (message ID:
+//     owning deployment reads — the session record's stamp (re-stamped at
+//     every claim and activation), the hook's only when the record has none;
+//     a command that version cannot express is 422 unsupported_command and
+//     nothing is published — then published to baton.inbox.<token> (message ID:
 //     its command ID, or <sessionID>/<commandID> with an idempotencyKey),
 //     and every acknowledged publish is followed by a fire-and-forget core
 //     NATS publish {"sessionId"} to baton.deploy.<deployment>.wake.

@@ -31,6 +31,10 @@ var (
 	ErrConflict = errors.New("ingress: conflict")
 	// ErrTooLarge: the body, or a part of it, exceeds a limit (413).
 	ErrTooLarge = errors.New("ingress: too large")
+	// ErrUnsupportedCommand: the session's owning deployment reads an inbox
+	// wire version that cannot express the command, or one this build
+	// cannot produce (422). Nothing was written.
+	ErrUnsupportedCommand = errors.New("ingress: unsupported command")
 	// ErrUnavailable: no owner of this deployment answered, NATS is down or
 	// the topology is missing (503). Nothing was created.
 	ErrUnavailable = errors.New("ingress: unavailable")
@@ -47,6 +51,10 @@ const (
 	CodeTooLarge     = "too_large"
 	CodeUnavailable  = "unavailable"
 
+	// CodeUnsupportedCommand (422): the owning deployment's inbox wire
+	// version cannot express the command (docs/api.md, VERSIONING).
+	CodeUnsupportedCommand = "unsupported_command"
+
 	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeIdempotencyConflict (409): the idempotencyKey was used, within
 	// the receipts' lifetime, for a different command on the same session.
@@ -55,6 +63,10 @@ const (
 	// requestId or attemptId the session does not wait for; the error's
 	// "expected" lists the IDs it does wait for.
 	CodeUnknownRequest = "unknown_request"
+	// CodeRuntimeOnlyCommand (400): a command kind only a session's runtime
+	// sends (end, child.result, child.waiting, child.resumed), asked for by
+	// a channel.
+	CodeRuntimeOnlyCommand = "runtime_only_command"
 )
 
 var codes = []struct {
@@ -70,6 +82,7 @@ var codes = []struct {
 	{ErrGone, CodeGone, http.StatusGone},
 	{ErrConflict, CodeConflict, http.StatusConflict},
 	{ErrTooLarge, CodeTooLarge, http.StatusRequestEntityTooLarge},
+	{ErrUnsupportedCommand, CodeUnsupportedCommand, http.StatusUnprocessableEntity},
 	{ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable},
 }
 

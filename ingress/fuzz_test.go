@@ -130,7 +130,7 @@ func checkCommand(t *testing.T, r Request) {
 	t.Helper()
 	c := r.command("v1", time.Unix(1700000000, 0))
 	c.ID = "c1"
-	b, err := encode(wire.CurrentVersion, c)
+	b, err := encode(wire.CurrentVersion, "v1", c)
 	if err != nil {
 		clientError(t, err)
 		return

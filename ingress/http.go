@@ -22,6 +22,9 @@ func (s *Server) Handler() http.Handler {
 	for _, k := range []wire.Kind{wire.KindCancel, wire.KindReset, wire.KindClear, wire.KindCompact} {
 		s.route(mux, "POST /v1/sessions/{id}/"+string(k), s.user(s.httpControl(k)))
 	}
+	for _, k := range RuntimeOnlyKinds { // any method: 400, never 404 or 405
+		s.route(mux, "/v1/sessions/{id}/"+string(k), s.user(refuseKind(k)))
+	}
 	s.route(mux, "POST /v1/sessions/{id}/input", s.user(s.httpInput))
 	s.route(mux, "POST /v1/sessions/{id}/authorize", s.user(s.httpAuthorize))
 	s.route(mux, "GET /v1/sessions/{id}", s.user(s.httpStatus))
@@ -147,6 +150,12 @@ func (s *Server) httpControl(kind wire.Kind) handlerFunc {
 			return ParseControl(b, kind, id, s.cfg.Limits)
 		})
 	}
+}
+
+// refuseKind answers a route of a runtime-internal kind: 400
+// runtime_only_command.
+func refuseKind(kind wire.Kind) handlerFunc {
+	return func(http.ResponseWriter, *http.Request) error { return runtimeOnly(kind) }
 }
 
 func (s *Server) httpInput(w http.ResponseWriter, r *http.Request) error {

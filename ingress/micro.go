@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,19 @@ const Version = "1.0.0"
 // Operations lists the micro endpoints, in order.
 var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "status"}
 
+// RuntimeOnlyOperations are the endpoints (baton.ingress.<kind>) of the
+// runtime-internal command kinds: each answers every request 400
+// runtime_only_command, so a channel that tries one is told why.
+var RuntimeOnlyOperations = kindNames(RuntimeOnlyKinds)
+
+func kindNames(kinds []wire.Kind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
 // Micro registers the micro service on the server's connection. ctx bounds
 // every operation; Stop the service to remove it.
 func (s *Server) Micro(ctx context.Context) (micro.Service, error) {
@@ -44,9 +58,9 @@ func (s *Server) Micro(ctx context.Context) (micro.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, op := range Operations {
+	for _, op := range append(slices.Clone(Operations), RuntimeOnlyOperations...) {
 		h := s.microOp(op)
-		err := svc.AddEndpoint(op, micro.ContextHandler(ctx, func(ctx context.Context, req micro.Request) {
+		err := svc.AddEndpoint(strings.ReplaceAll(op, ".", "-"), micro.ContextHandler(ctx, func(ctx context.Context, req micro.Request) {
 			s.serveMicro(ctx, op, req, h)
 		}), micro.WithEndpointSubject(s.cfg.Names.Ingress(op)), micro.WithEndpointQueueGroup(QueueGroup))
 		if err != nil {
@@ -70,6 +84,9 @@ func (s *Server) microOp(op string) microHandler {
 			}
 			return s.Send(ctx, r)
 		}
+	}
+	if slices.Contains(RuntimeOnlyOperations, op) {
+		return func(context.Context, []byte) (any, error) { return nil, runtimeOnly(wire.Kind(op)) }
 	}
 	switch op {
 	case "create":

@@ -87,7 +87,7 @@ func TestMicro(t *testing.T) {
 		}
 	}
 	want := []string{}
-	for _, op := range ingress.Operations {
+	for _, op := range append(ingress.Operations, ingress.RuntimeOnlyOperations...) {
 		want = append(want, e.Names.Ingress(op))
 	}
 	if slices.Sort(subs); !slices.Equal(subs, sorted(want)) || info.Metadata["deployment"] != "v1" {

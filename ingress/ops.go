@@ -129,7 +129,7 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	if err != nil {
 		return Receipt{}, err
 	}
-	if err := s.expect(ctx, a, t, &r, cmd.ID); err != nil {
+	if t, err = s.expect(ctx, a, t, &r, cmd.ID); err != nil {
 		return Receipt{}, err
 	}
 	rc, err := s.publish(ctx, a, t, cmd, data)
@@ -151,17 +151,19 @@ func (s *Server) prepare(r *Request) (wire.Command, []byte, error) {
 	if r.IdempotencyKey != "" {
 		cmd.ID = idemID(r.IdempotencyKey)
 	}
-	data, err := encode(wire.CurrentVersion, cmd)
+	data, err := encode(wire.CurrentVersion, s.cfg.Deployment, cmd)
 	return cmd, data, err
 }
 
 // publish appends the command to the target's inbox subject and wakes the
 // session's deployment. data is cmd encoded for the current version; it is
-// re-encoded when the owner stamped another.
+// re-encoded when the owning deployment reads another (t.wireV, from the
+// session record): a command that version cannot express is 422
+// unsupported_command, and nothing is written.
 func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Command, data []byte) (Receipt, error) {
 	if t.wireV != wire.CurrentVersion {
 		var err error
-		if data, err = encode(t.wireV, cmd); err != nil {
+		if data, err = encode(t.wireV, t.deployment, cmd); err != nil {
 			return Receipt{}, err
 		}
 	}

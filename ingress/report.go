@@ -33,12 +33,18 @@ type DeploymentReport struct {
 }
 
 // SessionReport is a session of the drain report that is not idle.
+// ParentSessionID is set for a child session (its checkpoint's parent);
+// Children, for a parent, are its children's session IDs: those of its
+// handles that are not closed, then those of its descendants' outstanding
+// waits (a session not idle because of them has why "child").
 type SessionReport struct {
-	SessionID    string `json:"sessionId"`
-	State        string `json:"state"`
-	Why          string `json:"why"` // busy, paused, input, authorization, task, queued, quarantined
-	OwnerProcess string `json:"ownerProcess,omitempty"`
-	Epoch        uint64 `json:"epoch"`
+	SessionID       string   `json:"sessionId"`
+	State           string   `json:"state"`
+	Why             string   `json:"why"` // busy, paused, input, authorization, task, child, queued, quarantined
+	OwnerProcess    string   `json:"ownerProcess,omitempty"`
+	Epoch           uint64   `json:"epoch"`
+	ParentSessionID string   `json:"parentSessionId,omitempty"`
+	Children        []string `json:"children,omitempty"`
 }
 
 func (s *Server) httpDrainReport(w http.ResponseWriter, r *http.Request) error {
@@ -179,7 +185,7 @@ func (s *Server) reportSession(ctx context.Context, a *attached, d *DeploymentRe
 		d.NotIdle = append(d.NotIdle, sr)
 		return nil
 	}
-	why, err := s.notIdle(ctx, a, rec)
+	why, cp, err := s.notIdle(ctx, a, rec)
 	if err != nil {
 		return fail(ErrUnavailable, "session %s: inbox: %v", id, err)
 	}
@@ -188,25 +194,52 @@ func (s *Server) reportSession(ctx context.Context, a *attached, d *DeploymentRe
 		return nil
 	}
 	sr.Why = why
+	if cp != nil {
+		sr.ParentSessionID, sr.Children = kin(cp)
+	}
 	d.NotIdle = append(d.NotIdle, sr)
 	return nil
 }
 
-// notIdle is why a live session is not idle, "" when it is: busy when its
-// checkpoint is unreadable, else record.NotIdle of its checkpoint's activity,
-// the inbox read (for one unapplied command) only when nothing else keeps it
-// busy.
-func (s *Server) notIdle(ctx context.Context, a *attached, rec record.SessionRecord) (string, error) {
+// kin is a checkpoint's parent session ("" for a root) and children: the
+// child sessions of its handles that are not closed, then those of its
+// descendants' outstanding waits, each once.
+func kin(cp *wire.Checkpoint) (parent string, children []string) {
+	if cp.Parent != nil {
+		parent = cp.Parent.SessionID
+	}
+	add := func(id string) {
+		if id != "" && !slices.Contains(children, id) {
+			children = append(children, id)
+		}
+	}
+	for _, h := range cp.Handles {
+		if h.State != wire.HandleClosed {
+			add(h.ChildSessionID)
+		}
+	}
+	for _, w := range cp.ChildWaits {
+		add(w.ChildSessionID)
+	}
+	return parent, children
+}
+
+// notIdle is why a live session is not idle, "" when it is, and its
+// checkpoint (nil when unreadable): busy when its checkpoint is
+// unreadable, else record.NotIdle of its checkpoint's activity (child for
+// an active handle or a descendant's wait), the inbox read (for one
+// unapplied command) only when nothing else keeps it busy.
+func (s *Server) notIdle(ctx context.Context, a *attached, rec record.SessionRecord) (string, *wire.Checkpoint, error) {
 	cp, err := wire.DecodeCheckpoint(rec.Checkpoint)
 	if err != nil {
-		return wire.SkipBusy, nil
+		return wire.SkipBusy, nil, nil
 	}
 	if why := record.NotIdle(record.CheckpointActivity(rec, cp, false)); why != "" {
-		return why, nil
+		return why, &cp, nil
 	}
 	q, err := s.queueDepthUpTo(ctx, a, cp, 1)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return record.NotIdle(record.CheckpointActivity(rec, cp, q > 0)), nil
+	return record.NotIdle(record.CheckpointActivity(rec, cp, q > 0)), &cp, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
@@ -87,6 +88,20 @@ var (
 
 func bad(format string, args ...any) *Error { return fail(ErrBadRequest, format, args...) }
 
+// RuntimeOnlyKinds are the command kinds a session's runtime sends another
+// session (a parent its child, a child its parent); a channel cannot.
+var RuntimeOnlyKinds = []wire.Kind{wire.KindEnd, wire.KindChildResult, wire.KindChildWaiting, wire.KindChildResumed}
+
+// runtimeOnly refuses a runtime-internal command kind from a channel.
+func runtimeOnly(kind wire.Kind) *Error {
+	return &Error{Err: ErrBadRequest, Detail: CodeRuntimeOnlyCommand, Message: fmt.Sprintf(
+		"%q is a runtime-internal command (a parent session's runtime and its children exchange it); channels cannot send it", kind)}
+}
+
+// runtimeFields are the envelope members only a session's runtime sets (on
+// a parent's command to its child): a body carrying one is refused by name.
+var runtimeFields = []string{"parentSessionId", "handle", "depth"}
+
 // parseBody checks the size and shape of b and decodes it.
 func parseBody(b []byte, lim Limits, allowed []string) (body, *Error) {
 	var v body
@@ -161,8 +176,10 @@ func ParseDelivery(b []byte, lim Limits) (Request, error) {
 // the session itself (the NATS form: {"sessionId", ...}). An empty body is
 // an empty object.
 func ParseControl(b []byte, kind wire.Kind, sessionID string, lim Limits) (Request, error) {
-	switch kind {
-	case wire.KindCancel, wire.KindReset, wire.KindClear, wire.KindCompact:
+	switch {
+	case kind == wire.KindCancel, kind == wire.KindReset, kind == wire.KindClear, kind == wire.KindCompact:
+	case slices.Contains(RuntimeOnlyKinds, kind):
+		return Request{}, runtimeOnly(kind)
 	default:
 		return Request{}, bad("%q is not a control command", kind)
 	}
@@ -362,9 +379,12 @@ func (r *Request) command(dep string, now time.Time) wire.Command {
 	return c
 }
 
-// encode encodes c for a consumer of wire version v and maps the codec's
-// refusals: an invalid value is the client's (400), an oversized one 413.
-func encode(v int, c wire.Command) ([]byte, error) {
+// encode encodes c for a consumer of wire version v, the version owner (the
+// owning deployment) reads, and maps the codec's
+// refusals: an invalid value is the client's (400), an oversized one 413,
+// a command the version cannot express (or a version this build cannot
+// produce) 422 unsupported_command naming the owner.
+func encode(v int, owner string, c wire.Command) ([]byte, error) {
 	b, err := wire.Encode(wire.Capability{V: v}, c)
 	switch {
 	case err == nil:
@@ -372,7 +392,7 @@ func encode(v int, c wire.Command) ([]byte, error) {
 	case errors.Is(err, wire.ErrTooLarge):
 		return nil, fail(ErrTooLarge, "the command encodes to more than %d bytes", wire.MaxCommandBytes)
 	case errors.Is(err, wire.ErrUnsupportedTarget):
-		return nil, fail(ErrUnavailable, "the session's owner accepts inbox wire version %d, which this ingress cannot produce", v)
+		return nil, unsupported(v, owner, c.Kind)
 	case errors.Is(err, wire.ErrInvalid), errors.Is(err, wire.ErrUnknownKind):
 		var we *wire.Error
 		if errors.As(err, &we) && we.Reason != "" {
@@ -381,4 +401,14 @@ func encode(v int, c wire.Command) ([]byte, error) {
 		return nil, bad("invalid command: %v", err)
 	}
 	return nil, fmt.Errorf("ingress: encode: %w", err)
+}
+
+// unsupported refuses a command the owning deployment's inbox wire version
+// cannot express: never downgraded, never published.
+func unsupported(v int, owner string, kind wire.Kind) *Error {
+	if owner == "" {
+		owner = "(unknown)"
+	}
+	return fail(ErrUnsupportedCommand, "deployment %s owns the session and reads inbox wire version %d, which cannot express this %s command (this ingress produces versions up to %d); nothing was sent",
+		owner, v, kind, wire.CurrentVersion)
 }

@@ -16,7 +16,7 @@ import (
 type target struct {
 	sessionID  string
 	token      string // inbox token addressed: the stable token or the alias's
-	wireV      int    // inbox wire version the owner stamped on the hook
+	wireV      int    // inbox wire version the owner reads (record first, hook fallback)
 	deployment string // the session's current deployment (wake subject)
 	created    bool   // this request created the session
 }
@@ -96,14 +96,21 @@ func complete(h record.Hook, tok string, cur record.Session, err error) (target,
 	case cur.Record.State == record.StateEnded:
 		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
 	}
-	v := h.WireV
-	if v == 0 {
-		v = cur.Record.WireV
+	return target{sessionID: h.SessionID, token: tok, wireV: ownerVersion(cur.Record, h), deployment: cur.Record.DeploymentID}, nil
+}
+
+// ownerVersion is the inbox wire version a session's owner reads: the
+// record's stamp (re-stamped at every claim and activation, so it follows
+// the session to whichever deployment owns it now), else the hook's
+// (written once, when the address was claimed), else this build's.
+func ownerVersion(rec record.SessionRecord, h record.Hook) int {
+	switch {
+	case rec.WireV != 0:
+		return rec.WireV
+	case h.WireV != 0:
+		return h.WireV
 	}
-	if v == 0 {
-		v = wire.CurrentVersion
-	}
-	return target{sessionID: h.SessionID, token: tok, wireV: v, deployment: cur.Record.DeploymentID}, nil
+	return wire.CurrentVersion
 }
 
 // startFor starts a session that claims the request's alias. A loser of

@@ -255,34 +255,3 @@ func equalDurable(a, b durable) bool {
 }
 
 var _ = strings.Contains
-
-// Each command is encoded for the wire version its address's hook stamped:
-// a hook stamped with a version this build cannot produce refuses the
-// command (503, nothing written) while the session's other address works.
-func TestWireVersionFromHook(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.owner("v1", "p1")
-	c := e.create(`{"alias":"stamped"}`)
-	// The new session's boot commit publishes session.started after the
-	// reply: let it land before the "nothing written" snapshot.
-	e.waitEvents(c.SessionID, "session.started", func(evs []wire.Event) bool {
-		return harness.Count(evs, wire.EventSessionStarted) == 1
-	})
-	h, rev, err := e.Store.GetHook(t.Context(), "stamped")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.WireV = 99
-	if _, err := e.Store.UpdateHook(t.Context(), h, rev); err != nil {
-		t.Fatal(err)
-	}
-	before := e.durable()
-	checkError(t, e, http.MethodPost, "/v1/deliveries", `{"alias":"stamped","text":"x"}`, testToken, http.StatusServiceUnavailable, "unavailable")
-	if after := e.durable(); !equalDurable(before, after) {
-		t.Fatalf("a refused request wrote: %v -> %v", before, after)
-	}
-	if r := e.deliver(`{"sessionId":"` + c.SessionID + `","text":"x"}`); r.SessionID != c.SessionID {
-		t.Fatalf("delivery by ID = %+v", r)
-	}
-}

@@ -31,6 +31,23 @@ type Status struct {
 	// Usage is the session's total reported usage as of its last commit
 	// (all members optional; zero when its agent reported none).
 	Usage wire.Usage `json:"usage"`
+	// Handles are the session's child handles as of its last commit, every
+	// state (closed ones too); absent when it has none.
+	Handles []HandleStatus `json:"handles,omitempty"`
+	// ParentSessionID and Depth are set for a child session: the parent
+	// that holds it and its delegation depth (absent for a root).
+	ParentSessionID string `json:"parentSessionId,omitempty"`
+	Depth           int    `json:"depth,omitempty"`
+}
+
+// HandleStatus is one child handle of a session: its name, the child
+// session (absent before the child exists), the handle's state (active,
+// parked, available, closed) and the child's deployment.
+type HandleStatus struct {
+	Handle         string `json:"handle"`
+	ChildSessionID string `json:"childSessionId,omitempty"`
+	State          string `json:"state"`
+	DeploymentID   string `json:"deploymentId"`
 }
 
 // QuarantineStatus says why and since when a session is quarantined.
@@ -53,8 +70,11 @@ const maxQueueCount = 1000
 //     the last commit does not record as applied (at or above Applied.Low and
 //     not in Applied.Above), counted from the stream.
 //   - idle: active or hibernated, no turn live, nothing awaited (input,
-//     authorization, tasks), not paused and queueDepth 0 — the docs/runtime.md
-//     rule as far as the record can tell.
+//     authorization, tasks, an active child handle or a descendant's wait),
+//     not paused and queueDepth 0 — the docs/runtime.md rule as far as the
+//     record can tell (record.CheckpointActivity).
+//   - handles, parentSessionId, depth: the checkpoint's handles (all of
+//     them, closed too) and its parent reference.
 //
 // A checkpoint this build cannot decode (a quarantined session's, say) is
 // read as far as its stable members go (wire.PeekCheckpoint): the session
@@ -91,7 +111,19 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 		return Status{}, fail(ErrUnavailable, "session %s: inbox: %v", sessionID, err)
 	}
 	st.Idle = readable && record.NotIdle(record.CheckpointActivity(rec, cp, st.QueueDepth > 0)) == ""
+	st.Handles, st.ParentSessionID, st.Depth = family(cp)
 	return st, nil
+}
+
+// family is what a checkpoint says of the session's children and parent.
+func family(cp wire.Checkpoint) (handles []HandleStatus, parent string, depth int) {
+	for _, h := range cp.Handles {
+		handles = append(handles, HandleStatus{Handle: h.Handle, ChildSessionID: h.ChildSessionID, State: h.State, DeploymentID: h.DeploymentID})
+	}
+	if cp.Parent != nil {
+		parent, depth = cp.Parent.SessionID, cp.Parent.Depth
+	}
+	return handles, parent, depth
 }
 
 // readCheckpoint decodes the record's checkpoint, or, when this build

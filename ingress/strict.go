@@ -57,6 +57,8 @@ func member(dec *json.Decoder, allowed []string, seen map[string]bool, prev stri
 	}
 	name, _ := tok.(string) // a key is always a string
 	switch {
+	case !slices.Contains(allowed, name) && slices.Contains(runtimeFields, name):
+		return "", fmt.Errorf("field %q is set by the runtime only (on a parent session's command to its child); a channel cannot send it (allowed: %s)", name, strings.Join(allowed, ", "))
 	case !slices.Contains(allowed, name):
 		return "", fmt.Errorf("unknown field %q (allowed: %s)", name, strings.Join(allowed, ", "))
 	case seen[name]:

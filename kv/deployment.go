@@ -18,14 +18,18 @@ import (
 // Deployment is the value of baton_owners/deploy.<deploymentID>. An operator
 // retires a deployment explicitly; its sessions without a live owner are then
 // adopted elsewhere (docs/handoff.md).
+//
+// WireVersions and StateVersions are what the deployment's owners read:
+// the inbox wire versions and the checkpoint state versions, ascending.
+// Owners advertise them at start (AdvertiseDeployment); a record without
+// them was written by an older build or only by an operator's retirement.
 type Deployment struct {
-	ID        string    `json:"id"`
-	Retired   bool      `json:"retired"`
-	RetiredAt time.Time `json:"retiredAt,omitzero"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	// WireVersions are the inbox versions the deployment's owners read
-	// (advertised at start).
-	WireVersions []int `json:"wireVersions,omitempty"`
+	ID            string    `json:"id"`
+	Retired       bool      `json:"retired"`
+	RetiredAt     time.Time `json:"retiredAt,omitzero"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+	WireVersions  []int     `json:"wireVersions,omitempty"`
+	StateVersions []int     `json:"stateVersions,omitempty"`
 }
 
 func (s *Store) encodeDeployment(d Deployment) (string, []byte, error) {

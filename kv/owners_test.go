@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -54,8 +55,8 @@ func testDeployments(t *testing.T, open opener) {
 	if i < 0 || j < 0 || i > j || !list[i].Retired || list[i].RetiredAt.IsZero() || list[j].Retired {
 		t.Fatalf("list: %+v", list)
 	}
-	// A deployment without a record is created retired (no owner writes
-	// deploy.<id> today; the operator's retirement is the first record).
+	// A deployment without a record is created retired (an operator may
+	// retire one whose owners never advertised).
 	fresh := uid("dep")
 	if d, changed, err := st.RetireDeployment(c, fresh); err != nil || !changed || !d.Retired {
 		t.Fatalf("retire an unrecorded deployment: %+v %v %v", d, changed, err)
@@ -157,4 +158,55 @@ func testIndex(t *testing.T, open opener) {
 		t.Fatalf("empty index: %v", got)
 	}
 	mustErr(t, st.AddIndex(c, "p.1", "s"), record.ErrInvalid)
+}
+
+// Owners advertise the versions they read: the record is created when
+// there is none, a retirement keeps the versions, a later advertisement
+// keeps the retirement.
+func testAdvertise(t *testing.T, open opener) {
+	st, c := open(t, 0), ctx(t)
+	a := uid("dep")
+	if _, err := st.DeploymentReads(c, a); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("reads of a deployment without a record: err = %v, want ErrNotFound", err)
+	}
+	if err := st.AdvertiseDeployment(c, a, []int{2, 1, 2}, []int{1, 2, 3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.DeploymentReads(c, a); err != nil || !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("reads = %v %v, want [1 2]", got, err)
+	}
+	retired, _, err := st.RetireDeployment(c, a)
+	if err != nil || !slices.Equal(retired.WireVersions, []int{1, 2}) {
+		t.Fatalf("retire: %+v %v (the versions must be kept)", retired, err)
+	}
+	if err := st.AdvertiseDeployment(c, a, []int{1}, []int{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := st.GetDeployment(c, a)
+	if err != nil || !d.Retired || !d.RetiredAt.Equal(retired.RetiredAt) ||
+		!slices.Equal(d.WireVersions, []int{1}) || !slices.Equal(d.StateVersions, []int{1, 2, 3, 4}) {
+		t.Fatalf("after advertising again: %+v %v (retirement kept, versions replaced)", d, err)
+	}
+	if got, err := st.DeploymentReads(c, a); err != nil || !slices.Equal(got, []int{1}) {
+		t.Fatalf("reads = %v %v, want [1]", got, err)
+	}
+	// Racing advertisers and a retirement: every one succeeds, the record
+	// stays retired.
+	errs := make(chan error, 4)
+	for i := range 4 {
+		other := open(t, i)
+		go func() { errs <- other.AdvertiseDeployment(c, a, []int{1, i + 1}, nil) }()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, _, err := st.GetDeployment(c, a); err != nil || !d.Retired {
+		t.Fatalf("after racing advertisers: %+v %v", d, err)
+	}
+	err = st.AdvertiseDeployment(c, "latest", []int{1}, nil)
+	mustErr(t, err, record.ErrInvalid)
+	_, err = st.DeploymentReads(c, "a.b")
+	mustErr(t, err, record.ErrInvalid)
 }

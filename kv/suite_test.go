@@ -51,6 +51,7 @@ func runSuite(t *testing.T, open opener) {
 		{"hook validation", testHookValidation},
 		{"markers", testMarkers},
 		{"deployments", testDeployments},
+		{"advertise", testAdvertise},
 		{"index", testIndex},
 		{"settle", testSettle},
 		{"session at across nodes", testSessionAt},

@@ -44,6 +44,7 @@ func suites() []suite {
 		{"wire", func(ctx context.Context, _ *env, r *bench.Reporter) error { return benchWire(ctx, r) }},
 		{"runtime", benchRuntime},
 		{"remote", benchRemote},
+		{"child", benchChild},
 		{"http", benchHTTP},
 		{"handoff", benchHandoff},
 		{"hibernate", benchHibernate},

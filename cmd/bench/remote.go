@@ -269,12 +269,19 @@ func timeTurns(ctx context.Context, rg *rig, r *bench.Reporter, name string) err
 func (r *rig) deliverAndWaitOutput(ctx context.Context, sessionID string) (time.Duration, error) {
 	id := nextID()
 	text := "hello " + id
+	return r.deliverAndWaitText(ctx, sessionID, id, text, text)
+}
+
+// deliverAndWaitText publishes delivery id with text and returns publish
+// → the message.output whose text is want, then waits for the turn to
+// settle.
+func (r *rig) deliverAndWaitText(ctx context.Context, sessionID, id, text, wantText string) (time.Duration, error) {
 	data, err := deliverCmdFrom(r.dep, id, text)
 	if err != nil {
 		return 0, err
 	}
 	output, settled := make(chan time.Time, 1), make(chan struct{}, 1)
-	want := []byte(`"text":"` + text + `"`)
+	want := []byte(`"text":"` + wantText + `"`)
 	sub, err := r.e.nc.Subscribe(r.names.Events(sessionID), func(m *nats.Msg) {
 		switch {
 		case bytes.Contains(m.Data, []byte(`"kind":"message.output"`)) && bytes.Contains(m.Data, want):

@@ -177,6 +177,7 @@ func (o *Owner) Run(ctx context.Context) error {
 	bg.Go(func() { o.watchReconnects(runCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- o.runTasks(ctx) }() // no new tasks once draining
+	o.advertise(runCtx)
 	for runCtx.Err() == nil {
 		if err := o.acquire(runCtx); err != nil {
 			break

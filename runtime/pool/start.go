@@ -221,6 +221,9 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 		if err != nil {
 			return err
 		}
+		if err := session.CheckHandles(id, dd.Snap); err != nil {
+			return err
+		}
 		d = dd
 		return nil
 	}

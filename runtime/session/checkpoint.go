@@ -230,3 +230,23 @@ func fromWireWaits(w wire.Waits) runtime.Waits {
 	}
 	return out
 }
+
+// CheckHandles is a handoff candidate's check of the child handles it
+// would carry: settled (no handle active, no descendant wait: the idle
+// predicate let the handoff start) and each one naming the child its
+// parent, name and generation derive, so the successor continues every
+// parked child at its stable address.
+func CheckHandles(id string, snap runtime.Snapshot) error {
+	if len(snap.ChildWaits) > 0 {
+		return fmt.Errorf("session %s: %d descendant waits outstanding: not settled", id, len(snap.ChildWaits))
+	}
+	for _, h := range snap.Handles {
+		if h.State == wire.HandleActive {
+			return fmt.Errorf("session %s: handle %q is active: not settled", id, h.Handle)
+		}
+		if want := wire.ChildSessionID(id, h.Handle, h.Generation); h.ChildSessionID != want {
+			return fmt.Errorf("session %s: handle %q generation %d names child %s, not %s", id, h.Handle, h.Generation, h.ChildSessionID, want)
+		}
+	}
+	return nil
+}

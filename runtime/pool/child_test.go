@@ -1,0 +1,37 @@
+package pool
+
+import (
+	"testing"
+
+	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/wire"
+)
+
+// A waited delegation: the parent's /spawn creates one child on its own
+// deployment (derived ID, parentSessionId), the child runs the text as its
+// own delivery, its result comes back once and the handle parks.
+func TestSpawnWaitsForChild(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	id := e.Start("v1").SessionID
+	e.Send(id, stamped("s1", "v1", "/spawn r hello"))
+	evs := e.WaitOutput(id, "child r: hello")
+	child := wire.ChildSessionID(id, "r", 1)
+	cevs := e.WaitOutput(child, "hello")
+	_, snap := e.session(id)
+	if len(snap.Handles) != 1 || snap.Handles[0].State != wire.HandleParked || snap.Handles[0].ChildSessionID != child {
+		t.Fatalf("handles %+v", snap.Handles)
+	}
+	_, csnap := e.session(child)
+	if csnap.Parent == nil || csnap.Parent.SessionID != id || csnap.Parent.Handle != "r" || csnap.Parent.Depth != 1 {
+		t.Fatalf("child parent %+v", csnap.Parent)
+	}
+	for _, k := range []string{wire.EventChildStarted, wire.EventChildCompleted} {
+		if n := harness.Count(evs, k); n != 1 {
+			t.Fatalf("%d %s events", n, k)
+		}
+	}
+	e.CheckStream(evs)
+	e.CheckStream(cevs)
+}
