@@ -580,3 +580,24 @@ func TestParentDeliveryNeverHandsOff(t *testing.T) {
 		t.Fatalf("a plain delivery from B did not trigger a handoff: %v", effs)
 	}
 }
+
+// TestChildEventsRegistered: the events the machine records for subagents
+// pass wire's default registry (the one readers validate with).
+func TestChildEventsRegistered(t *testing.T) {
+	for _, e := range []struct {
+		kind string
+		v    int
+		data string
+	}{
+		{runtime.EventChildStarted, 1, `{"handle":"h","childSessionId":"C1","deploymentId":"A"}`},
+		{runtime.EventChildCompleted, 1, `{"handle":"h","childSessionId":"C1","turnId":"t1","outcome":"done"}`},
+		{runtime.EventChildWaiting, 1, `{"handle":"h","childSessionId":"C1","requestId":"q1"}`},
+		{runtime.EventChildClosed, 1, `{"handle":"h","childSessionId":"C1"}`},
+		{runtime.EventSessionEnded, 3, `{"reason":"closed"}`},
+		{runtime.EventHandoffSkipped, 2, `{"reason":"child","commandId":"c1","seq":1,"deploymentId":"A","targetDeploymentId":"B"}`},
+	} {
+		if err := validWire(runtime.Event{Seq: 1, Kind: e.kind, V: e.v, Data: json.RawMessage(e.data)}); err != nil {
+			t.Errorf("%s v%d: %v", e.kind, e.v, err)
+		}
+	}
+}
