@@ -374,11 +374,15 @@ func (w *cworld) checkCommit(prev, post runtime.Snapshot) {
 		i := slices.IndexFunc(post.Handles, func(o runtime.Handle) bool { return o.Handle == h.Handle })
 		w.require(i >= 0, "handle %q lost: %+v -> %+v", h.Handle, prev.Handles, post.Handles)
 		o := post.Handles[i]
-		if h.State != wire.HandleClosed {
+		switch {
+		case h.State != wire.HandleClosed:
 			w.require(o.Generation == h.Generation && o.ChildSessionID == h.ChildSessionID,
 				"open handle %+v changed child to %+v", h, o)
+		case o.State != wire.HandleClosed: // a closed name reused: a new child
+			w.require(o.Generation > h.Generation, "closed handle %+v reopened as %+v", h, o)
 		}
 	}
+	w.checkSends(prev, post)
 	w.require(openHandles(post) <= wire.MaxHandles, "%d open handles", openHandles(post))
 	if openHandles(post) == wire.MaxHandles {
 		cCoverage.add("32 open")
@@ -389,12 +393,59 @@ func (w *cworld) checkCommit(prev, post runtime.Snapshot) {
 		switch e.Kind {
 		case runtime.EventChildCompleted:
 			w.completedEvent(prev, e)
+		case runtime.EventCommandApplied:
+			var d wire.CommandApplied
+			_ = json.Unmarshal(e.Data, &d)
+			k := runtime.Kind(d.Kind)
+			w.require((k != runtime.KindReset && k != runtime.KindClear) || openHandles(post) == 0,
+				"%s applied, %d handles stay open: %+v", k, openHandles(post), post.Handles)
 		case runtime.EventError:
 			var d wire.ErrorData
 			_ = json.Unmarshal(e.Data, &d)
 			cCoverage.add(d.Code)
 		}
 	}
+}
+
+// checkSends: a commit that delegates sends the delivery to the handle's
+// child, and one that closes a handle (not closed by its child's end) sends
+// it end.
+func (w *cworld) checkSends(prev, post runtime.Snapshot) {
+	sent := func(k runtime.Kind, to, id string) bool {
+		return slices.ContainsFunc(post.Sends, func(s runtime.Send) bool {
+			return s.Command.Kind == k && s.SessionID == to && (id == "" || s.Command.ID == id)
+		})
+	}
+	for _, o := range post.Handles {
+		i := slices.IndexFunc(prev.Handles, func(h runtime.Handle) bool { return h.Handle == o.Handle })
+		var h runtime.Handle
+		if i >= 0 {
+			h = prev.Handles[i]
+		}
+		if o.State == wire.HandleActive && o.CommandID != h.CommandID {
+			w.require(sent(runtime.KindDeliver, o.ChildSessionID, o.CommandID), "delegation %s of %q not sent: %+v", o.CommandID, o.Handle, post.Sends)
+		}
+		if i >= 0 && h.State != wire.HandleClosed && o.State == wire.HandleClosed && !w.endedByChild(post, o.Handle) {
+			w.require(sent(runtime.KindEnd, h.ChildSessionID, ""), "handle %q closed without end: %+v", o.Handle, post.Sends)
+		}
+	}
+}
+
+// endedByChild reports whether the commit applied a child.result with
+// Ended for handle: that child is gone, and is sent nothing.
+func (w *cworld) endedByChild(post runtime.Snapshot, handle string) bool {
+	for _, e := range post.Outbox {
+		if e.Kind != runtime.EventCommandApplied {
+			continue
+		}
+		var d wire.CommandApplied
+		_ = json.Unmarshal(e.Data, &d)
+		c := w.stream[d.Seq-1]
+		if c.Kind == runtime.KindChildResult && c.Child.Handle == handle && c.Child.Ended != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // validChildWire is validWire, except that a subagent event kind or data
