@@ -107,7 +107,7 @@ func TestInputRoutedToChild(t *testing.T) {
 			InputResponse *wire.InputResponse
 			AuthCallback  *wire.AuthCallback
 		}
-		if err := json.Unmarshal(e.inboxAt(rc.Seq, subjects.StableToken(child)), &cmd); err != nil || cmd.Kind != tc.kind || cmd.V != 1 {
+		if err := json.Unmarshal(e.inboxAt(rc.Seq, subjects.StableToken(child)), &cmd); err != nil || cmd.Kind != tc.kind || cmd.V != wire.CurrentVersion {
 			t.Fatalf("child inbox at %d: %+v %v", rc.Seq, cmd, err)
 		}
 		if cmd.InputResponse != nil && cmd.InputResponse.RequestID != "creq-1" || cmd.AuthCallback != nil && cmd.AuthCallback.AttemptID != "catt-1" {

@@ -199,6 +199,46 @@ var bodyCases = map[string]bodyCase{
 		func(v bodyValues) (string, Fields) { return EventSessionEnded, Fields{"reason": v.c} },
 		func(v bodyValues) wire.EventBody { return wire.SessionEnded{Reason: v.c} },
 	},
+	"child.started": {
+		func(v bodyValues) (string, Fields) {
+			return EventChildStarted, Fields{"handle": v.a, "childSessionId": v.b, "deploymentId": v.c}
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.ChildStarted{Handle: v.a, ChildSessionID: v.b, DeploymentID: v.c}
+		},
+	},
+	"child.completed": {
+		func(v bodyValues) (string, Fields) {
+			return EventChildCompleted, Fields{"handle": v.a, "childSessionId": v.b, "turnId": v.turn, "outcome": v.c}
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.ChildCompleted{Handle: v.a, ChildSessionID: v.b, TurnID: v.turn, Outcome: v.c}
+		},
+	},
+	"child.waiting": {
+		func(v bodyValues) (string, Fields) {
+			f := Fields{"handle": v.a, "childSessionId": v.b}
+			for k, x := range map[string]string{"requestId": v.wait, "attemptId": v.d, "question": v.question} {
+				if x != "" {
+					f[k] = x
+				}
+			}
+			return EventChildWaiting, f
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.ChildWaitingEvent{Handle: v.a, ChildSessionID: v.b, RequestID: v.wait, AttemptID: v.d, Question: v.question}
+		},
+	},
+	"child.closed": {
+		func(v bodyValues) (string, Fields) {
+			f := Fields{"handle": v.a}
+			if v.b != "" {
+				f["childSessionId"] = v.b
+			}
+			return EventChildClosed, f
+		},
+		func(v bodyValues) wire.EventBody { return wire.ChildClosed{Handle: v.a, ChildSessionID: v.b} },
+	},
 	"error": {
 		func(v bodyValues) (string, Fields) {
 			f := Fields{"message": v.d, "turnId": v.turn, "step": v.step}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	genschema "github.com/invopop/jsonschema"
 )
 
 // The step protocol of remote agents: the JSON shapes an owner running no
@@ -227,10 +230,55 @@ var agentShapes = map[string]any{
 var agentContracts = sync.OnceValue(func() map[string]*contract {
 	out := make(map[string]*contract, len(agentShapes))
 	for name, v := range agentShapes {
-		out[name] = mustContract("agent/"+name+".v"+strconv.Itoa(AgentProtocolVersion)+".json", v)
+		var adjust func(*genschema.Schema)
+		if name == "step_request" {
+			adjust = agentInputsV1
+		}
+		c, err := newContractWith("agent/"+name+".v"+strconv.Itoa(AgentProtocolVersion)+".json", v, adjust)
+		if err != nil {
+			panic(err)
+		}
+		out[name] = c
 	}
 	return out
 })
+
+// agentInputsV1 keeps a step request's inputs in protocol version 1's
+// shape: TurnInput's parent and child (inbox version 2, subagents) are not
+// members of it, so an owner leaves them out (AgentInputs) and a worker
+// of version 1 reads every request it gets. The definitions only they
+// use (ParentRef, ChildRef and, in a step request, Usage) go with them.
+func agentInputsV1(s *genschema.Schema) {
+	in := s.Definitions["TurnInput"]
+	if in == nil {
+		return
+	}
+	in.Properties.Delete("parent")
+	in.Properties.Delete("child")
+	for _, d := range []string{"ParentRef", "ChildRef", "Usage"} {
+		delete(s.Definitions, d)
+	}
+}
+
+// AgentInputs are inputs as a step request of protocol version 1 carries
+// them: without Parent and Child (see agentInputsV1). It copies only when
+// it changes something.
+func AgentInputs(ins []TurnInput) []TurnInput {
+	var out []TurnInput
+	for i, in := range ins {
+		if in.Parent == nil && in.Child == nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(ins)
+		}
+		out[i].Parent, out[i].Child = nil, nil
+	}
+	if out == nil {
+		return ins
+	}
+	return out
+}
 
 // AgentSchemaNames lists the protocol's shapes in a fixed order.
 func AgentSchemaNames() []string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDecodeAgentReply(t *testing.T) {
@@ -58,5 +59,39 @@ func TestDecodeAgentShapes(t *testing.T) {
 	}
 	if AgentSchema("nope") != nil {
 		t.Error("a schema for an unknown shape")
+	}
+}
+
+// A step request of protocol version 1 carries its inputs without the
+// parent and child of inbox version 2: AgentInputs leaves them out, and
+// the request then passes the frozen schema a version-1 worker holds.
+func TestAgentInputsLeaveOutSubagents(t *testing.T) {
+	in := []TurnInput{
+		{Seq: 1, ID: "c1", Kind: KindDeliver, Text: "hi", Parent: &ParentRef{SessionID: "p", Handle: "h", Depth: 1}},
+		{Seq: 2, ID: "c2", Kind: KindChildResult, Child: &ChildRef{Handle: "h", SessionID: "s2", Outcome: ChildDone}},
+		{Seq: 3, ID: "c3", Kind: KindCancel},
+	}
+	out := AgentInputs(in)
+	if out[0].Parent != nil || out[1].Child != nil || in[0].Parent == nil || in[1].Child == nil {
+		t.Fatalf("AgentInputs: %+v (from %+v)", out, in)
+	}
+	plain := in[2:]
+	if got := AgentInputs(plain); &got[0] != &plain[0] {
+		t.Fatal("AgentInputs copied inputs it did not change")
+	}
+	req := AgentStepRequest{V: AgentProtocolVersion, Token: "t1", DeploymentID: "d", SessionID: "s", TurnID: "t", Step: 1,
+		Inputs: out, HeartbeatMs: 1000, Deadline: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Subjects: AgentStepSubjects{Delta: "a", Heartbeat: "b", Journal: "c", Cancel: "d", History: "e"}}
+	b, err := EncodeAgent(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back AgentStepRequest
+	if err := DecodeAgent("step_request", b, &back); err != nil {
+		t.Fatalf("stripped request: %v", err)
+	}
+	req.Inputs = in
+	if b, _ = EncodeAgent(req); DecodeAgent("step_request", b, &back) == nil {
+		t.Fatal("a request with a parent reference passes the frozen version-1 schema")
 	}
 }

@@ -23,7 +23,9 @@ import (
 //	   usage (the session's totals and the live turn's)
 //	4  task kinds: waits.tasks[].kind, input and inputRef (a task of
 //	   another kind than sleep, or with an input)
-const CurrentStateVersion = 4
+//	5  subagents: handles, childWaits, parent, sends, turn.delegated and
+//	   turn.outputs, turn.inputs[].parent and child
+const CurrentStateVersion = 5
 
 // MinStateVersion is the oldest checkpoint state version this build reads.
 const MinStateVersion = 1
@@ -92,7 +94,7 @@ type Checkpoint struct {
 	// Started is set by the first commit (session.started recorded); Ended
 	// names the end reason (done, expired, failed) once finalized.
 	Started bool   `json:"started,omitempty"`
-	Ended   string `json:"ended,omitempty" jsonschema:"enum=,enum=done,enum=expired,enum=failed"`
+	Ended   string `json:"ended,omitempty" jsonschema:"enum=,enum=done,enum=expired,enum=failed,enum=closed"`
 	Writer  Writer `json:"writer,omitzero"`
 }
 

@@ -41,6 +41,13 @@ var frozenCheckpointV3 []byte
 
 var checkpointV3 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v3.json", frozenCheckpointV3) })
 
+// frozenCheckpointV4 is state version 4's frozen schema, likewise.
+//
+//go:embed testdata/schema_checkpoint_v4.json
+var frozenCheckpointV4 []byte
+
+var checkpointV4 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v4.json", frozenCheckpointV4) })
+
 func mustCompile(name string, raw []byte) *contract {
 	c, err := compileContract(schemaBase+name, raw)
 	if err != nil {
@@ -59,6 +66,8 @@ func checkpointContract(v int) *contract {
 		return checkpointV2()
 	case 3:
 		return checkpointV3()
+	case 4:
+		return checkpointV4()
 	}
 	return checkpointCurrent()
 }
@@ -83,10 +92,11 @@ func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 //
-// The state version is the lowest that expresses the content: 3 when it
-// uses the agent API's content (structured history, full payloads, usage),
-// else 2 when something is out of line (stateRef, an input's textRef),
-// else 1.
+// The state version is the lowest that expresses the content: 5 when it
+// uses subagents (handles, child waits, a parent, sends, a delegated
+// turn), else 4 for tasks of kinds, else 3 when it uses the agent API's
+// content (structured history, full payloads, usage), else 2 when
+// something is out of line (stateRef, an input's textRef), else 1.
 func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 	c = normalizeCheckpoint(c)
 	c.StateV = c.lowestVersion()
@@ -176,6 +186,8 @@ func stateVersionOf(doc map[string]any) (int, error) {
 // lowestVersion is the lowest state version that can express c.
 func (c *Checkpoint) lowestVersion() int {
 	switch {
+	case c.usesChildren():
+		return 5
 	case c.usesTaskKinds():
 		return 4
 	case c.usesAgentAPI():
@@ -257,6 +269,9 @@ func (c *Checkpoint) validateContent() error {
 	if c.StateV < 3 && c.usesAgentAPI() {
 		return errors.New("structured history, payloads or usage need state version 3 (older readers decode history as {role, text})")
 	}
+	if c.StateV < 5 && c.usesChildren() {
+		return errors.New("handles, child waits, a parent, sends or a delegated turn need state version 5")
+	}
 	if !sessionRE.MatchString(c.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", c.SessionID, sessionRE)
 	}
@@ -311,14 +326,17 @@ func (c *Checkpoint) validateRuntime() error {
 		return err
 	}
 	switch c.Ended {
-	case "", EndDone, EndExpired, EndFailed:
+	case "", EndDone, EndExpired, EndFailed, EndClosed:
 	default:
-		return fmt.Errorf("ended %q is not done, expired or failed", c.Ended)
+		return fmt.Errorf("ended %q is not done, expired, failed or closed", c.Ended)
 	}
 	if c.Timer != nil && c.Timer.Duration < 0 {
 		return errors.New("timer.durationNs is negative")
 	}
 	if err := c.Waits.validate(); err != nil {
+		return err
+	}
+	if err := c.validateChildren(); err != nil {
 		return err
 	}
 	for i, in := range c.Turn.Inputs {
@@ -334,6 +352,9 @@ func (c *Checkpoint) validateRuntime() error {
 			}
 		}
 		if err := validatePayloads(in); err != nil {
+			return fmt.Errorf("turn.inputs[%d]: %w", i, err)
+		}
+		if err := in.validateRefs(); err != nil {
 			return fmt.Errorf("turn.inputs[%d]: %w", i, err)
 		}
 	}
@@ -462,6 +483,7 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 		c.Turn.Inputs[i].Value = compactRaw(c.Turn.Inputs[i].Value)
 		c.Turn.Inputs[i].Payloads = nilIfEmpty(slices.Clone(c.Turn.Inputs[i].Payloads))
 	}
+	normalizeChildren(&c)
 	return c
 }
 

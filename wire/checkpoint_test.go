@@ -101,6 +101,21 @@ func TestCheckpointLowestVersion(t *testing.T) {
 			in := CompactInput(TurnInput{Seq: 40, ID: "c1", Kind: "deliver", Text: "hi", Payloads: []Payload{{Message: TextMessage("hi"), Context: []string{"c"}}}})
 			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: []TurnInput{in}}
 		}, 3},
+		{"no handles (empty)", func(c *Checkpoint) {
+			c.Handles, c.ChildWaits, c.Sends, c.Turn.Outputs = []HandleState{}, []ChildWait{}, []Send{}, []string{}
+		}, 1},
+		{"handles", func(c *Checkpoint) { c.Handles = fullCheckpointV5().Handles[1:] }, 5},
+		{"child waits", func(c *Checkpoint) { c.ChildWaits = fullCheckpointV5().ChildWaits }, 5},
+		{"parent", func(c *Checkpoint) { c.Parent = fullCheckpointV5().Parent }, 5},
+		{"sends", func(c *Checkpoint) { c.Sends = fullCheckpointV5().Sends }, 5},
+		{"delegated turn", func(c *Checkpoint) { c.Turn.Delegated = true }, 5},
+		{"turn outputs", func(c *Checkpoint) { c.Turn.Outputs = []string{"partial"} }, 5},
+		{"input from a parent", func(c *Checkpoint) {
+			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: fullCheckpointV5().Turn.Inputs[1:]}
+		}, 5},
+		{"child input", func(c *Checkpoint) {
+			c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Inputs: fullCheckpointV5().Turn.Inputs[:1]}
+		}, 5},
 	} {
 		c := fullCheckpoint()
 		tt.change(&c)
@@ -113,6 +128,12 @@ func TestCheckpointLowestVersion(t *testing.T) {
 		}
 		if err := debugCheck(checkpointContract(tt.want), b); err != nil {
 			t.Errorf("%s: does not match the frozen schema of version %d: %v", tt.name, tt.want, err)
+		}
+		if tt.want == 5 {
+			old := strings.Replace(string(b), `"stateV":5`, `"stateV":4`, 1)
+			if _, err := DecodeCheckpoint([]byte(old)); err == nil {
+				t.Errorf("%s: version 4 with version 5 content decoded", tt.name)
+			}
 		}
 		if tt.want == 4 {
 			old := strings.Replace(string(b), `"stateV":4`, `"stateV":3`, 1)
@@ -183,6 +204,61 @@ func TestCheckpointV4Fixture(t *testing.T) {
 	}
 }
 
+// parentDelivery is a delivery a parent sends its child's session.
+func parentDelivery() Command {
+	return Command{Kind: KindDeliver, ID: "c7", AcceptedDeploymentID: "dep-1", AcceptedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+		ParentSessionID: "sess-1", Handle: "researcher", Depth: 1,
+		Deliver: &Deliver{Mode: ModeQueue, Payloads: []Payload{{Message: TextMessage("Find the weather in Lisbon.")}}}}
+}
+
+// fullCheckpointV5 uses everything state version 5 added: handles (one
+// active with its delegated message still to confirm, one parked), a
+// descendant's wait, the session's own parent, a send, a delegated turn
+// with outputs, and admitted inputs from a child and from the parent.
+func fullCheckpointV5() Checkpoint {
+	c := fullCheckpointV3()
+	c.Handles = []HandleState{
+		{Handle: "researcher", Generation: 2, ChildSessionID: "sess-2", DeploymentID: "dep-1", State: HandleActive,
+			TurnID: "t1", CommandID: "c7", Wait: true},
+		{Handle: "mailer", Generation: 1, ChildSessionID: "sess-3", DeploymentID: "dep-2", State: HandleParked},
+	}
+	c.ChildWaits = []ChildWait{{Handle: "researcher", ChildSessionID: "sess-2", RequestID: "req-7", Question: "Which city?"}}
+	c.Parent = &ParentRef{SessionID: "sess-0", Handle: "assistant", Depth: 1}
+	c.Sends = []Send{{SessionID: "sess-2", DeploymentID: "dep-1", Alias: "child.sess-1.researcher.2", Command: parentDelivery()}}
+	c.Turn = TurnState{Count: 3, Live: true, ID: "t3", Open: true, Delegated: true, Outputs: []string{"Looking it up."},
+		Inputs: []TurnInput{
+			{Seq: 47, ID: "c8", Kind: KindChildResult, Deployment: "dep-1", Child: &ChildRef{Handle: "mailer", SessionID: "sess-3",
+				CommandID: "c5", TurnID: "t1", Outcome: ChildDone, Outputs: []string{"sent"}, Usage: Usage{InputTokens: 9}}},
+			{Seq: 48, ID: "c9", Kind: KindDeliver, Mode: ModeQueue, Text: "go on", Deployment: "dep-1",
+				Parent: &ParentRef{SessionID: "sess-0", Handle: "assistant", Depth: 1}},
+		}}
+	return c
+}
+
+// v5Handles is fullCheckpointV5's handles with the first one changed.
+func v5Handles(change func(*HandleState)) []HandleState {
+	hs := fullCheckpointV5().Handles
+	change(&hs[0])
+	return hs
+}
+
+// TestCheckpointV5Fixture: the frozen version 5 fixture is
+// fullCheckpointV5; it decodes to the same value.
+func TestCheckpointV5Fixture(t *testing.T) {
+	b, err := EncodeCheckpoint(fullCheckpointV5())
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen(t, "testdata/checkpoint/state_v5.json", append(b, '\n'))
+	d, err := DecodeCheckpoint(b)
+	if err != nil || d.StateV != 5 || d.ActiveChildren() != 2 || d.Sends[0].Command.V != CurrentVersion {
+		t.Fatalf("decoded %+v, %v", d, err)
+	}
+	if again, err := EncodeCheckpoint(d); err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("not a fixed point: %v", err)
+	}
+}
+
 // TestCheckpointV3Fixture: the frozen version 3 fixture is fullCheckpointV3
 // (-create-schemas writes it when it is missing, like a frozen schema).
 func TestCheckpointV3Fixture(t *testing.T) {
@@ -222,7 +298,7 @@ func TestCheckpointStateVersion(t *testing.T) {
 		in    string
 		wantV int
 	}{
-		{strings.Replace(string(b), `"stateV":1`, `"stateV":5`, 1), 5},
+		{strings.Replace(string(b), `"stateV":1`, `"stateV":6`, 1), 6},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":0`, 1), 0},
 		{strings.Replace(string(b), `"stateV":1,`, ``, 1), 0},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":"1"`, 1), 0},
@@ -266,6 +342,38 @@ func TestCheckpointRejects(t *testing.T) {
 		{"outbox gap", func(c *Checkpoint) { c.EventSeq = 13 }, ErrInvalid},
 		{"outbox other session", func(c *Checkpoint) { c.Outbox[0].SessionID = "other" }, ErrInvalid},
 		{"outbox bad event", func(c *Checkpoint) { c.Outbox[1].DeploymentID = "latest" }, ErrInvalid},
+		{"handle name", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.Handle = "a.b" }) }, ErrInvalid},
+		{"handle twice", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.Handle = "mailer" }) }, ErrInvalid},
+		{"handle state", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.State = "asleep" }) }, ErrInvalid},
+		{"handle generation", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.Generation = 0 }) }, ErrInvalid},
+		{"active without command", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.CommandID = "" }) }, ErrInvalid},
+		{"handle deployment", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.DeploymentID = "latest" }) }, ErrInvalid},
+		{"handle child session", func(c *Checkpoint) { c.Handles = v5Handles(func(h *HandleState) { h.ChildSessionID = "a b" }) }, ErrInvalid},
+		{"send bad command", func(c *Checkpoint) { c.Sends = fullCheckpointV5().Sends; c.Sends[0].Command.Depth = 0 }, ErrInvalid},
+		{"send alias without deployment", func(c *Checkpoint) {
+			c.Sends = fullCheckpointV5().Sends
+			c.Sends[0].DeploymentID = ""
+		}, ErrInvalid},
+		{"child wait both", func(c *Checkpoint) {
+			c.ChildWaits = []ChildWait{{Handle: "h", ChildSessionID: "s", RequestID: "r", AttemptID: "a"}}
+		}, ErrInvalid},
+		{"child wait neither", func(c *Checkpoint) { c.ChildWaits = []ChildWait{{Handle: "h", ChildSessionID: "s"}} }, ErrInvalid},
+		{"child wait no session", func(c *Checkpoint) { c.ChildWaits = []ChildWait{{Handle: "h", RequestID: "r"}} }, ErrInvalid},
+		{"parent depth 0", func(c *Checkpoint) { c.Parent = &ParentRef{SessionID: "p", Handle: "h"} }, ErrInvalid},
+		{"parent too deep", func(c *Checkpoint) { c.Parent = &ParentRef{SessionID: "p", Handle: "h", Depth: MaxDepth + 1} }, ErrInvalid},
+		{"send session", func(c *Checkpoint) {
+			c.Sends = []Send{{SessionID: "a.b", Command: fullCheckpointV5().Sends[0].Command}}
+		}, ErrInvalid},
+		{"send command", func(c *Checkpoint) {
+			c.Sends = fullCheckpointV5().Sends
+			c.Sends[0].Command.Deliver = nil
+		}, ErrInvalid},
+		{"input parent depth", func(c *Checkpoint) {
+			c.Turn = TurnState{Inputs: []TurnInput{{Seq: 1, ID: "c", Kind: KindCancel, Parent: &ParentRef{SessionID: "p", Handle: "h"}}}}
+		}, ErrInvalid},
+		{"input child handle", func(c *Checkpoint) {
+			c.Turn = TurnState{Inputs: []TurnInput{{Seq: 1, ID: "c", Kind: KindChildResult, Child: &ChildRef{SessionID: "s"}}}}
+		}, ErrInvalid},
 		{"too large", func(c *Checkpoint) {
 			c.History, c.State = nil, nil
 			for i := range 60 {
@@ -327,5 +435,22 @@ func TestPeekCheckpoint(t *testing.T) {
 	}
 	if _, err := PeekCheckpoint([]byte("not json")); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("junk: %v", err)
+	}
+}
+
+// TestClosedEndIsVersion5: a session its parent closed (ended "closed")
+// is written at state version 5, which alone knows that reason.
+func TestClosedEndIsVersion5(t *testing.T) {
+	c := fullCheckpoint()
+	c.Ended = EndClosed
+	b, err := EncodeCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := ReadStateVersion(b); v != 5 {
+		t.Fatalf("state version %d, want 5", v)
+	}
+	if d, err := DecodeCheckpoint(b); err != nil || d.Ended != EndClosed {
+		t.Fatalf("decoded %q, %v", d.Ended, err)
 	}
 }

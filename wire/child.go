@@ -127,7 +127,7 @@ type ChildRef struct {
 type ParentRef struct {
 	SessionID string `json:"sessionId" jsonschema:"minLength=1"`
 	Handle    string `json:"handle" jsonschema:"minLength=1"`
-	Depth     int    `json:"depth" jsonschema:"minimum=1"`
+	Depth     int    `json:"depth" jsonschema:"minimum=1,maximum=4"`
 }
 
 // ChildAlias is the alias a child session is created under, so a retried
@@ -200,14 +200,14 @@ type HandoffSkippedV2 struct {
 // delegated delivery's ID (the child.result that answers it names it) and
 // Wait whether that turn waits for the result.
 type HandleState struct {
-	Handle         string   `json:"handle" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
-	Generation     int      `json:"generation" jsonschema:"minimum=1"`
-	ChildSessionID string   `json:"childSessionId,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]+$,maxLength=128"`
-	DeploymentID   string   `json:"deploymentId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
-	State          string   `json:"state" jsonschema:"enum=active,enum=parked,enum=available,enum=closed"`
-	TurnID         string   `json:"turnId,omitempty"`
-	CommandID      string   `json:"commandId,omitempty"`
-	Wait           bool     `json:"wait,omitempty"`
+	Handle         string `json:"handle" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
+	Generation     int    `json:"generation" jsonschema:"minimum=1"`
+	ChildSessionID string `json:"childSessionId,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]+$,maxLength=128"`
+	DeploymentID   string `json:"deploymentId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
+	State          string `json:"state" jsonschema:"enum=active,enum=parked,enum=available,enum=closed"`
+	TurnID         string `json:"turnId,omitempty"`
+	CommandID      string `json:"commandId,omitempty"`
+	Wait           bool   `json:"wait,omitempty"`
 }
 
 // ChildWait is a descendant's outstanding wait (checkpoint childWaits).

@@ -1,5 +1,7 @@
 package wire
 
+import "reflect"
+
 // Capability is what a consumer can decode: the owner stamps it on its hook
 // record, and a producer encodes for it. A v1 consumer and a future v2
 // consumer can live side by side, each receiving its own version.
@@ -11,10 +13,12 @@ type Capability struct {
 func Current() Capability { return Capability{V: CurrentVersion} }
 
 // encoders maps each producible version to its encoder. Version 0 is never
-// produced. When version 2 ships, encodeV2 joins and encodeV1 becomes a
-// down-conversion of the v2 Go type for consumers still stamped {v:1}.
+// produced. encodeV2 writes the current shape; encodeV1 is a
+// down-conversion of it for consumers still stamped {v:1}, refusing what
+// version 1 cannot express (ErrUnsupportedTarget).
 var encoders = map[int]func(Command) ([]byte, error){
 	1: encodeV1,
+	2: encodeV2,
 }
 
 // Encode encodes c for a consumer with the given capability. The complete
@@ -81,7 +85,7 @@ func decodeLifted(b []byte, fast bool) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	c, err := decodeCurrent(cur, b, from)
+	c, err := decodeCurrent(cur, b, from == CurrentVersion || liftedAsIs(doc, cur))
 	if err != nil {
 		return Command{}, annotate(err, cur, from)
 	}
@@ -98,8 +102,8 @@ func decodeMigrated(b []byte) (Command, []byte, bool) {
 		return Command{}, nil, false
 	}
 	cur, from, err := defaultRegistry.lift(doc)
-	if err != nil || from == CurrentVersion {
-		return Command{}, nil, false
+	if err != nil || from == CurrentVersion || liftedAsIs(doc, cur) {
+		return Command{}, nil, false // decodeFast read it as it is
 	}
 	raw, ok := appendGeneric(make([]byte, 0, len(b)+64), cur)
 	if !ok {
@@ -109,9 +113,26 @@ func decodeMigrated(b []byte) (Command, []byte, bool) {
 	return c, raw, v == accepted
 }
 
+// liftedAsIs reports whether the migration chain only restamped the
+// version of doc (a version-1 document: version 2 only added). The
+// original bytes then stand for the lifted document, so raw JSON in it
+// keeps its member order, as the typed path keeps it.
+func liftedAsIs(doc, cur map[string]any) bool {
+	if len(doc) != len(cur) {
+		return false
+	}
+	for k, v := range doc {
+		if w, ok := cur[k]; !ok || k != "v" && !reflect.DeepEqual(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
 // decodeCurrent turns a document at the current version into a Command.
-// When nothing was migrated the original bytes are decoded directly.
-func decodeCurrent(doc map[string]any, b []byte, from int) (Command, error) {
+// When asIs (nothing was migrated, or the migration only restamped the
+// version) the original bytes b are decoded directly.
+func decodeCurrent(doc map[string]any, b []byte, asIs bool) (Command, error) {
 	kind, isString := doc["kind"].(string)
 	switch {
 	case !isString:
@@ -119,10 +140,10 @@ func decodeCurrent(doc map[string]any, b []byte, from int) (Command, error) {
 	case !Kind(kind).Valid():
 		return Command{}, reject(ErrUnknownKind, "kind %q", kind)
 	}
-	if err := commandV1().check(doc); err != nil {
+	if err := commandCurrent().check(doc); err != nil {
 		return Command{}, reject(ErrInvalid, "%v", err)
 	}
-	if from != CurrentVersion {
+	if !asIs {
 		var err error
 		if b, err = marshal(doc); err != nil {
 			return Command{}, reject(ErrInvalid, "%v", err)
@@ -132,6 +153,7 @@ func decodeCurrent(doc map[string]any, b []byte, from int) (Command, error) {
 	if err := unmarshalStrict(b, &c); err != nil {
 		return Command{}, reject(ErrInvalid, "%v", err)
 	}
+	c.V = CurrentVersion
 	c = normalizeCommand(c)
 	if err := c.validate(); err != nil {
 		return Command{}, err

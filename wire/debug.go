@@ -15,7 +15,7 @@ func debugCheckDecoded(c Command, b []byte) (Command, error) {
 	if !debugSchema {
 		return c, nil
 	}
-	if err := debugCheck(commandV1(), b); err != nil {
+	if err := debugCheck(commandCurrent(), b); err != nil {
 		return Command{}, c.fail(ErrInvalid, "schema (debug check): %v", err)
 	}
 	return c, nil

@@ -26,6 +26,12 @@ func appendCommand(dst []byte, c *Command) ([]byte, bool) {
 	w.time("acceptedAt", c.AcceptedAt)
 	w.optional("idempotencyKey", c.IdempotencyKey)
 	w.optional("caller", c.Caller)
+	w.optional("parentSessionId", c.ParentSessionID)
+	w.optional("handle", c.Handle)
+	if c.Depth != 0 {
+		w.raw(`,"depth":`)
+		w.b = strconv.AppendInt(w.b, int64(c.Depth), 10)
+	}
 	if d := c.Deliver; d != nil {
 		w.raw(`,"deliver":{`)
 		w.first("mode", d.Mode)
@@ -76,6 +82,7 @@ func appendCommand(dst []byte, c *Command) ([]byte, bool) {
 		}
 		w.raw("}")
 	}
+	w.childBodies(c)
 	w.raw("}")
 	return w.b, w.ok
 }
@@ -275,4 +282,60 @@ func appendHTMLString(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst[:start], out...)
+}
+
+// childBodies writes the bodies of child.result, child.waiting and
+// child.resumed (inbox version 2).
+func (w *cmdWriter) childBodies(c *Command) {
+	if r := c.ChildResult; r != nil {
+		w.raw(`,"childResult":{`)
+		w.first("handle", r.Handle)
+		w.field("childSessionId", r.ChildSessionID)
+		w.field("commandId", r.CommandID)
+		w.field("turnId", r.TurnID)
+		w.field("outcome", r.Outcome)
+		if len(r.Outputs) > 0 {
+			w.raw(`,"outputs":[`)
+			for i, o := range r.Outputs {
+				if i > 0 {
+					w.raw(",")
+				}
+				w.b = appendJSONString(w.b, o)
+			}
+			w.raw("]")
+		}
+		if r.Usage != (Usage{}) {
+			w.usage(r.Usage)
+		}
+		w.optional("error", r.Error)
+		w.optional("ended", r.Ended)
+		w.raw("}")
+	}
+	w.childWaiting("childWaiting", c.ChildWaiting)
+	w.childWaiting("childResumed", c.ChildResumed)
+}
+
+// usage writes a non-zero Usage as encoding/json does (its float
+// formatting is encoding/json's own).
+func (w *cmdWriter) usage(u Usage) {
+	b, err := json.Marshal(u)
+	if err != nil {
+		w.ok = false
+		return
+	}
+	w.raw(`,"usage":`)
+	w.b = append(w.b, b...)
+}
+
+func (w *cmdWriter) childWaiting(name string, v *ChildWaiting) {
+	if v == nil {
+		return
+	}
+	w.raw(`,"` + name + `":{`)
+	w.first("handle", v.Handle)
+	w.field("childSessionId", v.ChildSessionID)
+	w.optional("requestId", v.RequestID)
+	w.optional("attemptId", v.AttemptID)
+	w.optional("question", v.Question)
+	w.raw("}")
 }

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"pgregory.net/rapid"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 // The typed fast paths (fast.go, event_fast.go) run the Go rules instead of
@@ -117,17 +118,43 @@ func agreeEncode(t testing.TB, c Command) {
 	if want, err := marshal(c); err != nil || string(out) != string(want) {
 		t.Fatalf("Encode and marshal differ: %v\n got %s\nwant %s", err, out, want)
 	}
-	if err := debugCheck(commandV1(), out); err != nil {
+	if err := debugCheck(commandCurrent(), out); err != nil {
 		t.Fatalf("Encode produced what the schema rejects: %v\n%s", err, out)
 	}
 	back, err := decodeReference(out)
 	if err != nil || !reflect.DeepEqual(back, c) {
 		t.Fatalf("encode round trip: %v\n got %+v\nwant %+v", err, back, c)
 	}
+	agreeEncodeV1(t, c)
+}
+
+// agreeEncodeV1 checks the version-1 encoder on a decoded command: what
+// version 1 can express is written so that the frozen version-1 schema
+// accepts it (a version-1 consumer reads it) and decodes to the same
+// value; anything else is refused with ErrUnsupportedTarget.
+func agreeEncodeV1(t testing.TB, c Command) {
+	t.Helper()
+	out, err := Encode(Capability{V: 1}, c)
+	if c.expressibleInV1() != nil {
+		var we *Error
+		if !errors.Is(err, ErrUnsupportedTarget) || !errors.As(err, &we) || we.Kind != string(c.Kind) {
+			t.Fatalf("v1 encoder of a v2-only command: %v\n%+v", err, c)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("v1 encoder: %v\n%+v", err, c)
+	}
+	if err := debugCheck(commandV1(), out); err != nil {
+		t.Fatalf("v1 encoder produced what the frozen v1 schema rejects: %v\n%s", err, out)
+	}
+	if back, err := Decode(out); err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("v1 encode round trip: %v\n got %+v\nwant %+v", err, back, c)
+	}
 }
 
 // commandCorpus is every fixture, every invalid table of the tests, and
-// mutations of each version-1 fixture at every path.
+// mutations of each version-1 and version-2 fixture at every path.
 func commandCorpus(t testing.TB) [][]byte {
 	var out [][]byte
 	for v := 0; v <= CurrentVersion; v++ {
@@ -138,7 +165,7 @@ func commandCorpus(t testing.TB) [][]byte {
 		for _, p := range paths {
 			raw := readFile(t, p)
 			out = append(out, raw)
-			if v == CurrentVersion {
+			if v >= 1 {
 				out = append(out, mutations(t, raw)...)
 			}
 		}
@@ -147,6 +174,9 @@ func commandCorpus(t testing.TB) [][]byte {
 		out = append(out, []byte(tt.in))
 	}
 	for _, tt := range v0RejectCases {
+		out = append(out, []byte(tt.in))
+	}
+	for _, tt := range v2DecodeRejectCases {
 		out = append(out, []byte(tt.in))
 	}
 	const env = `"id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z"`
@@ -193,6 +223,20 @@ func commandCorpus(t testing.TB) [][]byte {
 		`{"v":1,"kind":"move",` + env + `,"move":{"deploymentId":"d","force":null}}`,
 		`{"v":1,"kind":"move",` + env + `,"move":{"deploymentId":"d","force":false}}`,
 		`{"v":1,"kind":"timeout",` + env + `,"timeout":{"timerId":"t","deadline":"2026-01-01T00:00:00.123456789123Z"}}`,
+		`{"v":2,"kind":"cancel",` + env + `,"parentSessionId":"p","handle":"h","depth":4}`,
+		`{"v":2,"kind":"cancel",` + env + `,"parentSessionId":"p","handle":"h","depth":-0}`,
+		`{"v":2,"kind":"cancel",` + env + `,"parentSessionId":"p","handle":"h","depth":1e0}`,
+		`{"v":2,"kind":"cancel",` + env + `,"parentSessionId":"p","handle":"h","depth":1,"depth":2}`,
+		`{"v":2,"kind":"cancel",` + env + `,"parentSessionId":"` + strings.Repeat("p", 129) + `","handle":"h","depth":1}`,
+		`{"v":2,"kind":"end",` + env + `}`,
+		`{"v":2,"kind":"child.result",` + env + `,"childResult":{"handle":"h","childSessionId":"s","commandId":"c","turnId":"t","outcome":"cancelled","outputs":[],"usage":{}}}`,
+		`{"v":2,"kind":"child.result",` + env + `,"childResult":{"handle":"h","childSessionId":"s","commandId":"c","turnId":"t","outcome":"done","usage":{"inputTokens":-0,"costUsd":-0.0}}}`,
+		`{"v":2,"kind":"child.result",` + env + `,"childResult":{"handle":"h","childSessionId":"s","commandId":"c","turnId":"t","outcome":"done","usage":{"costUsd":1e-7,"outputTokens":9223372036854775807}}}`,
+		`{"v":2,"kind":"child.result",` + env + `,"childResult":{"handle":"h","childSessionId":"s","commandId":"c","turnId":"t","outcome":"done","usage":{"outputTokens":9223372036854775808}}}`,
+		`{"v":2,"kind":"child.waiting",` + env + `,"childWaiting":{"handle":"h","childSessionId":"s","attemptId":"a","question":""}}`,
+		`{"v":2,"kind":"child.resumed",` + env + `,"childResumed":{"handle":"h","childSessionId":"s","requestId":"` + strings.Repeat("é", 128) + `"}}`,
+		`{"v":2,"kind":"child.resumed",` + env + `,"childResumed":{"handle":"h","childSessionId":"s","requestId":"` + strings.Repeat("é", 129) + `"}}`,
+		`{"v":1,"kind":"cancel",` + env + `,"depth":1}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","context":[]}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","caller":""}`,
 		`{"type":"deliver","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","payloads":[{"message":"x","Message":1}]}`,
@@ -221,6 +265,8 @@ func mutations(t testing.TB, raw []byte) [][]byte {
 		[]any{}, []any{"x"}, []any{map[string]any{}}, map[string]any{}, map[string]any{"a": json.Number("1")},
 		"2026-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "queue", "steer", "text", "image", "granted",
 		"deliver", "cancel", "move", "timeout", "task.result",
+		"child.result", "child.waiting", "child.resumed", "end", "done", "failed", "cancelled",
+		json.Number("2"), json.Number("4"), json.Number("5"), json.Number("1.0"), json.Number("1e400"),
 	}
 	var out [][]byte
 	emit := func(d any) {
@@ -354,12 +400,14 @@ func TestEncodeSchemaAgreement(t *testing.T) {
 			t.Errorf("%s: Encode accepts", tt.name)
 		}
 	}
-	for _, p := range fixtures(t, CurrentVersion) {
-		c, err := Decode(readFile(t, p))
-		if err != nil {
-			t.Fatal(err)
+	for v := 1; v <= CurrentVersion; v++ {
+		for _, p := range fixtures(t, v) {
+			c, err := Decode(readFile(t, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			agreeEncode(t, c)
 		}
-		agreeEncode(t, c)
 	}
 }
 
@@ -510,6 +558,15 @@ func eventCorpus(t testing.TB) [][]byte {
 		add(envelope(k, builtinSamples[k]))
 	}
 	add(envelope(EventMessageOutput, MessageOutput{Ref: &ref}))
+	for _, b := range versionedSamples {
+		e, err := NewBodyEvent(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := envelope(e.Kind, nil)
+		env.V, env.Data = e.V, e.Data
+		add(env)
+	}
 	add(envelope("acme.plain", map[string]any{"note": "n", "level": 2, "tags": []string{"a"},
 		"ref": map[string]any{"id": "c", "seq": 1}, "extra": nil, "labels": map[string]string{"a": "b"}, "at": "2026-01-01T00:00:00Z"}))
 	add(envelope("acme.tagged", map[string]any{"note": "abcd", "n": 3}))
@@ -597,7 +654,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 // genCheckpoint draws a valid checkpoint with at most one field perturbed
 // (empty, negative or out of its enum), so each constraint is met alone.
 func genCheckpoint(rt *rapid.T) Checkpoint {
-	fault := rapid.IntRange(0, 12).Draw(rt, "fault")
+	fault := rapid.IntRange(0, 26).Draw(rt, "fault")
 	str := func(n int, ok string) string {
 		if fault == n {
 			return ""
@@ -624,7 +681,40 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 	if fault == 0 {
 		c.HistorySegments = append(c.HistorySegments, BlobRef{Digest: "sha256:00"})
 	}
+	if fault > 12 || rapid.Bool().Draw(rt, "children") {
+		genChildren(&c, fault)
+	}
 	return c
+}
+
+// genChildren adds the content of state version 5 to c, with the field of
+// fault (13..26) perturbed.
+func genChildren(c *Checkpoint, fault int) {
+	str := func(n int, ok string) string {
+		if fault == n {
+			return ""
+		}
+		return ok
+	}
+	num := func(n, bad, ok int) int {
+		if fault == n {
+			return bad
+		}
+		return ok
+	}
+	c.Handles = []HandleState{
+		{Handle: str(14, "h1"), Generation: num(15, 0, 1), DeploymentID: str(16, "d1"), State: str(17, HandleActive),
+			CommandID: str(18, "c1"), ChildSessionID: "s2"},
+		{Handle: map[bool]string{true: "h1", false: "h2"}[fault == 19], Generation: 1, DeploymentID: "d1", State: HandleParked},
+	}
+	c.ChildWaits = []ChildWait{{Handle: str(20, "h1"), ChildSessionID: str(21, "s2"), RequestID: str(22, "r1")}}
+	c.Parent = &ParentRef{SessionID: str(23, "s0"), Handle: "p", Depth: num(24, 0, 1)}
+	send := validDeliver()
+	send.Deliver.Mode = str(25, ModeQueue)
+	c.Sends = []Send{{SessionID: str(26, "s2"), Command: send}}
+	c.Turn.Delegated, c.Turn.Outputs = true, []string{"o"}
+	c.Turn.Inputs = append(c.Turn.Inputs, TurnInput{Seq: 2, ID: "c2", Kind: KindChildResult,
+		Child: &ChildRef{Handle: "h1", SessionID: "s2"}, Parent: &ParentRef{SessionID: "s0", Handle: "p", Depth: 1}})
 }
 
 // TestCheckpointSchemaAgreement holds the checkpoint's Go rules (the only

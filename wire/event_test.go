@@ -55,6 +55,44 @@ var builtinSamples = map[string]any{
 	EventErrorKind:          ErrorData{Message: "model unavailable", Code: "upstream"},
 	EventSessionQuarantined: SessionQuarantined{Attempts: 3, Error: "process_died", DeploymentID: "dep-1"},
 	EventSessionRetried:     SessionRetried{DeploymentID: "dep-2"},
+	EventChildStarted:       ChildStarted{Handle: "researcher", ChildSessionID: "sess-2", DeploymentID: "dep-1"},
+	EventChildCompleted:     ChildCompleted{Handle: "researcher", ChildSessionID: "sess-2", TurnID: "t1", Outcome: ChildDone},
+	EventChildWaiting:       ChildWaitingEvent{Handle: "researcher", ChildSessionID: "sess-2", RequestID: "r1", Question: "Which city?"},
+	EventChildClosed:        ChildClosed{Handle: "researcher", ChildSessionID: "sess-2"},
+}
+
+// versionedSamples are bodies of the built-in data versions above 1 (also
+// part of the corpus of TestEventSchemaAgreement).
+var versionedSamples = []EventBody{
+	TaskCompletedV2{TaskID: "t1", Kind: "crawl", Result: json.RawMessage(`{"rows":3}`)},
+	TurnCompletedV2{TurnID: "t1", StopReason: StopLimit, Usage: Usage{InputTokens: 3, CostUSD: 0.5}},
+	SessionEndedV2{Reason: EndTerminated},
+	SessionEndedV3{Reason: EndClosed},
+	HandoffSkippedV2{Reason: SkipChild, CommandID: "c4", Seq: 50, DeploymentID: "dep-1", TargetDeploymentID: "dep-2"},
+}
+
+// Every built-in data version above 1 has a sample.
+func TestVersionedSamples(t *testing.T) {
+	reg := DefaultEvents()
+	have := map[string]bool{}
+	for _, b := range versionedSamples {
+		e, err := NewBodyEvent(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have[e.Kind+".v"+itoa(e.V)] = true
+		e.SessionID, e.Seq, e.OwnerRunID, e.DeploymentID, e.Time = "s", 1, "run", "dep", envelope(e.Kind, nil).Time
+		if _, err := EncodeEvent(reg, e); err != nil {
+			t.Errorf("%s v%d: %v", e.Kind, e.V, err)
+		}
+	}
+	for _, k := range reg.Kinds() {
+		for v := 2; v <= reg.Version(k); v++ {
+			if !have[k+".v"+itoa(v)] {
+				t.Errorf("no sample of %s data version %d", k, v)
+			}
+		}
+	}
 }
 
 func TestBuiltinKinds(t *testing.T) {
@@ -97,13 +135,28 @@ func TestBuiltinEnumerations(t *testing.T) {
 	for _, r := range []string{EndDone, EndExpired, EndFailed, EndCancelled} {
 		events = append(events, envelope(EventSessionEnded, SessionEnded{Reason: r}))
 	}
-	for _, r := range []string{SkipBusy, SkipQueued, SkipInput, SkipAuthorization, SkipTask, SkipPaused} {
-		events = append(events, envelope(EventHandoffSkipped, HandoffSkipped{Reason: r, CommandID: "c", Seq: 1, DeploymentID: "d1", TargetDeploymentID: "d2"}))
+	for _, r := range []string{SkipBusy, SkipQueued, SkipInput, SkipAuthorization, SkipTask, SkipPaused, SkipChild} {
+		e, err := NewBodyEvent(LowestHandoffSkipped(HandoffSkipped{Reason: r, CommandID: "c", Seq: 1, DeploymentID: "d1", TargetDeploymentID: "d2"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+	}
+	for _, r := range []string{EndTerminated, EndClosed} {
+		e, err := NewSessionEnded(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+	}
+	for _, o := range []string{ChildDone, ChildFailed, ChildCancelled} {
+		events = append(events, envelope(EventChildCompleted, ChildCompleted{Handle: "h", ChildSessionID: "s", TurnID: "t", Outcome: o}))
 	}
 	for _, r := range []string{WaitMessage, WaitInput, WaitAuthorization, WaitTask} {
 		events = append(events, envelope(EventSessionWaiting, SessionWaiting{Reason: r}))
 	}
 	for _, e := range events {
+		e.SessionID, e.Seq, e.OwnerRunID, e.DeploymentID, e.Time = "s", 1, "run", "dep", envelope(e.Kind, nil).Time
 		if _, err := EncodeEvent(reg, e); err != nil {
 			t.Errorf("%s %s: %v", e.Kind, e.Data, err)
 		}

@@ -38,17 +38,18 @@ func itoa(v int) string { return string(rune('0' + v)) }
 
 // session.ended is written at the lowest data version that expresses its
 // reason: version 1 for every reason it knew, version 2 only for
-// terminated; each version keeps its own schema.
+// terminated, version 3 only for closed; each version keeps its own
+// schema.
 func TestSessionEndedVersions(t *testing.T) {
 	reg := DefaultEvents()
-	for _, r := range []string{EndDone, EndExpired, EndFailed, EndCancelled, EndTerminated} {
+	for _, r := range []string{EndDone, EndExpired, EndFailed, EndCancelled, EndTerminated, EndClosed} {
 		e, err := NewSessionEnded(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := 1
-		if r == EndTerminated {
-			want = 2
+		want := map[string]int{EndTerminated: 2, EndClosed: 3}[r]
+		if want == 0 {
+			want = 1
 		}
 		if e.V != want {
 			t.Errorf("%s: data version %d, want %d", r, e.V, want)
@@ -62,8 +63,36 @@ func TestSessionEndedVersions(t *testing.T) {
 	if _, err := EncodeEvent(reg, v1); !errors.Is(err, ErrInvalid) {
 		t.Errorf("terminated in data version 1 accepted: %v", err)
 	}
-	if reg.Version(EventSessionEnded) != 2 || reg.SchemaV(EventSessionEnded, 1) == nil || bytes.Equal(reg.SchemaV(EventSessionEnded, 1), reg.Schema(EventSessionEnded)) {
+	v2 := envelope(EventSessionEnded, SessionEndedV2{Reason: EndClosed})
+	v2.V = 2
+	if _, err := EncodeEvent(reg, v2); !errors.Is(err, ErrInvalid) {
+		t.Errorf("closed in data version 2 accepted: %v", err)
+	}
+	if reg.Version(EventSessionEnded) != 3 || reg.SchemaV(EventSessionEnded, 1) == nil || bytes.Equal(reg.SchemaV(EventSessionEnded, 1), reg.Schema(EventSessionEnded)) {
 		t.Errorf("registry does not keep both versions: newest %d", reg.Version(EventSessionEnded))
+	}
+}
+
+// handoff.skipped is written at data version 2 only for reason child
+// (LowestHandoffSkipped); version 1 refuses child.
+func TestHandoffSkippedVersions(t *testing.T) {
+	reg := DefaultEvents()
+	for _, r := range []string{SkipBusy, SkipQueued, SkipInput, SkipAuthorization, SkipTask, SkipPaused, SkipChild} {
+		body := LowestHandoffSkipped(HandoffSkipped{Reason: r, CommandID: "c", Seq: 1, DeploymentID: "d1", TargetDeploymentID: "d2"})
+		want := 1
+		if r == SkipChild {
+			want = 2
+		}
+		if DataVersionOf(body) != want || body.EventKind() != EventHandoffSkipped {
+			t.Errorf("%s: %T at data version %d, want %d", r, body, DataVersionOf(body), want)
+		}
+	}
+	v1 := envelope(EventHandoffSkipped, HandoffSkipped{Reason: SkipChild, CommandID: "c", Seq: 1, DeploymentID: "d1", TargetDeploymentID: "d2"})
+	if _, err := EncodeEvent(reg, v1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("child in data version 1 accepted: %v", err)
+	}
+	if reg.Version(EventHandoffSkipped) != 2 {
+		t.Errorf("handoff.skipped newest data version %d, want 2", reg.Version(EventHandoffSkipped))
 	}
 }
 

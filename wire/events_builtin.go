@@ -348,12 +348,9 @@ type SessionRetried struct {
 
 // NewSessionEnded builds a session.ended event at the lowest data version
 // that expresses reason: 1 for done, expired, failed and cancelled, 2 for
-// terminated.
+// terminated, 3 for closed (LowestSessionEnded).
 func NewSessionEnded(reason string) (Event, error) {
-	if reason == EndTerminated {
-		return newEventV(EventSessionEnded, 2, SessionEndedV2{Reason: reason})
-	}
-	return NewEvent(EventSessionEnded, SessionEnded{Reason: reason})
+	return NewBodyEvent(LowestSessionEnded(reason))
 }
 
 // ErrorData is the data of an "error" event.
@@ -440,6 +437,7 @@ func registerBuiltins(r *EventRegistry) error {
 			return all(nonEmpty("error", d.Error), validDeployment(d.DeploymentID))
 		}),
 		registerBuiltin(r, EventSessionRetried, func(d SessionRetried) error { return validDeployment(d.DeploymentID) }),
+		registerChildEvents(r),
 	)
 }
 

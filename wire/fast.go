@@ -6,7 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// The typed fast path of Decode. A document that declares "v":1 is read
+// The typed fast path of Decode. A document that declares "v":2 (the
+// current version) or "v":1 (which version 2 only extends) is read
 // straight into Command — exact (case-sensitive) field names, no unknown
 // field outside ext, no null where the schema wants a value — and then
 // checked by the Go rules (validate.go), which are at least as strict as the
@@ -15,7 +16,8 @@ import (
 // The fast path only ever accepts. Everything else goes to the reference
 // path (decodeReference: generic parse, migration chain, schema, Go rules),
 // which produces the typed error or handles what the fast path declines:
-// version-0 documents and member names that repeat (whose last-wins
+// version-0 documents, version-1 documents that use what only version 2
+// has (the 1→2 migration rejects them) and member names that repeat (whose last-wins
 // meaning only the generic parse states). TestSchemaAgreement and
 // FuzzSchemaAgreement hold the two paths to the same verdict and value.
 
@@ -28,7 +30,7 @@ const (
 	accepted
 )
 
-// top-level members of a version-1 command, as bits of a seen-set.
+// top-level members of a command, as bits of a seen-set.
 const (
 	mV = 1 << iota
 	mKind
@@ -43,6 +45,12 @@ const (
 	mTaskResult
 	mTimeout
 	mMove
+	mParent
+	mHandle
+	mDepth
+	mChildResult
+	mChildWaiting
+	mChildResumed
 )
 
 // seen records a member; a repeated member makes the document ambiguous
@@ -61,8 +69,9 @@ func (s *seen) add(bit uint32) {
 
 func (s *seen) has(bit uint32) bool { return s.set&bit != 0 }
 
-// decodeFast reads a version-1 command. It returns accepted with the
-// normalized, validated command, or a verdict for the reference path.
+// decodeFast reads a version-1 or version-2 command as the current
+// version. It returns accepted with the normalized, validated command, or
+// a verdict for the reference path.
 func decodeFast(b []byte) (Command, verdict) {
 	if !utf8.Valid(b) {
 		return Command{}, rejected
@@ -74,10 +83,12 @@ func decodeFast(b []byte) (Command, verdict) {
 		return Command{}, declined
 	case !ok:
 		return Command{}, failedVerdict(b, true)
-	case !d.v1:
+	case d.version == 0:
 		return Command{}, declined // version 0, or another version
 	case !d.s.end():
 		return Command{}, rejected
+	case d.version == 1 && c.expressibleInV1() != nil:
+		return Command{}, declined // the 1→2 migration words the rejection
 	}
 	normalizeDecoded(&c)
 	if c.validate() != nil {
@@ -104,23 +115,39 @@ func normalizeDecoded(c *Command) {
 	if c.Timeout != nil {
 		c.Timeout.Deadline = c.Timeout.Deadline.UTC()
 	}
+	if c.ChildResult != nil {
+		c.ChildResult.Outputs = nilIfEmpty(c.ChildResult.Outputs)
+	}
 }
 
 type cmdDecoder struct {
-	s   jscan
-	v1  bool // "v":1 was read
-	dup bool // a member name repeats
+	s       jscan
+	version int  // the "v" read: 1 or 2 (0: none, or another)
+	dup     bool // a member name repeats
+}
+
+// fastVersion reports whether a "v" token is a version the typed path
+// reads.
+func fastVersion(tok []byte) int {
+	switch string(tok) {
+	case "1":
+		return 1
+	case "2":
+		return 2
+	}
+	return 0
 }
 
 // failedVerdict decides a document the typed read failed on. It scans the
 // whole document once more: malformed JSON is rejected whatever its
 // version; a member name that repeats in any object is declined (under the
 // generic parse the last one wins, and could make good what the typed read
-// failed on); with version, a document that is not at version 1 is declined
-// too (version 0 goes to the migration chain, other versions fail there).
+// failed on); with version, a document that is not at version 1 or 2 is
+// declined too (version 0 goes to the migration chain, other versions fail
+// there).
 // Anything else is rejected: the typed read states what the schema does.
 func failedVerdict(b []byte, version bool) verdict {
-	if version && !topV1(b) {
+	if version && !topFastVersion(b) {
 		return declined
 	}
 	d := dupScan{s: jscan{b: b}}
@@ -130,33 +157,33 @@ func failedVerdict(b []byte, version bool) verdict {
 		return rejected // not JSON (or more than one value)
 	case d.dup:
 		return declined
-	case version && (d.nv != 1 || string(d.v) != "1"):
+	case version && (d.nv != 1 || fastVersion(d.v) == 0):
 		return declined
 	}
 	return rejected
 }
 
-// topV1 reports whether b may be a version-1 document: an object whose
-// top level has a "v" member of 1, or malformed JSON (decided by the
-// caller's full scan).
-func topV1(b []byte) bool {
+// topFastVersion reports whether b may be a version-1 or version-2
+// document: an object whose top level has a "v" member of 1 or 2, or
+// malformed JSON (decided by the caller's full scan).
+func topFastVersion(b []byte) bool {
 	s := jscan{b: b}
 	if !s.open('{') {
 		return true
 	}
-	v1 := false
+	known := false
 	for first := true; s.more(&first, '}'); {
 		k := s.key()
 		if s.bad {
 			break
 		}
 		if string(k) == "v" {
-			v1 = string(s.skip()) == "1"
+			known = fastVersion(s.skip()) != 0
 			continue
 		}
 		s.skipValue()
 	}
-	return v1 || !s.end()
+	return known || !s.end()
 }
 
 // dupScan reads any JSON value, noting repeated member names and the
@@ -232,13 +259,10 @@ func (d *cmdDecoder) command() (Command, bool) {
 		switch string(k) {
 		case "v":
 			m.add(mV)
-			if tok := s.number(); string(tok) == "1" {
-				d.v1 = true
-				c.V = 1
-			} else {
-				d.v1 = false
+			if d.version = fastVersion(s.number()); d.version == 0 {
 				return false
 			}
+			c.V = CurrentVersion
 		case "kind":
 			m.add(mKind)
 			c.Kind = Kind(s.string())
@@ -279,12 +303,12 @@ func (d *cmdDecoder) command() (Command, bool) {
 			m.add(mMove)
 			c.Move = d.move()
 		default:
-			return false
+			return d.parentOrChild(k, m, &c)
 		}
 		return !s.bad
 	})
 	if !m.has(mV) {
-		d.v1 = false
+		d.version = 0
 	}
 	return c, d.ok() && m.has(mKind)
 }

@@ -19,9 +19,15 @@ func DecodeInput(seq uint64, b []byte) TurnInput {
 
 // Input is c as the owner processes it at stream sequence seq: the envelope
 // plus the fields of c's one body, a delivery's messages joined into Text
-// and its payloads as sent.
+// and its payloads as sent. A parent's command carries its Parent; a
+// child.* command its Child (a wait's request or attempt in RequestID or
+// AttemptID).
 func (c *Command) Input(seq uint64) TurnInput {
 	in := TurnInput{Seq: seq, ID: c.ID, Kind: c.Kind, Caller: c.Caller, Deployment: c.AcceptedDeploymentID}
+	if c.ParentSessionID != "" {
+		in.Parent = &ParentRef{SessionID: c.ParentSessionID, Handle: c.Handle, Depth: c.Depth}
+	}
+	c.childInput(&in)
 	switch {
 	case c.Deliver != nil:
 		in.Mode, in.Text, in.Payloads = c.Deliver.Mode, c.Text(), c.Deliver.Payloads
@@ -37,6 +43,23 @@ func (c *Command) Input(seq uint64) TurnInput {
 		in.Target, in.Force = c.Move.DeploymentID, c.Move.Force
 	}
 	return in
+}
+
+// childInput fills in's Child (and a wait's RequestID or AttemptID) from
+// a child.result, child.waiting or child.resumed body.
+func (c *Command) childInput(in *TurnInput) {
+	if r := c.ChildResult; r != nil {
+		in.Child = &ChildRef{Handle: r.Handle, SessionID: r.ChildSessionID, CommandID: r.CommandID,
+			TurnID: r.TurnID, Outcome: r.Outcome, Outputs: r.Outputs, Usage: r.Usage, Error: r.Error, Ended: r.Ended}
+	}
+	w := c.ChildWaiting
+	if w == nil {
+		w = c.ChildResumed
+	}
+	if w != nil {
+		in.Child = &ChildRef{Handle: w.Handle, SessionID: w.ChildSessionID, Question: w.Question}
+		in.RequestID, in.AttemptID = w.RequestID, w.AttemptID
+	}
 }
 
 // RejectedInput is the owner's view of the payload at seq that failed to

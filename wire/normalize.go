@@ -45,7 +45,25 @@ func normalizeCommand(c Command) Command {
 		m := *c.Move
 		c.Move = &m
 	}
+	normalizeChildBodies(&c)
 	return c
+}
+
+// normalizeChildBodies copies the bodies of inbox version 2's child kinds.
+func normalizeChildBodies(c *Command) {
+	if c.ChildResult != nil {
+		r := *c.ChildResult
+		r.Outputs = nilIfEmpty(slices.Clone(r.Outputs))
+		c.ChildResult = &r
+	}
+	if c.ChildWaiting != nil {
+		w := *c.ChildWaiting
+		c.ChildWaiting = &w
+	}
+	if c.ChildResumed != nil {
+		w := *c.ChildResumed
+		c.ChildResumed = &w
+	}
 }
 
 func normalizePayload(p Payload) Payload {

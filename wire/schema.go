@@ -29,8 +29,18 @@ type contract struct {
 
 // newContract reflects the schema of v's type and compiles it.
 func newContract(name string, v any) (*contract, error) {
+	return newContractWith(name, v, nil)
+}
+
+// newContractWith is newContract with the reflected document adjusted
+// first (adjust may be nil): for a frozen shape whose Go type is shared
+// with a newer one (the step protocol's inputs, docs/wire.md).
+func newContractWith(name string, v any, adjust func(*genschema.Schema)) (*contract, error) {
 	r := genschema.Reflector{Anonymous: true, ExpandedStruct: true}
 	s := r.Reflect(v)
+	if adjust != nil {
+		adjust(s)
+	}
 	s.ID = genschema.ID(schemaBase + name)
 	raw, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

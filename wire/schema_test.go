@@ -96,12 +96,12 @@ func frozenBuiltins(t *testing.T) {
 	}
 }
 
-// frozenValidator compiles the frozen command schema file itself, so
-// fixtures are checked against the committed artifact, independently of
-// the code that generated it.
-func frozenValidator(t *testing.T) *valschema.Schema {
+// frozenValidator compiles the frozen command schema file of a version
+// itself, so fixtures are checked against the committed artifact,
+// independently of the code that generated it.
+func frozenValidator(t testing.TB, version int) *valschema.Schema {
 	t.Helper()
-	path := fmt.Sprintf("testdata/schema_v%d.json", CurrentVersion)
+	path := fmt.Sprintf("testdata/schema_v%d.json", version)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

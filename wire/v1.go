@@ -1,89 +1,60 @@
 package wire
 
 import (
+	_ "embed"
 	"sync"
-
-	genschema "github.com/invopop/jsonschema"
 )
 
-// Version 1: the shape of Command, its frozen schema (testdata/schema_v1.json,
-// generated from the Go types) and its encoder. A later version replaces the
-// Go types, adds a one-step migration from 1 and keeps this file's encoder
-// as a down-conversion for v1 consumers for as long as they exist.
+// Version 1: its frozen schema (testdata/schema_v1.json, generated from the
+// version-1 Go types when they were current) and its encoder, now a
+// down-conversion of the current Command for consumers still stamped
+// {v:1}. Version 2 added kinds and members only, so a command that uses
+// none of them is encoded exactly as a version-1 build encoded it.
 
-// commandV1 is the generated and compiled schema of the version-1 shape.
-var commandV1 = sync.OnceValue(func() *contract { return mustContract("command.v1.json", Command{}) })
+// frozenCommandV1 is version 1's frozen schema: what a version-1 consumer
+// accepts.
+//
+//go:embed testdata/schema_v1.json
+var frozenCommandV1 []byte
 
-// CommandSchema returns the generated JSON Schema of the current command
-// version, exactly as frozen in testdata/schema_v<CurrentVersion>.json.
-func CommandSchema() []byte { return append([]byte(nil), commandV1().raw...) }
+// commandV1 is the compiled frozen schema of version 1.
+var commandV1 = sync.OnceValue(func() *contract { return mustCompile("command.v1.json", frozenCommandV1) })
 
-// JSONSchemaExtend adds what the reflector cannot see: the version constant,
-// the kind enumeration and the kind ↔ body correspondence.
-func (Command) JSONSchemaExtend(s *genschema.Schema) {
-	prop(s, "v").Const = CurrentVersion
-	kind := prop(s, "kind")
-	for _, k := range Kinds() {
-		kind.Enum = append(kind.Enum, string(k))
-	}
-	s.DependentSchemas = map[string]*genschema.Schema{}
-	for _, k := range Kinds() {
-		body := bodyOf[k]
-		if body == "" {
-			continue
-		}
-		isKind := &genschema.Schema{Properties: genschema.NewProperties(), Required: []string{"kind"}}
-		isKind.Properties.Set("kind", &genschema.Schema{Const: string(k)})
-		s.AllOf = append(s.AllOf, &genschema.Schema{If: isKind, Then: &genschema.Schema{Required: []string{body}}})
-		s.DependentSchemas[body] = isKind
-	}
-}
-
-// JSONSchemaExtend requires a payload to carry something and outputSchema to
-// be an object.
-func (Payload) JSONSchemaExtend(s *genschema.Schema) {
-	one := uint64(1)
-	s.MinProperties = &one
-	prop(s, "outputSchema").Type = "object"
-	prop(s, "ext").PropertyNames = &genschema.Schema{MinLength: &one}
-}
-
-// JSONSchemaExtend requires exactly one of result and error.
-func (TaskResult) JSONSchemaExtend(s *genschema.Schema) {
-	s.OneOf = []*genschema.Schema{{Required: []string{"result"}}, {Required: []string{"error"}}}
-}
-
-// encodeV1 encodes for a version-1 consumer: normalize, check the Go rules
-// (at least as strict as the frozen schema, see equivalence_test.go), then
-// marshal canonically. Producer drift dies here. The schema itself is not
-// run (unless debugSchema is set).
+// encodeV1 encodes for a version-1 consumer. A command version 1 cannot
+// express (a version-2 kind, or a parent's envelope members) is
+// ErrUnsupportedTarget, never silently downgraded; any other is checked by
+// the current rules and written as version 1 wrote it, stamped "v":1.
 func encodeV1(c Command) ([]byte, error) {
 	c = normalizeCommand(c)
-	c.V = 1
-	if err := c.validate(); err != nil {
+	if err := c.expressibleInV1(); err != nil {
 		return nil, err
 	}
-	b, ok := appendCommand(make([]byte, 0, 512), &c)
-	if !ok {
-		var err error
-		if b, err = marshal(c); err != nil {
-			return nil, c.fail(ErrInvalid, "marshal: %v", err)
-		}
+	c.V = CurrentVersion
+	if err := c.validate(); err != nil {
+		err.Version = 1
+		return nil, err
 	}
-	if len(b) > MaxCommandBytes {
-		return nil, c.fail(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
-	}
-	if debugSchema {
-		if err := debugCheck(commandV1(), b); err != nil {
-			return nil, c.fail(ErrInvalid, "schema (debug check): %v", err)
-		}
-	}
-	return b, nil
+	c.V = 1
+	return c.encodeChecked(commandV1())
 }
 
-// fail builds an error carrying the command's version, kind and ID.
-func (c *Command) fail(sentinel error, format string, args ...any) *Error {
-	e := reject(sentinel, format, args...)
-	e.Version, e.Kind, e.CommandID = c.V, string(c.Kind), c.ID
+// expressibleInV1 refuses what version 1 has no words for.
+func (c *Command) expressibleInV1() *Error {
+	switch {
+	case v2Kinds[string(c.Kind)]:
+		return c.unsupported(1, "kind %q needs inbox version 2", c.Kind)
+	case c.ParentSessionID != "" || c.Handle != "" || c.Depth != 0:
+		return c.unsupported(1, "parentSessionId, handle and depth need inbox version 2")
+	case c.ChildResult != nil || c.ChildWaiting != nil || c.ChildResumed != nil:
+		return c.unsupported(1, "childResult, childWaiting and childResumed need inbox version 2")
+	}
+	return nil
+}
+
+// unsupported is ErrUnsupportedTarget for target version v, naming the
+// command's kind and ID.
+func (c *Command) unsupported(v int, format string, args ...any) *Error {
+	e := c.fail(ErrUnsupportedTarget, format, args...)
+	e.Version = v
 	return e
 }

@@ -113,6 +113,9 @@ func (c *Command) body() (n int, name string) {
 	count(c.TaskResult != nil, "taskResult")
 	count(c.Timeout != nil, "timeout")
 	count(c.Move != nil, "move")
+	count(c.ChildResult != nil, "childResult")
+	count(c.ChildWaiting != nil, "childWaiting")
+	count(c.ChildResumed != nil, "childResumed")
 	return n, name
 }
 
@@ -128,7 +131,33 @@ func (c *Command) validateEnvelope() error {
 	if err := validDeployment(c.AcceptedDeploymentID); err != nil {
 		return fmt.Errorf("acceptedDeploymentId: %w", err)
 	}
+	if err := c.validateParent(); err != nil {
+		return err
+	}
 	return validTime("acceptedAt", c.AcceptedAt)
+}
+
+// validateParent: parentSessionId, handle and depth go together (a
+// parent's command to its child), or none is set.
+func (c *Command) validateParent() error {
+	if c.ParentSessionID == "" && c.Handle == "" && c.Depth == 0 {
+		return nil
+	}
+	if c.ParentSessionID == "" || c.Handle == "" || c.Depth == 0 {
+		return errors.New("parentSessionId, handle and depth are all set or none")
+	}
+	if c.Depth < 1 || c.Depth > MaxDepth {
+		return fmt.Errorf("depth %d is not in 1..%d", c.Depth, MaxDepth)
+	}
+	return all(idOf("parentSessionId", c.ParentSessionID, 128), idOf("handle", c.Handle, 64))
+}
+
+// idOf checks an identifier of the form [A-Za-z0-9_-]{1,max}.
+func idOf(name, s string, max int) error {
+	if len(s) > max || !idChars(s) {
+		return fmt.Errorf("%s %q must match [A-Za-z0-9_-]{1,%d}", name, s, max)
+	}
+	return nil
 }
 
 // bodies lists the JSON names of the bodies that are set.
@@ -145,6 +174,9 @@ func (c *Command) bodies() []string {
 	add(c.TaskResult != nil, "taskResult")
 	add(c.Timeout != nil, "timeout")
 	add(c.Move != nil, "move")
+	add(c.ChildResult != nil, "childResult")
+	add(c.ChildWaiting != nil, "childWaiting")
+	add(c.ChildResumed != nil, "childResumed")
 	return out
 }
 
@@ -162,8 +194,33 @@ func (c *Command) validateBody() error {
 		return c.Timeout.validate()
 	case c.Move != nil:
 		return validDeployment(c.Move.DeploymentID)
+	case c.ChildResult != nil:
+		return c.ChildResult.validate()
+	case c.ChildWaiting != nil:
+		return c.ChildWaiting.validate()
+	case c.ChildResumed != nil:
+		return c.ChildResumed.validate()
 	}
 	return nil
+}
+
+func (r *ChildResult) validate() error {
+	return all(
+		idOf("handle", r.Handle, 64), idOf("childSessionId", r.ChildSessionID, 128),
+		runeLen("commandId", r.CommandID, 256), runeLen("turnId", r.TurnID, 128),
+		oneOf("outcome", r.Outcome, ChildDone, ChildFailed, ChildCancelled),
+		r.Usage.Validate(), maxRunes("ended", r.Ended, 64))
+}
+
+// validate checks a child.waiting or child.resumed body: exactly one of
+// requestId and attemptId.
+func (w *ChildWaiting) validate() error {
+	if (w.RequestID == "") == (w.AttemptID == "") {
+		return errors.New("exactly one of requestId and attemptId")
+	}
+	return all(
+		idOf("handle", w.Handle, 64), idOf("childSessionId", w.ChildSessionID, 128),
+		maxRunes("requestId", w.RequestID, 128), maxRunes("attemptId", w.AttemptID, 128))
 }
 
 func (d *Deliver) validate() error {

@@ -117,7 +117,9 @@ func (a *Agent) request(ctx context.Context, in runtime.StepInput, token string)
 	req := wire.AgentStepRequest{
 		V: wire.AgentProtocolVersion, Token: token, DeploymentID: dep,
 		SessionID: in.SessionID, TurnID: in.TurnID, Step: in.Step, Caller: in.Caller,
-		State: in.State, Inputs: in.Inputs,
+		// Protocol version 1 carries no subagent references: a remote agent
+		// sees a child's result as its kind only (docs/agent.md).
+		State: in.State, Inputs: wire.AgentInputs(in.Inputs),
 		HeartbeatMs: a.cfg.HeartbeatInterval.Milliseconds(), Deadline: deadline.UTC(),
 		Subjects: wire.AgentStepSubjects{
 			Delta: n.AgentDelta(dep, token), Heartbeat: n.AgentHeartbeat(dep, token),

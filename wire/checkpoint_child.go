@@ -1,0 +1,166 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// The checkpoint content of subagents (state version 5): a parent's
+// handles and its descendants' waits, a child's parent reference, the
+// commands a commit sends to other sessions and a delegated turn's
+// outputs; on the admitted inputs, a parent's reference and a child's
+// body.
+
+// usesChildren reports content that state version 4 readers would ignore
+// or refuse: anything of subagents.
+func (c *Checkpoint) usesChildren() bool {
+	if len(c.Handles) > 0 || len(c.ChildWaits) > 0 || c.Parent != nil || len(c.Sends) > 0 ||
+		c.Turn.Delegated || len(c.Turn.Outputs) > 0 || c.Ended == EndClosed {
+		return true
+	}
+	for _, in := range c.Turn.Inputs {
+		if in.Parent != nil || in.Child != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// validateChildren checks handles, child waits, the parent and sends.
+func (c *Checkpoint) validateChildren() error {
+	if err := validateHandles(c.Handles); err != nil {
+		return err
+	}
+	for i, w := range c.ChildWaits {
+		if err := w.validate(); err != nil {
+			return fmt.Errorf("childWaits[%d]: %w", i, err)
+		}
+	}
+	if c.Parent != nil {
+		if err := c.Parent.validate(); err != nil {
+			return fmt.Errorf("parent: %w", err)
+		}
+	}
+	for i, s := range c.Sends {
+		if err := s.validate(); err != nil {
+			return fmt.Errorf("sends[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// validateHandles: each handle valid, names unique.
+func validateHandles(hs []HandleState) error {
+	seen := make(map[string]bool, len(hs))
+	for i, h := range hs {
+		if err := h.validate(); err != nil {
+			return fmt.Errorf("handles[%d]: %w", i, err)
+		}
+		if seen[h.Handle] {
+			return fmt.Errorf("handles[%d]: handle %q is not unique", i, h.Handle)
+		}
+		seen[h.Handle] = true
+	}
+	return nil
+}
+
+func (h HandleState) validate() error {
+	if h.Generation < 1 {
+		return errors.New("generation must be at least 1")
+	}
+	if h.State == HandleActive && h.CommandID == "" {
+		return errors.New("an active handle needs its delegated command's commandId")
+	}
+	if h.ChildSessionID != "" {
+		if err := idOf("childSessionId", h.ChildSessionID, 128); err != nil {
+			return err
+		}
+	}
+	return all(idOf("handle", h.Handle, 64), validDeployment(h.DeploymentID),
+		oneOf("state", h.State, HandleActive, HandleParked, HandleAvailable, HandleClosed))
+}
+
+func (w ChildWait) validate() error {
+	if (w.RequestID == "") == (w.AttemptID == "") {
+		return errors.New("exactly one of requestId and attemptId")
+	}
+	return all(nonEmpty("handle", w.Handle), nonEmpty("childSessionId", w.ChildSessionID))
+}
+
+func (p *ParentRef) validate() error {
+	if p.Depth < 1 || p.Depth > MaxDepth {
+		return fmt.Errorf("depth %d is not in 1..%d", p.Depth, MaxDepth)
+	}
+	return all(nonEmpty("sessionId", p.SessionID), nonEmpty("handle", p.Handle))
+}
+
+func (s Send) validate() error {
+	if !sessionRE.MatchString(s.SessionID) {
+		return fmt.Errorf("sessionId %q must match %s", s.SessionID, sessionRE)
+	}
+	if s.Alias != "" || s.DeploymentID != "" {
+		if s.Alias == "" || len(s.Alias) > 512 {
+			return errors.New("a send that creates its receiver needs an alias of 1 to 512 bytes")
+		}
+		if err := validDeployment(s.DeploymentID); err != nil {
+			return err
+		}
+	}
+	if err := s.Command.validate(); err != nil {
+		return fmt.Errorf("command: %w", err)
+	}
+	return nil
+}
+
+// validateRefs checks an admitted input's parent reference and child body.
+func (in TurnInput) validateRefs() error {
+	if in.Parent != nil {
+		if err := in.Parent.validate(); err != nil {
+			return fmt.Errorf("parent: %w", err)
+		}
+	}
+	if in.Child != nil {
+		if err := all(nonEmpty("child.handle", in.Child.Handle), nonEmpty("child.sessionId", in.Child.SessionID), in.Child.Usage.Validate()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// normalizeChildren gives the content of subagents its one in-memory form
+// (copies, empty collections nil, stored commands normalized and stamped
+// with the current inbox version, as Encode stamps them).
+func normalizeChildren(c *Checkpoint) {
+	c.Handles = nilIfEmpty(slices.Clone(c.Handles))
+	c.ChildWaits = nilIfEmpty(slices.Clone(c.ChildWaits))
+	if c.Parent != nil {
+		p := *c.Parent
+		c.Parent = &p
+	}
+	c.Sends = nilIfEmpty(slices.Clone(c.Sends))
+	for i := range c.Sends {
+		c.Sends[i].Command = normalizeStored(c.Sends[i].Command)
+	}
+	c.Turn.Outputs = nilIfEmpty(slices.Clone(c.Turn.Outputs))
+	for i := range c.Turn.Inputs {
+		in := &c.Turn.Inputs[i]
+		if in.Parent != nil {
+			p := *in.Parent
+			in.Parent = &p
+		}
+		if in.Child != nil {
+			ch := *in.Child
+			ch.Outputs = nilIfEmpty(slices.Clone(ch.Outputs))
+			in.Child = &ch
+		}
+	}
+}
+
+// normalizeStored is normalizeCommand for a command a checkpoint holds,
+// stamped with the current inbox version.
+func normalizeStored(cmd Command) Command {
+	cmd = normalizeCommand(cmd)
+	cmd.V = CurrentVersion
+	return cmd
+}
