@@ -84,6 +84,13 @@ type HandoffDone struct {
 	Failure    string // why the transaction failed, prefixed with its step
 }
 
+// SendsDone tells the machine that the last commit's sends left (the
+// driver performed its SendCommands): with nothing in flight, it commits
+// the checkpoint without them, so a later boot does not send them again.
+// The driver feeds it before it hibernates a session whose last commit
+// sent something.
+type SendsDone struct{}
+
 // Tick advances the machine's clock. Time only ever enters through inputs.
 type Tick struct{ Now time.Time }
 
@@ -93,3 +100,4 @@ func (StepDone) input()    {}
 func (CommitDone) input()  {}
 func (HandoffDone) input() {}
 func (Tick) input()        {}
+func (SendsDone) input()   {}

@@ -114,6 +114,12 @@ func (m *Machine) Handle(in Input) ([]Effect, error) {
 	case Tick:
 		m.now = in.Now
 		return nil, nil
+	case SendsDone:
+		if m.busy() || len(m.snap.Sends) == 0 {
+			return nil, nil
+		}
+		m.st.dirty = true
+		return m.advance(), nil
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownInput, in)
 }

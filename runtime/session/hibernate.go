@@ -58,6 +58,9 @@ func (s *Session) maybeHibernate(ctx context.Context, force bool) error {
 		if !s.drainable() {
 			return nil
 		}
+		if sent, err := s.clearSends(ctx); sent || err != nil {
+			return err
+		}
 		return s.hibernate(ctx)
 	}
 	after := s.env.HibernateAfter
@@ -72,7 +75,21 @@ func (s *Session) maybeHibernate(ctx context.Context, force bool) error {
 	if !s.quiet() || s.backlogged(ctx) {
 		return nil
 	}
+	if sent, err := s.clearSends(ctx); sent || err != nil {
+		return err // hibernates at the next check
+	}
 	return s.hibernate(ctx)
+}
+
+// clearSends commits the checkpoint without the last commit's sends (they
+// left) before the session hibernates: a hibernated session is booted by
+// every wake, and each boot would send them again — and wake the
+// receiver, whose boot would do the same.
+func (s *Session) clearSends(ctx context.Context) (bool, error) {
+	if len(s.m.Snapshot().Sends) == 0 {
+		return false, nil
+	}
+	return true, s.handle(ctx, runtime.SendsDone{})
 }
 
 // backlogged reports whether the inbox holds a command the cursor has not
