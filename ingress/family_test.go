@@ -6,8 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -216,5 +219,37 @@ func TestDrainReportFamily(t *testing.T) {
 	_, b := e.admin(http.MethodGet, "/v1/admin/deployments", "")
 	if !strings.Contains(string(b), `"children":["fam-child","fam-other"]`) || !strings.Contains(string(b), `"parentSessionId":"fam-parent"`) {
 		t.Fatalf("report JSON %s", b)
+	}
+}
+
+// An operator's end of a quarantined parent ends its open children (end,
+// reason closed) and leaves a closed handle's alone.
+func TestEndQuarantinedParentEndsChildren(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	child := e.create(`{}`).SessionID
+	cp := &wire.Checkpoint{Handles: []wire.HandleState{
+		{Handle: "h1", Generation: 1, ChildSessionID: child, DeploymentID: "v1", State: wire.HandleParked},
+		{Handle: "h3", Generation: 2, ChildSessionID: "fam-gone", DeploymentID: "v1", State: wire.HandleClosed},
+	}}
+	e.handSession("fam-q", "v9", 2, 2, cp)
+	cur := e.leader("fam-q")
+	rec := cur.Record
+	rec.State = record.StateQuarantined
+	rec.Quarantine = &record.QuarantineInfo{Attempts: 3, Error: "process_died", Since: time.Now().UTC(), DeploymentID: "v9"}
+	if _, err := e.Store.UpdateSession(t.Context(), rec, cur.Revision); err != nil {
+		t.Fatal(err)
+	}
+
+	var end ingress.Ended
+	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/fam-q/end", ``, http.StatusOK, &end)
+	if !slices.Equal(end.ChildrenEnded, []string{child}) {
+		t.Fatalf("end = %+v, want the open child ended", end)
+	}
+	evs := e.waitEvents(child, "the child's end", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventSessionEnded) == 1 })
+	last := evs[len(evs)-1]
+	if last.Kind != wire.EventSessionEnded || last.V != 3 || string(last.Data) != `{"reason":"closed"}` {
+		t.Fatalf("child's last event %+v", last)
 	}
 }

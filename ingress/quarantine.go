@@ -56,6 +56,9 @@ type Ended struct {
 	EventSeq     uint64   `json:"eventSeq"` // seq of session.ended
 	Revision     uint64   `json:"revision"`
 	Tombstoned   []string `json:"tombstoned"` // the addresses now answered 410
+	// ChildrenEnded are the child sessions sent `end` (the session's open
+	// handles; docs/runtime.md, R13).
+	ChildrenEnded []string `json:"childrenEnded,omitempty"`
 }
 
 func (s *Server) httpRetry(w http.ResponseWriter, r *http.Request) error {
@@ -183,6 +186,7 @@ func (s *Server) End(ctx context.Context, id string) (Ended, error) {
 	if err := a.inbox.Purge(ctx, jetstream.WithPurgeSubject(s.cfg.Names.Sched(id))); err != nil {
 		s.log.Warn("admin: end: purge the session's timer schedule", "session", id, "err", err)
 	}
+	out.ChildrenEnded = s.endFamily(ctx, a, rec)
 	return out, nil
 }
 

@@ -601,3 +601,31 @@ func TestChildEventsRegistered(t *testing.T) {
 		}
 	}
 }
+
+// SendsDone commits the checkpoint without the last commit's sends (a
+// session about to hibernate), and does nothing when there are none or
+// while something is in flight; a boot then sends nothing again.
+func TestSendsDoneClearsSends(t *testing.T) {
+	p, _ := delegated(t, false, runtime.OutcomeDone)
+	if len(p.committed.Sends) != 1 {
+		t.Fatalf("committed sends %+v, want the delegation", p.committed.Sends)
+	}
+	effs := p.in(runtime.SendsDone{})
+	if len(p.committed.Sends) != 0 || len(sendsOf(effs)) != 0 {
+		t.Fatalf("after SendsDone: committed sends %+v, effects %v", p.committed.Sends, effs)
+	}
+	if effs := p.in(runtime.SendsDone{}); len(effs) != 0 {
+		t.Fatalf("a second SendsDone did %v", effs)
+	}
+	if h := p.handle("h"); h.State != wire.HandleActive {
+		t.Fatalf("handle %+v changed by SendsDone", h)
+	}
+	m, err := runtime.NewMachine(p.cfg, p.committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := m.Handle(runtime.Boot{Now: epoch, Reason: runtime.BootRecover})
+	if err != nil || len(sendsOf(boot)) != 0 {
+		t.Fatalf("boot after SendsDone sent %v (%v)", sendsOf(boot), err)
+	}
+}
