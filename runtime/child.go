@@ -129,6 +129,18 @@ func (m *Machine) checkChildren(t *Turn, r StepResult) (string, error) {
 	if m.depth()+1 > wire.MaxDepth {
 		return CodeDepthLimit, fmt.Errorf("delegate: this session is at delegation depth %d, the limit", m.depth())
 	}
+	if code, err := m.checkHandle(d); err != nil {
+		return code, err
+	}
+	if _, err := wire.Encode(wire.Current(), m.delegation(t, d, Handle{Handle: d.Handle, Generation: 1})); err != nil {
+		return CodeDelegateInvalid, fmt.Errorf("delegate: %w", err)
+	}
+	return "", nil
+}
+
+// checkHandle checks that d's handle can take a delegation: an open one
+// that is parked (and on d's deployment), or room for a new one.
+func (m *Machine) checkHandle(d *Delegate) (string, error) {
 	if i := m.handleIndex(d.Handle); i >= 0 && m.snap.Handles[i].State != wire.HandleClosed {
 		return m.checkContinue(m.snap.Handles[i], d)
 	}
@@ -137,9 +149,6 @@ func (m *Machine) checkChildren(t *Turn, r StepResult) (string, error) {
 	}
 	if m.handleIndex(d.Handle) < 0 && len(m.snap.Handles) >= maxHandleNames {
 		return CodeHandleLimit, fmt.Errorf("delegate: %d handle names used (reuse a closed name)", maxHandleNames)
-	}
-	if _, err := wire.Encode(wire.Current(), m.delegation(t, d, Handle{Handle: d.Handle, Generation: 1})); err != nil {
-		return CodeDelegateInvalid, fmt.Errorf("delegate: %w", err)
 	}
 	return "", nil
 }

@@ -629,3 +629,21 @@ func TestSendsDoneClearsSends(t *testing.T) {
 		t.Fatalf("boot after SendsDone sent %v (%v)", sendsOf(boot), err)
 	}
 }
+
+// A delegation whose message the inbox cannot carry fails the step
+// (delegate_invalid) for a parked handle as for a new one, and changes no
+// handle.
+func TestDelegateInvalidMessage(t *testing.T) {
+	p, _ := delegated(t, false, runtime.OutcomeDone)
+	p.recv(result(p.handle("h"), "ok"))
+	before := p.handle("h")
+	p.deliver("again")
+	bad := &runtime.Delegate{Handle: "h", Payloads: []wire.Payload{{}}} // a payload that carries nothing
+	effs := p.step(runtime.StepResult{Outcome: runtime.OutcomeDone, Delegate: bad})
+	if code := errorCode(t, effs); code != runtime.CodeDelegateInvalid {
+		t.Fatalf("code %q, want delegate_invalid", code)
+	}
+	if h := p.handle("h"); h != before || len(sendsOf(effs)) != 0 {
+		t.Fatalf("handle %+v (was %+v), sends %v", h, before, sendsOf(effs))
+	}
+}
