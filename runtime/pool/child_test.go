@@ -2,9 +2,11 @@ package pool
 
 import (
 	"testing"
+	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/wire"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // A waited delegation: the parent's /spawn creates one child on its own
@@ -13,7 +15,8 @@ import (
 func TestSpawnWaitsForChild(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.owner("v1", "p1")
+	reg := prometheus.NewRegistry()
+	e.owner("v1", "p1", func(c *Config) { c.Registerer = reg })
 	id := e.Start("v1").SessionID
 	e.Send(id, stamped("s1", "v1", "/spawn r hello"))
 	evs := e.WaitOutput(id, "child r: hello")
@@ -34,4 +37,33 @@ func TestSpawnWaitsForChild(t *testing.T) {
 	}
 	e.CheckStream(evs)
 	e.CheckStream(cevs)
+	got := gather(t, reg)
+	if got[`baton_owner_session_sends_total{kind="deliver",result="sent"}`] != 1 ||
+		got[`baton_owner_session_sends_total{kind="child.result",result="sent"}`] != 1 {
+		t.Fatalf("send metrics %v", got)
+	}
+}
+
+// A session whose last commit sent something commits its checkpoint
+// without those sends before it hibernates, so the wakes that boot it
+// later do not send them again.
+func TestHibernationClearsSends(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1", hibernating(200*time.Millisecond, 0))
+	id := e.Start("v1").SessionID
+	e.Send(id, stamped("s1", "v1", "/spawnbg r hello"))
+	child := wire.ChildSessionID(id, "r", 1)
+	e.WaitOutput(child, "hello")
+	e.waitHibernated(id)
+	e.waitHibernated(child)
+	for _, sid := range []string{id, child} {
+		if _, snap := e.session(sid); len(snap.Sends) != 0 {
+			t.Fatalf("session %s hibernated with sends %+v", sid, snap.Sends)
+		}
+	}
+	_, snap := e.session(id)
+	if len(snap.Handles) != 1 || snap.Handles[0].State != wire.HandleParked {
+		t.Fatalf("parent handles %+v", snap.Handles)
+	}
 }

@@ -31,6 +31,7 @@ type metrics struct {
 	fences       prometheus.Counter       // self-fencing
 	stepFailures *prometheus.CounterVec   // failed steps by code
 	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
+	sends        *prometheus.CounterVec   // commands for other sessions by kind and result
 	mu           sync.Mutex
 	stats        Stats
 }
@@ -106,13 +107,17 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_live_events_total",
 			Help: "Live events (message.delta, message.discarded) by result: published, failed (the connection refused the publish), dropped (a step's live buffer was full).",
 		}, []string{"result"}),
+		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_session_sends_total",
+			Help: "Commands this process's sessions sent other sessions (subagents: deliver, cancel, end, child.result, child.waiting, child.resumed), by kind and result: sent (stored in the receiver's inbox; a new child created first), dropped (the receiver has ended), retried (an attempt that failed and was retried).",
+		}, []string{"kind", "result"}),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	if reg == nil {
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.stepFailures, m.live,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.stepFailures, m.live, m.sends,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -232,3 +237,8 @@ func (m *metrics) LiveDropped(n int) { m.live.WithLabelValues("dropped").Add(flo
 
 // InboxLag observes how long a command waited in the inbox.
 func (m *metrics) InboxLag(d time.Duration) { m.inboxLag.Observe(d.Seconds()) }
+
+// sent counts one send to another session by kind and result.
+func (m *metrics) sent(kind wire.Kind, result string) {
+	m.sends.WithLabelValues(string(kind), result).Inc()
+}

@@ -67,6 +67,9 @@ func (o *Owner) sendOne(ctx context.Context, from string, s runtime.Send) error 
 			return backoff.Permanent(ErrFenced)
 		}
 		err := o.trySend(ctx, from, s)
+		if err != nil && ctx.Err() == nil {
+			o.metrics.sent(s.Command.Kind, "retried")
+		}
 		if attempt++; err != nil && attempt%10 == 1 {
 			o.log.Warn("send to a session failed; retrying", "from", from, "to", s.SessionID, "kind", s.Command.Kind, "attempt", attempt, "err", err)
 		}
@@ -93,6 +96,7 @@ func (o *Owner) trySend(ctx context.Context, from string, s runtime.Send) error 
 		return fmt.Errorf("publish %s to %s: %w", s.Command.Kind, s.SessionID, err)
 	}
 	o.sendWake(dep, protocol.WakeRequest{SessionID: s.SessionID, Source: protocol.WakeChild})
+	o.metrics.sent(s.Command.Kind, "sent")
 	return nil
 }
 
@@ -162,6 +166,7 @@ func (o *Owner) startChild(ctx context.Context, s runtime.Send) (protocol.StartR
 // not stay active for ever); anything else is dropped.
 func (o *Owner) receiverGone(ctx context.Context, from string, s runtime.Send) error {
 	c := s.Command
+	o.metrics.sent(c.Kind, "dropped")
 	if c.Kind != wire.KindDeliver || c.ParentSessionID != from {
 		o.log.Debug("command for an ended session dropped", "from", from, "to", s.SessionID, "kind", c.Kind)
 		return nil
