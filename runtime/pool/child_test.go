@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,35 @@ func TestHibernationClearsSends(t *testing.T) {
 	_, snap := e.session(id)
 	if len(snap.Handles) != 1 || snap.Handles[0].State != wire.HandleParked {
 		t.Fatalf("parent handles %+v", snap.Handles)
+	}
+}
+
+// Delegating to a deployment that does not read the child commands (no
+// deployment record, or one that advertises inbox version 1 only) is a
+// failed step with code child_unsupported: no handle opens, nothing is
+// sent, the session goes on.
+func TestDelegateToOlderDeploymentUnsupported(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	if err := e.Store.AdvertiseDeployment(t.Context(), "old", []int{1}, []int{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	id := e.Start("v1").SessionID
+	for i, dep := range []string{"old", "nosuch"} {
+		cid := "s" + dep
+		e.Send(id, stamped(cid, "v1", "/spawn r@"+dep+" hello"))
+		errs := harness.AllData[wire.ErrorData](t, e.WaitKind(id, wire.EventErrorKind, i+1), wire.EventErrorKind)
+		if d := errs[i]; d.Code != wire.CodeChildUnsupported || !strings.Contains(d.Message, dep) {
+			t.Fatalf("error event %+v, want code child_unsupported naming %s", d, dep)
+		}
+	}
+	e.Send(id, stamped("after", "v1", "after"))
+	evs := e.WaitOutput(id, "after")
+	if n := harness.Count(evs, wire.EventChildStarted); n != 0 {
+		t.Fatalf("%d child.started", n)
+	}
+	if _, snap := e.session(id); len(snap.Handles) != 0 {
+		t.Fatalf("handles %+v", snap.Handles)
 	}
 }
