@@ -46,13 +46,22 @@ func (h host) ReadsInbox(ctx context.Context, deployment string, v int) (bool, e
 		return v <= wire.CurrentVersion, nil
 	}
 	d, _, err := h.o.cfg.Store.GetDeployment(ctx, deployment)
+	if err == nil && slices.Contains(d.WireVersions, v) {
+		return true, nil
+	}
+	if err != nil && !errors.Is(err, record.ErrNotFound) {
+		return false, err
+	}
+	// A direct get is a hint that may lag on a cluster: "no" is confirmed
+	// by the leader.
+	vs, err := h.o.cfg.Store.DeploymentReads(ctx, deployment)
 	if errors.Is(err, record.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return slices.Contains(d.WireVersions, v) && !d.Retired, nil
+	return slices.Contains(vs, v), nil
 }
 
 // sendOne retries one send until it is stored, dropped or the session
