@@ -107,10 +107,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_live_events_total",
 			Help: "Live events (message.delta, message.discarded) by result: published, failed (the connection refused the publish), dropped (a step's live buffer was full).",
 		}, []string{"result"}),
-		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "baton_owner_session_sends_total",
-			Help: "Commands this process's sessions sent other sessions (subagents: deliver, cancel, end, child.result, child.waiting, child.resumed), by kind and result: sent (stored in the receiver's inbox; a new child created first), dropped (the receiver has ended), retried (an attempt that failed and was retried).",
-		}, []string{"kind", "result"}),
+		sends: newSendsMetric(),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	if reg == nil {
@@ -237,6 +234,13 @@ func (m *metrics) LiveDropped(n int) { m.live.WithLabelValues("dropped").Add(flo
 
 // InboxLag observes how long a command waited in the inbox.
 func (m *metrics) InboxLag(d time.Duration) { m.inboxLag.Observe(d.Seconds()) }
+
+func newSendsMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_owner_session_sends_total",
+		Help: "Commands this process's sessions sent other sessions (subagents: deliver, cancel, end, child.result, child.waiting, child.resumed), by kind and result: sent (stored in the receiver's inbox; a new child created first), dropped (the receiver has ended), retried (an attempt that failed and was retried).",
+	}, []string{"kind", "result"})
+}
 
 // sent counts one send to another session by kind and result.
 func (m *metrics) sent(kind wire.Kind, result string) {
