@@ -2,7 +2,6 @@ package ingress
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/baton-rt/baton/record"
@@ -35,14 +34,14 @@ func (s *Server) endFamily(ctx context.Context, a *attached, rec record.SessionR
 		if h.State == wire.HandleClosed || h.ChildSessionID == "" || depth > wire.MaxDepth {
 			continue
 		}
-		c := s.runtimeCommand(wire.KindEnd, rec.SessionID+"/close/"+h.Handle+"."+strconv.Itoa(h.Generation))
+		c := s.runtimeCommand(wire.KindEnd, wire.CloseCommandID(rec.SessionID, h.Handle, h.Generation))
 		c.ParentSessionID, c.Handle, c.Depth = rec.SessionID, h.Handle, depth
 		if s.sendFamily(ctx, a, h.ChildSessionID, c) {
 			ended = append(ended, h.ChildSessionID)
 		}
 	}
 	if p := cp.Parent; p != nil && cp.Turn.Live && cp.Turn.Delegated {
-		c := s.runtimeCommand(wire.KindChildResult, rec.SessionID+"/"+cp.Turn.ID+"/result")
+		c := s.runtimeCommand(wire.KindChildResult, wire.ResultCommandID(rec.SessionID, cp.Turn.ID))
 		c.ChildResult = &wire.ChildResult{Handle: p.Handle, ChildSessionID: rec.SessionID, CommandID: cp.Turn.CommandID,
 			TurnID: cp.Turn.ID, Outcome: wire.ChildCancelled, Outputs: cp.Turn.Outputs, Ended: wire.EndTerminated}
 		s.sendFamily(ctx, a, p.SessionID, c)

@@ -224,8 +224,10 @@ func TestDrainReportFamily(t *testing.T) {
 	}
 }
 
-// An operator's end of a quarantined parent ends its open children (end,
-// reason closed) and leaves a closed handle's alone.
+// A quarantined parent with an active child is not retried elsewhere
+// without force; an operator's end of it ends its open children (end,
+// reason closed; one that does not exist is skipped) and leaves a closed
+// handle's alone.
 func TestEndQuarantinedParentEndsChildren(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -233,6 +235,7 @@ func TestEndQuarantinedParentEndsChildren(t *testing.T) {
 	child := e.create(`{}`).SessionID
 	cp := &wire.Checkpoint{Handles: []wire.HandleState{
 		{Handle: "h1", Generation: 1, ChildSessionID: child, DeploymentID: "v1", State: wire.HandleParked},
+		{Handle: "h2", Generation: 1, ChildSessionID: "fam-absent", DeploymentID: "v1", State: wire.HandleActive, TurnID: "t1", CommandID: "c1"},
 		{Handle: "h3", Generation: 2, ChildSessionID: "fam-gone", DeploymentID: "v1", State: wire.HandleClosed},
 	}}
 	e.handSession("fam-q", "v9", 2, 2, cp)
@@ -243,6 +246,9 @@ func TestEndQuarantinedParentEndsChildren(t *testing.T) {
 	if _, err := e.Store.UpdateSession(t.Context(), rec, cur.Revision); err != nil {
 		t.Fatal(err)
 	}
+
+	// An active child is a live wait: no unforced retry elsewhere.
+	checkError(t, e, http.MethodPost, "/v1/admin/sessions/fam-q/retry", `{"deploymentId":"v1"}`, adminToken, http.StatusConflict, "waits_pending")
 
 	var end ingress.Ended
 	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/fam-q/end", ``, http.StatusOK, &end)

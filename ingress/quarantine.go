@@ -147,9 +147,9 @@ func (s *Server) checkRetryTarget(ctx context.Context, a *attached, rec record.S
 	case err != nil:
 		return &Error{Err: ErrConflict, Detail: CodeWaitsPending,
 			Message: "the checkpoint of session " + rec.SessionID + " cannot be read here, so its waits are unknown; retry with \"force\": true to let " + dep + " cancel any live wait"}
-	case !cp.Waits.Empty():
+	case !cp.Waits.Empty() || cp.ActiveChildren() > 0:
 		return &Error{Err: ErrConflict, Detail: CodeWaitsPending,
-			Message: "session " + rec.SessionID + " has live waits (input, authorization or tasks); retry with \"force\": true to cancel them on " + dep}
+			Message: "session " + rec.SessionID + " has live waits (input, authorization, tasks or active children); retry with \"force\": true to cancel them on " + dep}
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func (m *Machine) remember(c Command) {
 	case KindTaskResult:
 		e = typedEntry(EntryTaskResult, c.TaskID+": "+jsonText(c.Value)+c.TaskError)
 	case KindChildResult:
-		e = typedEntry(EntryChildResult, childText(c.Child))
+		e = typedEntry(EntryChildResult, ChildResultText(c.Child))
 	default:
 		e = deliveryEntry(c)
 	}

@@ -91,15 +91,7 @@ func (m *Machine) openHandles() int {
 }
 
 // activeChildren is what keeps the session busy with its children.
-func (m *Machine) activeChildren() int {
-	n := len(m.snap.ChildWaits)
-	for _, h := range m.snap.Handles {
-		if h.State == wire.HandleActive {
-			n++
-		}
-	}
-	return n
-}
+func (m *Machine) activeChildren() int { return wire.ActiveChildren(m.snap.Handles, m.snap.ChildWaits) }
 
 // waitsOnChild reports whether turn t is parked on a child's result.
 func (m *Machine) waitsOnChild(t *Turn) bool {
@@ -207,9 +199,10 @@ func (m *Machine) toChild(k Kind, id string, h Handle) wire.Command {
 	}
 }
 
-// toParent is a command of this (child) session's runtime for its parent.
-func (m *Machine) toParent(k Kind, id string) wire.Command {
-	return wire.Command{V: wire.CurrentVersion, Kind: k, ID: commandID(m.cfg.SessionID + "/" + id),
+// toParent is a command of this (child) session's runtime for its parent,
+// its ID <this session>/<suffix> (bounded).
+func (m *Machine) toParent(k Kind, suffix string) wire.Command {
+	return wire.Command{V: wire.CurrentVersion, Kind: k, ID: commandID(m.cfg.SessionID + "/" + suffix),
 		AcceptedDeploymentID: m.cfg.Deployment, AcceptedAt: m.now.UTC()}
 }
 
@@ -266,7 +259,7 @@ func (m *Machine) closeHandle(i int) {
 		return
 	}
 	h := &m.snap.Handles[i]
-	m.send(h.ChildSessionID, m.toChild(KindEnd, m.cfg.SessionID+"/close/"+h.Handle+"."+itoa(h.Generation), *h))
+	m.send(h.ChildSessionID, m.toChild(KindEnd, wire.CloseCommandID(m.cfg.SessionID, h.Handle, h.Generation), *h))
 	h.State, h.TurnID, h.CommandID, h.Wait = wire.HandleClosed, "", "", false
 	m.dropChildWaits(h.Handle)
 	m.emit(wire.ChildClosed{Handle: h.Handle, ChildSessionID: h.ChildSessionID})
@@ -470,7 +463,8 @@ func (m *Machine) reportTurn(t *Turn, outcome, errText, ended string) {
 		return
 	}
 	t.Delegated = false
-	c := m.toParent(KindChildResult, t.ID+"/result")
+	c := m.toParent(KindChildResult, "")
+	c.ID = wire.ResultCommandID(m.cfg.SessionID, t.ID)
 	c.ChildResult = &wire.ChildResult{
 		Handle: p.Handle, ChildSessionID: m.cfg.SessionID, CommandID: t.CommandID, TurnID: t.ID,
 		Outcome: outcome, Outputs: slices.Clone(t.Outputs), Usage: t.Usage, Error: clipText(errText, 4096), Ended: ended,
@@ -498,20 +492,18 @@ func (m *Machine) reportWait(t *Turn, requestID, attemptID, question string, res
 	m.send(p.SessionID, c)
 }
 
-// childText is the history text of a child.result: "child <handle>: <the
-// outputs>", with the outcome when it is not done.
-func childText(ch *wire.ChildRef) string {
-	var b strings.Builder
-	b.WriteString("child " + ch.Handle)
+// ChildResultText is how a child.result reads (its history entry; the
+// demo agent's output): "child <handle>: <the outputs, one per line>", the
+// outcome in parentheses when it is not done, then the error if any.
+func ChildResultText(ch *wire.ChildRef) string {
+	if ch == nil {
+		return "child result"
+	}
+	head := "child " + ch.Handle
 	if ch.Outcome != wire.ChildDone {
-		b.WriteString(" (" + ch.Outcome + ")")
+		head += " (" + ch.Outcome + ")"
 	}
-	b.WriteString(": ")
-	b.WriteString(strings.Join(ch.Outputs, "\n"))
-	if ch.Error != "" {
-		b.WriteString(ch.Error)
-	}
-	return b.String()
+	return head + ": " + strings.TrimSpace(strings.Join(ch.Outputs, "\n")+" "+ch.Error)
 }
 
 // commandID keeps a derived command ID within wire's 128 characters: a

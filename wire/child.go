@@ -256,12 +256,31 @@ func (HandoffSkippedV2) DataVersion() int { return 2 }
 
 // ActiveChildren counts what keeps a session busy with its children: its
 // active handles and its descendants' outstanding waits.
-func (c *Checkpoint) ActiveChildren() int {
-	n := len(c.ChildWaits)
-	for _, h := range c.Handles {
+func (c *Checkpoint) ActiveChildren() int { return ActiveChildren(c.Handles, c.ChildWaits) }
+
+// ActiveChildren is the count of active handles plus outstanding
+// descendant waits: the idle rule's child reason, wherever the handles
+// are read (a checkpoint, the machine's snapshot).
+func ActiveChildren(handles []HandleState, waits []ChildWait) int {
+	n := len(waits)
+	for _, h := range handles {
 		if h.State == HandleActive {
 			n++
 		}
 	}
 	return n
+}
+
+// CloseCommandID is the ID of the end a parent sends the child of handle
+// at generation when it closes it; ResultCommandID is the ID of the
+// child.result a child sends for its delegated turn. Every producer (the
+// machine, the ingress's end of a quarantined session) uses them, so the
+// receiver deduplicates one producer's command against the other's.
+func CloseCommandID(parentSessionID, handle string, generation int) string {
+	return parentSessionID + "/close/" + handle + "." + strconv.Itoa(generation)
+}
+
+// ResultCommandID: see CloseCommandID.
+func ResultCommandID(childSessionID, turnID string) string {
+	return childSessionID + "/" + turnID + "/result"
 }

@@ -149,7 +149,7 @@ func render(c runtime.Command) string {
 	case runtime.KindTaskResult:
 		return "task " + c.TaskID + ": " + string(c.Value) + c.TaskError
 	case runtime.KindChildResult:
-		return childText(c)
+		return runtime.ChildResultText(c.Child)
 	}
 	return c.Text
 }
@@ -160,24 +160,6 @@ func delegate(arg string, wait bool) *runtime.Delegate {
 	handle, text, _ := strings.Cut(arg, " ")
 	handle, dep, _ := strings.Cut(handle, "@")
 	return &runtime.Delegate{Handle: handle, DeploymentID: dep, Text: strings.TrimSpace(text), Wait: wait}
-}
-
-// childText renders a child's result: "child <handle>: <its output>", the
-// outcome in parentheses when it is not done.
-func childText(c runtime.Command) string {
-	ch := c.Child
-	if ch == nil {
-		return "child result"
-	}
-	head := "child " + ch.Handle
-	if ch.Outcome != "done" {
-		head += " (" + ch.Outcome + ")"
-	}
-	text := strings.Join(ch.Outputs, "\n")
-	if ch.Error != "" {
-		text = strings.TrimSpace(text + " " + ch.Error)
-	}
-	return head + ": " + text
 }
 
 // effects makes n journaled calls (arg "<n> <dur>", n ≤ 64), each

@@ -1,6 +1,8 @@
 package pool
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +98,31 @@ func TestDelegateToOlderDeploymentUnsupported(t *testing.T) {
 	}
 	if _, snap := e.session(id); len(snap.Handles) != 0 {
 		t.Fatalf("handles %+v", snap.Handles)
+	}
+}
+
+// A parent whose owner's deployment was retired is not adopted without
+// force while its child works for it: an active handle is a live wait
+// (no live wait crosses deployments silently).
+func TestAdoptionRefusesActiveChild(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p1 := e.owner("v1", "p1")
+	e.owner("v1c", "pc")
+	id := e.Start("v1").SessionID
+	e.Send(id, stamped("s1", "v1", "/spawn r@v1c /sleep 20s"))
+	kid := wire.ChildSessionID(id, "r", 1)
+	e.Eventually(wait, "the child's sleep step running", func() bool { return slices.Contains(e.stepRuns(kid), "t1/1 pc") })
+	if _, _, err := e.Store.RetireDeployment(t.Context(), "v1"); err != nil {
+		t.Fatal(err)
+	}
+	_ = p1.Stop()
+	o2 := e.owner("v2", "p2", hibernating(time.Hour, 0))
+	cur := e.Record(id)
+	if claimed, err := o2.adoptRetired(t.Context(), cur); claimed || !errors.Is(err, ErrWaitsPending) {
+		t.Fatalf("adoption of a parent with an active child: claimed %v, err %v; want ErrWaitsPending", claimed, err)
+	}
+	if r := e.Record(id).Record; r.DeploymentID != "v1" {
+		t.Fatalf("parent adopted by %s while its child works", r.DeploymentID)
 	}
 }

@@ -68,8 +68,9 @@ func (o *Owner) adoptable(ctx context.Context, rec record.SessionRecord) bool {
 }
 
 // ErrWaitsPending refuses an unforced adoption of a session with a live
-// wait (input, authorization, task): only an operator's forced move takes
-// it across deployments, cancelling its waits.
+// wait (input, authorization, task, an active child or a descendant's
+// wait): only an operator's forced move takes it across deployments,
+// cancelling its waits (and its children's turns).
 var ErrWaitsPending = errors.New("driver: session of a retired deployment has pending waits; move it with force")
 
 // adoptRetired claims a session of a retired deployment, or one an
@@ -86,7 +87,8 @@ func (o *Owner) adoptRetired(ctx context.Context, cur record.Session) (bool, err
 		return o.load(ctx, id, runtime.BootAdopt, &cur, &runtime.AdoptInfo{})
 	}
 	w := d.Snap.Waits
-	waits := w.Input != nil || w.Auth != nil || len(w.Tasks) > 0
+	waits := w.Input != nil || w.Auth != nil || len(w.Tasks) > 0 ||
+		wire.ActiveChildren(d.Snap.Handles, d.Snap.ChildWaits) > 0
 	force := cur.Record.Retry != nil && cur.Record.Retry.Force
 	if waits && !force {
 		tokens, err := session.EncodedTokens(id, d.Snap.Aliases)
