@@ -3,7 +3,10 @@
 // with the hook and handoff-marker records, the ownership value, and every
 // pure transition between record states: claim, stage, reclaim, activate,
 // release, hibernate, adopt, confirm and end, and the quarantine's: fail (a
-// boot that failed before its claim), quarantine, retry and terminate. It also holds the sentinels
+// boot that failed before its claim), refuse (a run whose own commit was
+// refused), quarantine, retry and terminate, with the boot-attempt rule
+// (Attempt, and the mark every claim leaves until its run's first commit,
+// Unsettled). It also holds the sentinels
 // the ownership protocol speaks (ErrConflict, ErrNotFound, ErrExists,
 // ErrInvalid, ErrTooLarge and *OwnedError).
 //

@@ -39,25 +39,71 @@ type Appended struct {
 	Event json.RawMessage
 }
 
+// Quarantine errors of a run that stopped because the store refused its
+// own commit (Refused): the commit was larger than the bucket accepts, or
+// refused as invalid. The error a quarantine records starts with the code.
+const (
+	CommitTooLarge = "commit_too_large"
+	CommitInvalid  = "commit_invalid"
+	// maxCauseBytes bounds the cause Refused keeps.
+	maxCauseBytes = 1024
+)
+
 // Boot is what a claimer knows of the session it claims: the state its
 // checkpoint settles to (active or paused), whether the checkpoint shows a
 // step in flight (an admitted turn whose step had not committed: the
-// previous owner vanished mid-step), and the claimer's clock.
+// previous owner vanished mid-step), whether the run the record names
+// stopped while its process lived, and the claimer's clock.
 type Boot struct {
 	Settled  State
 	InFlight bool
-	At       time.Time
+	// Lived: the claimer is the process that ran the run the record names,
+	// and saw that run stop (a fence, a failed run): its end was no death.
+	Lived bool
+	At    time.Time
 }
 
-// Attempt is the boot attempt a claim of r would count: r.BootAttempts+1
-// when the record shows work in flight (inFlight, or attempts that never
-// settled), else 0 (a settled session's claim does not count: its
-// process's death was not its doing).
-func Attempt(r SessionRecord, inFlight bool) int {
-	if inFlight || r.BootAttempts > 0 {
+// Attempt is the boot attempt a claim of r runs as; above r.BootAttempts
+// it counts one more, 0 is no suspect. The claim counts the end of the run
+// the record names as a death that may be the session's doing —
+// r.BootAttempts+1 — when that run had a step in flight (b.InFlight), had
+// not reached its first commit since its claim (Unsettled: the mark every
+// claim leaves), or followed attempts that never settled. A run known to
+// have stopped while its process lived (b.Lived, or a record that names no
+// run: released, or let go after a refused commit) is no death: the claim
+// runs as r.BootAttempts, still a suspect after unsettled attempts.
+func Attempt(r SessionRecord, b Boot) int {
+	switch {
+	case b.Lived || r.OwnerRunID == "":
+		return r.BootAttempts
+	case b.InFlight || r.BootAttempts > 0 || Unsettled(r):
 		return r.BootAttempts + 1
 	}
 	return 0
+}
+
+// Alone reports whether a suspect boot (attempt n > 0, Attempt's) must run
+// alone among its process's suspects: when its last run died with a step
+// in flight (b.InFlight: a step that may kill its process again), or when
+// its next death would quarantine it (n >= quarantineAfter-1). Below that,
+// a boot counted only because its last run vanished while loading runs
+// side by side with other boots: one more death costs it a count, never
+// its quarantine, and the sessions a process had just been handed when it
+// died (a rollout's handoffs) are not booted one by one. A session that
+// does kill every process that loads it still reaches quarantineAfter-1 and
+// then runs alone, so its innocent neighbours settle before it runs again.
+func Alone(b Boot, n, quarantineAfter int) bool {
+	return n > 0 && (b.InFlight || n >= quarantineAfter-1)
+}
+
+// Unsettled reports the mark a claim leaves: the record names a live run
+// (active or paused) that has written nothing since its claim — its writer
+// stamp is the claim's, counter 0. Its first commit, or its hibernation,
+// clears the mark. A claim that finds the mark knows that run vanished
+// while loading the session.
+func Unsettled(r SessionRecord) bool {
+	return r.OwnerRunID != "" && r.Writer == r.OwnerRunID && r.WriteCounter == 0 &&
+		(r.State == StateActive || r.State == StatePaused)
 }
 
 // Failure is the error a quarantine records: the last error seen, or
@@ -78,6 +124,33 @@ func Failed(r SessionRecord, cause, writer string, at time.Time) (SessionRecord,
 	}
 	r.BootAttempts++
 	r.LastBootError, r.BootAttemptAt = cause, at
+	r.Writer, r.WriteCounter = writer, 0
+	r.UpdatedAt = time.Time{}
+	return r, nil
+}
+
+// Refused records that the owner run by stops because the store refused
+// its own commit (too large, invalid; cause names it, led by CommitTooLarge
+// or CommitInvalid): the attempt is counted with cause as the last error,
+// and the run lets the session go — no owner process or run, writer stamp
+// writer — so the next claim, by any process, counts no death for it
+// (Attempt) and a quarantine that follows names cause, not ProcessDied.
+func Refused(r SessionRecord, by Ownership, cause, writer string, at time.Time) (SessionRecord, error) {
+	if err := held("refuse", r, by); err != nil {
+		return SessionRecord{}, err
+	}
+	if err := parked("refuse", r); err != nil {
+		return SessionRecord{}, err
+	}
+	if r.State == StateHandoff {
+		return SessionRecord{}, refuse("refuse", r, "mid-handoff: the handoff transaction settles it")
+	}
+	if len(cause) > maxCauseBytes {
+		cause = cause[:maxCauseBytes-3] + "..."
+	}
+	r.BootAttempts++
+	r.LastBootError, r.BootAttemptAt = cause, at
+	r.OwnerProcess, r.OwnerRunID = "", ""
 	r.Writer, r.WriteCounter = writer, 0
 	r.UpdatedAt = time.Time{}
 	return r, nil

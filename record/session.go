@@ -51,13 +51,16 @@ type SessionRecord struct {
 	Handoff      *HandoffOutcome `json:"handoff,omitempty"` // last handoff
 	UpdatedAt    time.Time       `json:"updatedAt"`
 	// BootAttempts counts the boot attempts since the session was last
-	// settled (docs/driver.md, "Quarantine"): a claim of a record that
-	// shows work in flight, or an attempt that failed before its claim.
-	// A commit that shows progress (Commit) resets it.
+	// settled (docs/driver.md, "Quarantine"): a claim that finds the
+	// named run may have died of the session (Attempt: a step in flight,
+	// or a run that never reached its first commit), an attempt that
+	// failed before its claim (Failed), or a run whose own commit the store
+	// refused (Refused). A commit that shows progress (Commit) resets it.
 	BootAttempts int `json:"bootAttempts,omitempty"`
 	// LastBootError is the error of the last attempt that failed before
-	// its claim; a counted claim clears it (that run, if it vanished,
-	// died with its process: ProcessDied).
+	// its claim, or of the run whose commit was refused; a counted claim
+	// clears it (that run, if it vanished, died with its process:
+	// ProcessDied).
 	LastBootError string `json:"lastBootError,omitempty"`
 	// BootAttemptAt is when the last attempt was counted: the origin of the
 	// backoff before the next one.

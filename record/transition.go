@@ -57,7 +57,7 @@ var ErrTransition = errors.New("record: transition refused")
 // TransitionError is a refused transition: the record is not in a state the
 // transition may start from, or is held by another run. Nothing changes.
 type TransitionError struct {
-	Transition string // claim, stage, reclaim, activate, release, hibernate, commit, fail, quarantine, retry, terminate
+	Transition string // claim, stage, reclaim, activate, release, hibernate, commit, fail, refuse, quarantine, retry, terminate
 	SessionID  string
 	From       State  // the record's state
 	Epoch      uint64 // the record's epoch
@@ -105,8 +105,10 @@ func own(r SessionRecord, o Owner, epoch uint64) SessionRecord {
 // source died is adopted first (see Adopt). A hibernated or adopted record
 // becomes settled (active or paused, as its checkpoint says, b.Settled); an
 // ended record stays ended (the claimer repeats its idempotent clean-up).
-// The claim counts a boot attempt when the record shows work in flight
-// (Attempt), in the same write; it uses up an operator's retry target. A
+// The claim counts a boot attempt when the run the record names may have
+// died of the session (Attempt), in the same write, and leaves its own
+// mark (Unsettled) until its run's first commit; it uses up an operator's
+// retry target. A
 // quarantined record is never claimed, nor one retried on another
 // deployment than o's.
 func Claim(r SessionRecord, o Owner, b Boot) (SessionRecord, error) {
@@ -121,7 +123,7 @@ func Claim(r SessionRecord, o Owner, b Boot) (SessionRecord, error) {
 	case r.Retry != nil && r.Retry.DeploymentID != o.Deployment:
 		return SessionRecord{}, refuse("claim", r, "retried on deployment %s, not %s", r.Retry.DeploymentID, o.Deployment)
 	}
-	if n := Attempt(r, b.InFlight); n > 0 {
+	if n := Attempt(r, b); n > r.BootAttempts {
 		r.BootAttempts, r.LastBootError, r.BootAttemptAt = n, "", b.At
 	}
 	r = Adopt(r)
@@ -180,9 +182,11 @@ func Activate(r SessionRecord, o Owner, m Marker) (SessionRecord, error) {
 	return r, nil
 }
 
-// Release is an operator's fenced takeover of a wedged session: no owner
-// process or run, a writer no run uses; the epoch stays, so the next
-// claim (any process of the deployment) takes it at epoch+1.
+// Release is an operator's fenced takeover of a wedged session, or a
+// fenced process letting go of a run its fence stopped (its CAS at the
+// run's revision is the fence): no owner process or run, a writer no run
+// uses; the epoch stays, so the next claim (any process of the
+// deployment) takes it at epoch+1 and counts no death (Attempt).
 func Release(r SessionRecord, writer string) (SessionRecord, error) {
 	switch r.State {
 	case StateEnded:

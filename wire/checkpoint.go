@@ -25,7 +25,9 @@ import (
 //	   another kind than sleep, or with an input)
 //	5  subagents: handles, childWaits, parent, sends, turn.delegated and
 //	   turn.outputs, turn.inputs[].parent and child
-const CurrentStateVersion = 5
+//	6  pending child sends: pendingSends (a child-creating send retried
+//	   in the background, with the start of its timeout)
+const CurrentStateVersion = 6
 
 // MinStateVersion is the oldest checkpoint state version this build reads.
 const MinStateVersion = 1
@@ -90,6 +92,10 @@ type Checkpoint struct {
 	ChildWaits []ChildWait   `json:"childWaits,omitempty"`
 	Parent     *ParentRef    `json:"parent,omitempty"`
 	Sends      []Send        `json:"sends,omitempty"`
+	// PendingSends are the child-creating sends that have not left yet
+	// (state version 6): kept across commits until the child is created
+	// or the send fails.
+	PendingSends []PendingSend `json:"pendingSends,omitempty"`
 
 	// Started is set by the first commit (session.started recorded); Ended
 	// names the end reason (done, expired, failed) once finalized.

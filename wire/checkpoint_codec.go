@@ -48,6 +48,13 @@ var frozenCheckpointV4 []byte
 
 var checkpointV4 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v4.json", frozenCheckpointV4) })
 
+// frozenCheckpointV5 is state version 5's frozen schema, likewise.
+//
+//go:embed testdata/schema_checkpoint_v5.json
+var frozenCheckpointV5 []byte
+
+var checkpointV5 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v5.json", frozenCheckpointV5) })
+
 func mustCompile(name string, raw []byte) *contract {
 	c, err := compileContract(schemaBase+name, raw)
 	if err != nil {
@@ -68,6 +75,8 @@ func checkpointContract(v int) *contract {
 		return checkpointV3()
 	case 4:
 		return checkpointV4()
+	case 5:
+		return checkpointV5()
 	}
 	return checkpointCurrent()
 }
@@ -92,8 +101,8 @@ func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 //
-// The state version is the lowest that expresses the content: 5 when it
-// uses subagents (handles, child waits, a parent, sends, a delegated
+// The state version is the lowest that expresses the content: 6 when a
+// child send is pending, else 5 when it uses subagents (handles, child waits, a parent, sends, a delegated
 // turn), else 4 for tasks of kinds, else 3 when it uses the agent API's
 // content (structured history, full payloads, usage), else 2 when
 // something is out of line (stateRef, an input's textRef), else 1.
@@ -186,6 +195,8 @@ func stateVersionOf(doc map[string]any) (int, error) {
 // lowestVersion is the lowest state version that can express c.
 func (c *Checkpoint) lowestVersion() int {
 	switch {
+	case c.usesPendingSends():
+		return 6
 	case c.usesChildren():
 		return 5
 	case c.usesTaskKinds():
@@ -339,6 +350,9 @@ func (c *Checkpoint) validateRuntime() error {
 	if err := c.validateChildren(); err != nil {
 		return err
 	}
+	if err := c.validatePendingSends(); err != nil {
+		return err
+	}
 	for i, in := range c.Turn.Inputs {
 		if in.ID == "" || in.Kind == "" {
 			return fmt.Errorf("turn.inputs[%d] needs id and kind", i)
@@ -484,6 +498,7 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 		c.Turn.Inputs[i].Payloads = nilIfEmpty(slices.Clone(c.Turn.Inputs[i].Payloads))
 	}
 	normalizeChildren(&c)
+	normalizePendingSends(&c)
 	return c
 }
 

@@ -298,7 +298,7 @@ func TestCheckpointStateVersion(t *testing.T) {
 		in    string
 		wantV int
 	}{
-		{strings.Replace(string(b), `"stateV":1`, `"stateV":6`, 1), 6},
+		{strings.Replace(string(b), `"stateV":1`, fmt.Sprintf(`"stateV":%d`, CurrentStateVersion+1), 1), CurrentStateVersion + 1},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":0`, 1), 0},
 		{strings.Replace(string(b), `"stateV":1,`, ``, 1), 0},
 		{strings.Replace(string(b), `"stateV":1`, `"stateV":"1"`, 1), 0},

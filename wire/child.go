@@ -79,6 +79,12 @@ const (
 	CodeHandleBusy       = "handle_busy"       // the handle has an active delegated turn
 	CodeHandleUnknown    = "handle_unknown"    // no such open handle (close)
 	CodeDelegateInvalid  = "delegate_invalid"  // a malformed Delegate (handle name, deployment, no message, too large)
+	// CodeChildUnavailable: the child could not be created — its
+	// deployment is retired, or no owner of it answered within the
+	// child-send timeout.
+	CodeChildUnavailable = "child_unavailable"
+	// CodeChildGone: the delegation's child has ended (or cannot read it).
+	CodeChildGone = "child_gone"
 )
 
 // ChildResult is the body of child.result: the child's delegated turn
@@ -158,6 +164,25 @@ type ChildCompleted struct {
 	ChildSessionID string `json:"childSessionId" jsonschema:"minLength=1"`
 	TurnID         string `json:"turnId" jsonschema:"minLength=1"`
 	Outcome        string `json:"outcome" jsonschema:"enum=done,enum=failed,enum=cancelled"`
+}
+
+// ChildCompletedV2 is data version 2 of child.completed: version 1 plus
+// Error, the runtime's reason for a failed delegation that no child turn
+// ran (its child could not be created, or has ended). It is written only
+// with an error (LowestChildCompleted).
+type ChildCompletedV2 struct {
+	Handle         string      `json:"handle" jsonschema:"minLength=1"`
+	ChildSessionID string      `json:"childSessionId" jsonschema:"minLength=1"`
+	TurnID         string      `json:"turnId" jsonschema:"minLength=1"`
+	Outcome        string      `json:"outcome" jsonschema:"enum=done,enum=failed,enum=cancelled"`
+	Error          *ChildError `json:"error,omitempty"`
+}
+
+// ChildError is a failed delegation's error: a stable code
+// (child_unavailable, child_gone) and a message.
+type ChildError struct {
+	Code    string `json:"code" jsonschema:"enum=child_unavailable,enum=child_gone"`
+	Message string `json:"message"`
 }
 
 // ChildWaitingEvent: a descendant waits for input or an authorization;
@@ -243,6 +268,7 @@ func ChildSessionID(parentSessionID, handle string, generation int) string {
 
 func (ChildStarted) EventKind() string      { return EventChildStarted }
 func (ChildCompleted) EventKind() string    { return EventChildCompleted }
+func (ChildCompletedV2) EventKind() string  { return EventChildCompleted }
 func (ChildWaitingEvent) EventKind() string { return EventChildWaiting }
 func (ChildClosed) EventKind() string       { return EventChildClosed }
 func (SessionEndedV3) EventKind() string    { return EventSessionEnded }
@@ -250,6 +276,9 @@ func (HandoffSkippedV2) EventKind() string  { return EventHandoffSkipped }
 
 // DataVersion is the data version a SessionEndedV3 is recorded at.
 func (SessionEndedV3) DataVersion() int { return 3 }
+
+// DataVersion is the data version a ChildCompletedV2 is recorded at.
+func (ChildCompletedV2) DataVersion() int { return 2 }
 
 // DataVersion is the data version a HandoffSkippedV2 is recorded at.
 func (HandoffSkippedV2) DataVersion() int { return 2 }

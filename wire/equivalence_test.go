@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -379,6 +380,7 @@ func clone(v any) any {
 }
 
 func TestSchemaAgreement(t *testing.T) {
+	t.Parallel() // pure functions of immutable inputs
 	counts := map[verdict]int{}
 	for _, b := range commandCorpus(t) {
 		counts[agreeCommand(t, b)]++
@@ -448,8 +450,8 @@ func TestEncodeAgreement(t *testing.T) {
 // what the schema path accepts, with the same value; Decode as a whole
 // returns what the schema path returns.
 func FuzzSchemaAgreement(f *testing.F) {
-	for _, b := range commandCorpus(f) {
-		if len(b) <= 4096 {
+	for i, b := range commandCorpus(f) {
+		if len(b) <= 4096 && seeded(i) {
 			f.Add(b)
 		}
 	}
@@ -598,6 +600,7 @@ func eventCorpus(t testing.TB) [][]byte {
 }
 
 func TestEventSchemaAgreement(t *testing.T) {
+	t.Parallel() // pure functions of immutable inputs
 	regs := agreeRegistries(t)
 	counts := map[verdict]int{}
 	for _, b := range eventCorpus(t) {
@@ -617,8 +620,10 @@ func TestEventSchemaAgreement(t *testing.T) {
 // FuzzEventSchemaAgreement: for any input and registry, the typed event
 // path accepts exactly what the schema path accepts, with the same value.
 func FuzzEventSchemaAgreement(f *testing.F) {
-	for _, b := range eventCorpus(f) {
-		f.Add(b)
+	for i, b := range eventCorpus(f) {
+		if seeded(i) {
+			f.Add(b)
+		}
 	}
 	regs := agreeRegistries(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -654,7 +659,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 // genCheckpoint draws a valid checkpoint with at most one field perturbed
 // (empty, negative or out of its enum), so each constraint is met alone.
 func genCheckpoint(rt *rapid.T) Checkpoint {
-	fault := rapid.IntRange(0, 26).Draw(rt, "fault")
+	fault := rapid.IntRange(0, 30).Draw(rt, "fault")
 	str := func(n int, ok string) string {
 		if fault == n {
 			return ""
@@ -683,6 +688,9 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 	}
 	if fault > 12 || rapid.Bool().Draw(rt, "children") {
 		genChildren(&c, fault)
+	}
+	if fault > 26 || rapid.Bool().Draw(rt, "pending") {
+		genPending(&c, fault)
 	}
 	return c
 }
@@ -721,10 +729,32 @@ func genChildren(c *Checkpoint, fault int) {
 // check on the commit path) to its frozen schema: for the fixture and every
 // one-change mutation of it, DecodeCheckpoint accepts exactly what the
 // schema plus the Go rules accept.
+//
+// The versions are independent (pure functions of their own fixture), so
+// they run in parallel: the package's longest test under -race.
 func TestCheckpointSchemaAgreement(t *testing.T) {
+	t.Parallel()
 	for v := MinStateVersion; v <= CurrentStateVersion; v++ {
-		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { checkpointAgreement(t, fmt.Sprintf("testdata/checkpoint/state_v%d.json", v)) })
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			t.Parallel()
+			checkpointAgreement(t, fmt.Sprintf("testdata/checkpoint/state_v%d.json", v))
+		})
 	}
+}
+
+// seeded reports whether the corpus input at index i is a seed of an
+// agreement fuzz target: every one when fuzzing (-test.fuzz set, the
+// engine starts from them), else one in 64. Without -fuzz a fuzz target
+// runs its seeds as a plain test, and TestSchemaAgreement and
+// TestEventSchemaAgreement check the very same corpora in the same run
+// (with counts besides): the sample keeps the targets' own function
+// honest without checking every input twice.
+func seeded(i int) bool { return fuzzing() || i%64 == 0 }
+
+// fuzzing reports whether this run is fuzzing (-test.fuzz set).
+func fuzzing() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }
 
 func checkpointAgreement(t *testing.T, path string) {

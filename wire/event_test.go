@@ -68,7 +68,10 @@ var versionedSamples = []EventBody{
 	TurnCompletedV2{TurnID: "t1", StopReason: StopLimit, Usage: Usage{InputTokens: 3, CostUSD: 0.5}},
 	SessionEndedV2{Reason: EndTerminated},
 	SessionEndedV3{Reason: EndClosed},
+	ChildCompletedV2{Handle: "researcher", ChildSessionID: "sess-2", TurnID: "none", Outcome: ChildFailed,
+		Error: &ChildError{Code: CodeChildUnavailable, Message: "no owner of deployment gray answered"}},
 	HandoffSkippedV2{Reason: SkipChild, CommandID: "c4", Seq: 50, DeploymentID: "dep-1", TargetDeploymentID: "dep-2"},
+	SessionQuarantinedV2{Attempts: 1, Error: "session: checkpoint unreadable", DeploymentID: "dep-1", OutboxLost: true, CheckpointRef: ref},
 }
 
 // Every built-in data version above 1 has a sample.

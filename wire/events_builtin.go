@@ -438,6 +438,7 @@ func registerBuiltins(r *EventRegistry) error {
 		}),
 		registerBuiltin(r, EventSessionRetried, func(d SessionRetried) error { return validDeployment(d.DeploymentID) }),
 		registerChildEvents(r),
+		registerQuarantineEvents(r),
 	)
 }
 

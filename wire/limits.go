@@ -56,6 +56,32 @@ const (
 	// MaxInlineBytes.
 	MaxStateBytes = 8 << 20
 
+	// MaxBoundaryBytes bounds what the commands one boundary admits add
+	// to its commit, as estimated by the machine: their events in the
+	// outbox, their inputs in turn.inputs, the commands they send, the
+	// applied set's growth. Commands beyond it wait, in order, for the next
+	// boundary, which runs as soon as the commit lands (docs/runtime.md
+	// R3). A sixteenth of the checkpoint.
+	MaxBoundaryBytes = MaxCheckpointBytes / 16
+
+	// BoundaryReserveBytes is kept beyond MaxBoundaryBytes for cancel,
+	// reset and clear, so a flood does not defer them past the next
+	// boundary (the first of them a boundary meets always applies).
+	BoundaryReserveBytes = MaxBoundaryBytes / 2
+
+	// MaxTurnInputBytes and MaxTurnInputs bound the inputs waiting in
+	// turn.inputs for a turn's next step (estimated as stored: a text over
+	// MaxInlineTextBytes by reference). A steer beyond them waits for the
+	// step after; the first input always joins.
+	MaxTurnInputBytes = MaxCheckpointBytes / 16
+	MaxTurnInputs     = 256
+
+	// MaxAppliedAbove bounds the applied sequences a checkpoint keeps above
+	// its lowest unapplied one (Applied.Above: the commands applied while a
+	// FIFO command waits, e.g. while paused): beyond it the owner deletes
+	// those applied commands from the inbox and forgets them. About 10 KiB.
+	MaxAppliedAbove = MaxBoundaryBytes / 64
+
 	// MaxAppliedIDs bounds the applied command IDs a checkpoint remembers for
 	// deduplication (oldest dropped first).
 	MaxAppliedIDs = 256
