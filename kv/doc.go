@@ -33,6 +33,11 @@
 //     caller's deadline, or the jetstream default timeout when ctx has none.
 //     An answer — the message, not found, an API error other than
 //     "temporarily unavailable" — is final.
+//   - Children lists a session's children by their alias hooks
+//     (child.<parent>.<handle>.<g>), the parent → child index the hooks
+//     already are: every hook key is listed (the alias is one subject
+//     token), then each child's hook read by direct get; for ending a
+//     session whose checkpoint cannot be decoded, never a hot path.
 //   - Stream and Backlog are the same leader reads on any stream: a message
 //     by sequence, the last one on a subject, the next one on a subject
 //     from a sequence (the Appender's last event, an inbox command), and the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/baton-rt/baton/record"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,8 +23,19 @@ func mapErr(op, key string, err error) error {
 		return fmt.Errorf("%w: %s %s: %w", record.ErrNotFound, op, key, err)
 	case errors.Is(err, jetstream.ErrInvalidKey):
 		return fmt.Errorf("%w: %s %s: %w", record.ErrInvalid, op, key, err)
+	case tooLarge(err):
+		return fmt.Errorf("%w: %s %s: %w", record.ErrTooLarge, op, key, err)
 	}
 	return fmt.Errorf("kv: %s %s: %w", op, key, err)
+}
+
+// tooLarge reports a value the server refused for its size: larger than
+// the bucket's maximum message size (10054), or than the server's maximum
+// payload.
+func tooLarge(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum ||
+		errors.Is(err, nats.ErrMaxPayload)
 }
 
 // mapPublishErr translates the error of a raw CAS publish to $KV.<bucket>.<key>

@@ -63,9 +63,11 @@ func (j *Journal) Create(ctx context.Context, key string, data []byte) (uint64, 
 	return rev, err
 }
 
-// Update replaces the entry at rev (a stale rev is record.ErrConflict).
+// Update replaces the entry at rev (a stale rev is record.ErrConflict; a
+// replicated stream's transient refusal is settled as in Store.update).
 func (j *Journal) Update(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
-	return j.s.ttlWrite(j.b, key, data, JournalTTL)(ctx, rev)
+	write := j.s.ttlWrite(j.b, key, data, JournalTTL)
+	return j.s.settleCAS(ctx, j.b, key, rev, func() (uint64, error) { return write(ctx, rev) })
 }
 
 // Delete removes key (a purge marker that itself expires after the

@@ -46,6 +46,17 @@ const (
 // that knows its group has no leader. nats.go has no constant for it.
 const codeClusterNotAvail jetstream.ErrorCode = 10008
 
+// Leaderless reports an answer that means "no leader to answer yet": no
+// responders, a timeout, no response from the stream, or the cluster not
+// available. Such a request may be sent again (with the same message ID,
+// or as a CAS at the same revision) once the group has a leader.
+func Leaderless(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.As(err, &api) && api.ErrorCode == codeClusterNotAvail
+}
+
 // apiPrefix is the JetStream API prefix js sends its requests under.
 func apiPrefix(o jetstream.JetStreamOptions) string {
 	switch {

@@ -51,6 +51,32 @@ func testLeaderGet(t *testing.T, nodes []*server.Server) {
 			t.Fatalf("deleted key %d: LeaderGet error %v, want record.ErrNotFound", i, err)
 		}
 	}
+	// Sequential conditional updates of one key through the writer's node,
+	// each read back at once through another node. On an R3 stream the
+	// server can refuse a CAS whose previous write it acknowledged but has
+	// not applied yet (10164, "wrong last sequence") though nothing else
+	// wrote: the Store settles it (the leader still shows the key at the
+	// expected revision, so the same CAS is sent again), and every update
+	// must land.
+	wst := open(t, nodes[0].ClientURL())
+	tok := token(t, "leader-get-updated-"+uid("k"))
+	rev, err := wst.CreateHook(ctx(t), record.Hook{Token: tok, SessionID: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		value := fmt.Sprint(i + 1)
+		if rev, err = wst.UpdateHook(ctx(t), record.Hook{Token: tok, SessionID: value}, rev); err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+		h, hrev, err := stores[i%len(stores)].LeaderHook(ctx(t), tok)
+		if err != nil || h.SessionID != value || hrev != rev {
+			t.Fatalf("update %d: LeaderHook = %+v rev %d, %v; want %q rev %d", i, h, hrev, err, value, rev)
+		}
+		if _, grev, err := kv.LeaderGet(ctx(t), readers[i%len(readers)], bucket, subjects.HookKey(tok)); err != nil || grev != rev {
+			t.Fatalf("update %d: LeaderGet rev %d, %v; want rev %d", i, grev, err, rev)
+		}
+	}
 	for i := range 50 {
 		tok := token(t, fmt.Sprintf("leader-hook-%s-%d", uid("h"), i))
 		rev, err := stores[0].CreateHook(ctx(t), record.Hook{Token: tok, SessionID: fmt.Sprintf("s%d", i)})

@@ -121,7 +121,9 @@ func leaseHolder(e entry) *record.OwnedError {
 // RenewLease rewrites the lease at rev with a fresh TTL. It publishes to the
 // key's subject with an expected last sequence and a message TTL: a
 // kv.Update would drop the TTL and the lease would never expire (docs/nats-layout.md, "NATS facts").
-// An expired, released or taken-over lease is record.ErrConflict.
+// An expired, released or taken-over lease is record.ErrConflict. Like every
+// CAS here, a transient refusal while the key's last write is still applying
+// is sent again while the leader shows the lease at rev (settleCAS).
 func (s *Store) RenewLease(ctx context.Context, l Lease, rev uint64, ttl time.Duration) (uint64, error) {
 	key, data, err := s.encodeLease(l, ttl)
 	if err != nil {
@@ -130,7 +132,8 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, rev uint64, ttl time.Du
 	if rev == 0 {
 		return 0, invalid("renew lease %s: revision 0", l.ProcessID)
 	}
-	return s.ttlWrite(s.owners, key, data, ttl)(ctx, rev)
+	write := s.ttlWrite(s.owners, key, data, ttl)
+	return s.settleCAS(ctx, s.owners, key, rev, func() (uint64, error) { return write(ctx, rev) })
 }
 
 // TakeoverLease takes the lease key of processID for taker, only if it is
@@ -170,7 +173,8 @@ func (s *Store) GetLease(ctx context.Context, processID string) (Lease, uint64, 
 
 // ReleaseLease removes the lease at rev (graceful shutdown) with a purge
 // marker that itself expires after the bucket's marker TTL, so released
-// leases do not accumulate. A stale rev is record.ErrConflict.
+// leases do not accumulate. A stale rev is record.ErrConflict; a transient
+// refusal is settled like RenewLease's.
 func (s *Store) ReleaseLease(ctx context.Context, processID string, rev uint64) error {
 	if err := validProcess(processID); err != nil {
 		return err
@@ -179,8 +183,11 @@ func (s *Store) ReleaseLease(ctx context.Context, processID string, rev uint64) 
 		return invalid("release lease %s: revision 0", processID)
 	}
 	key := subjects.LeaseKey(processID)
-	err := s.owners.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(s.owners.markerTTL))
-	return mapErr("release", key, err)
+	_, err := s.settleCAS(ctx, s.owners, key, rev, func() (uint64, error) {
+		err := s.owners.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(s.owners.markerTTL))
+		return 0, mapErr("release", key, err)
+	})
+	return err
 }
 
 // WatchLeases streams every lease key's changes: first the current state

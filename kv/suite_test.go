@@ -49,6 +49,7 @@ func runSuite(t *testing.T, open opener) {
 		{"alias claim race", testAliasClaimRace},
 		{"hook lifecycle", testHookLifecycle},
 		{"hook validation", testHookValidation},
+		{"children", testChildren},
 		{"markers", testMarkers},
 		{"deployments", testDeployments},
 		{"advertise", testAdvertise},
