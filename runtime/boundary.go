@@ -14,6 +14,7 @@ func (m *Machine) advance() []Effect {
 		return nil
 	}
 	m.foldResult()
+	m.openBudget()
 	m.applyImmediate()
 	m.admitSteers()
 	m.admitFIFO()
@@ -42,29 +43,48 @@ func (m *Machine) interruptQueued() bool {
 	return slices.ContainsFunc(m.queue, func(c Command) bool { return interrupts(&c, m.snap.Timer) })
 }
 
-// applyImmediate applies every immediate-class command, in sequence order.
+// applyImmediate applies the immediate-class commands, in sequence order,
+// while the boundary's budget lasts; cancel and reset also from its
+// reserve, ahead of the ones it leaves for the next boundary.
 func (m *Machine) applyImmediate() {
-	for m.snap.Ended == "" {
-		i := slices.IndexFunc(m.queue, func(c Command) bool { return classOf(&c) == classImmediate })
-		if i < 0 {
-			return
+	for i := 0; m.snap.Ended == "" && i < len(m.queue); {
+		c := &m.queue[i]
+		switch {
+		case classOf(c) != classImmediate:
+			i++
+		case !m.bud.roomFor(c):
+			m.bud.deferFrom(c.Seq)
+			i++
+		default:
+			m.admit(i)
 		}
-		m.apply(m.take(i))
 	}
 }
 
-// admitSteers joins the open turn's steering deliveries from its caller.
+// admitSteers joins the open turn's steering deliveries from its caller,
+// while the budget lasts and the turn's inputs have room.
 func (m *Machine) admitSteers() {
 	for m.canSteer() {
 		t := m.snap.Turn
 		i := slices.IndexFunc(m.queue, func(c Command) bool { return steers(&c) && c.Caller == t.Caller })
-		if i < 0 {
+		if i < 0 || !m.bud.roomFor(&m.queue[i]) || !m.inputRoom(t, &m.queue[i]) {
 			return
 		}
 		c := m.take(i)
 		m.markApplied(c)
 		m.join(c)
+		m.charge()
 	}
+}
+
+// inputRoom reports whether c may join t's next step: a step sees at most
+// wire.MaxTurnInputs inputs of wire.MaxTurnInputBytes (the first always
+// joins); a steer beyond waits for the step after.
+func (m *Machine) inputRoom(t *Turn, c *Command) bool {
+	if len(t.Inputs) == 0 || m.bud.unlimited {
+		return true
+	}
+	return len(t.Inputs) < wire.MaxTurnInputs && m.bud.turnBytes+inputBytes(*c) <= wire.MaxTurnInputBytes
 }
 
 func (m *Machine) canSteer() bool {
@@ -72,20 +92,31 @@ func (m *Machine) canSteer() bool {
 	return m.snap.Ended == "" && !m.snap.Paused && t != nil && t.Open
 }
 
-// admitFIFO applies the FIFO head while the session is settled: clear and
-// compact apply, a delivery starts the next turn and ends the admission.
+// admitFIFO applies the FIFO head while the session is settled and the
+// budget lasts: clear and compact apply, a delivery starts the next turn
+// and ends the admission.
 func (m *Machine) admitFIFO() {
 	for m.snap.Ended == "" && !m.snap.Paused && m.snap.Turn == nil && len(m.queue) > 0 {
 		i := 0
 		if m.brokenAdmitOutOfOrder {
 			i = len(m.queue) - 1
 		}
-		c := m.take(i)
-		m.apply(c)
-		if c.Kind == KindDeliver {
+		if classOf(&m.queue[i]) != classFIFO || !m.bud.roomFor(&m.queue[i]) {
+			return
+		}
+		if c := m.admit(i); c.Kind == KindDeliver {
 			return
 		}
 	}
+}
+
+// admit applies the queued command at i and charges the budget for it.
+func (m *Machine) admit(i int) Command {
+	c := m.take(i)
+	m.bud.admitted(&c)
+	m.apply(c)
+	m.charge()
+	return c
 }
 
 func (m *Machine) take(i int) Command {
@@ -111,7 +142,8 @@ func (m *Machine) runNext() []Effect {
 // flush turns the stage into the one Commit of this boundary and queues the
 // effects due once it lands: publish first, then the rest.
 func (m *Machine) flush() Effect {
-	purge := m.advanceApplied()
+	m.dropForgotten()
+	purge := append(m.advanceApplied(), m.forget()...)
 	for i := range m.st.events {
 		m.snap.EventSeq++
 		m.st.events[i].Seq = m.snap.EventSeq

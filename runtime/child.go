@@ -43,6 +43,8 @@ type (
 	ParentRef = wire.ParentRef
 	// Send is a committed command for another session.
 	Send = wire.Send
+	// PendingSend is a child-creating send that has not left yet.
+	PendingSend = wire.PendingSend
 )
 
 // Delegation codes (failed steps).
@@ -53,6 +55,7 @@ const (
 	CodeHandleBusy       = wire.CodeHandleBusy
 	CodeHandleUnknown    = wire.CodeHandleUnknown
 	CodeDelegateInvalid  = wire.CodeDelegateInvalid
+	CodeChildUnavailable = wire.CodeChildUnavailable
 )
 
 // maxHandleNames bounds the handle entries a checkpoint keeps (closed ones
@@ -259,6 +262,7 @@ func (m *Machine) closeHandle(i int) {
 		return
 	}
 	h := &m.snap.Handles[i]
+	m.dropPending(h.CommandID)
 	m.send(h.ChildSessionID, m.toChild(KindEnd, wire.CloseCommandID(m.cfg.SessionID, h.Handle, h.Generation), *h))
 	h.State, h.TurnID, h.CommandID, h.Wait = wire.HandleClosed, "", "", false
 	m.dropChildWaits(h.Handle)
@@ -277,7 +281,7 @@ func (m *Machine) closeHandles() {
 func (m *Machine) cancelChildren(t *Turn) {
 	for i := range m.snap.Handles {
 		h := &m.snap.Handles[i]
-		if h.State == wire.HandleActive && h.TurnID == t.ID {
+		if h.State == wire.HandleActive && h.TurnID == t.ID && !m.abandonPending(i) {
 			h.Wait = false
 			m.send(h.ChildSessionID, m.toChild(KindCancel, m.cfg.SessionID+"/"+t.ID+"/cancel/"+h.Handle+"."+itoa(h.Generation), *h))
 		}
@@ -311,9 +315,11 @@ func (m *Machine) childResult(c Command) {
 	h := &m.snap.Handles[i]
 	waited := h.Wait
 	turnID := h.TurnID
+	m.dropPending(h.CommandID)
 	h.State, h.TurnID, h.CommandID, h.Wait = wire.HandleParked, "", "", false
 	m.dropChildWaits(h.Handle)
-	m.emit(wire.ChildCompleted{Handle: h.Handle, ChildSessionID: h.ChildSessionID, TurnID: ch.TurnID, Outcome: ch.Outcome})
+	m.emit(wire.LowestChildCompleted(wire.ChildCompleted{Handle: h.Handle, ChildSessionID: h.ChildSessionID, TurnID: ch.TurnID, Outcome: ch.Outcome},
+		wire.ChildErrorOf(ch.Outcome, ch.Error)))
 	if ch.Ended != "" {
 		h.State = wire.HandleClosed
 		m.emit(wire.ChildClosed{Handle: h.Handle, ChildSessionID: h.ChildSessionID})

@@ -19,7 +19,12 @@ import (
 // from the last commit, sometimes through JSON) and handoff successors, and
 // checks the handle invariants at every landed commit and after every
 // action.
+//
+// It runs 300 cases: the rarest labels (a pending send that left, one that
+// failed unavailable) come a few times in a hundred, and every label must
+// be reached.
 func TestChildProperties(t *testing.T) {
+	setFlag(t, "rapid.checks", "300")
 	rapid.Check(t, func(t *rapid.T) {
 		w := newCWorld(t)
 		acts, n := cActions, rapid.IntRange(30, 300).Draw(t, "actions")
@@ -41,7 +46,8 @@ func TestChildProperties(t *testing.T) {
 		cCoverage.add("runs")
 	})
 	for _, k := range []string{runtime.EventChildStarted, runtime.EventChildCompleted, runtime.EventChildWaiting,
-		runtime.EventChildClosed, "handoff", "moved", "crash", "json", "handle_busy", "handle_limit", "32 open", "stale", "skip child"} {
+		runtime.EventChildClosed, "handoff", "moved", "crash", "json", "handle_busy", "handle_limit", "32 open", "stale", "skip child",
+		"pending", "left", "unavailable", "pending settled"} {
 		if cCoverage.get(k) == 0 {
 			t.Errorf("no run reached %q", k)
 		}
@@ -54,11 +60,11 @@ var cCoverage = &counter{n: map[string]int{}}
 var cActions = []string{
 	"deliver", "deliver", "foreign", "step", "step", "step", "step", "commit", "commit", "commit", "commit",
 	"result", "result", "result", "stale", "waiting", "resumed", "answer", "cancel", "reset", "clear",
-	"handoff", "handoff", "crash",
+	"handoff", "handoff", "crash", "pendsend", "pendsend", "left", "left", "left", "unavailable",
 }
 
 // wideActions fan out: mostly steps, which delegate to new names.
-var wideActions = []string{"deliver", "step", "step", "step", "step", "commit", "result", "stale", "foreign", "handoff", "crash"}
+var wideActions = []string{"deliver", "step", "step", "step", "step", "commit", "result", "stale", "foreign", "handoff", "crash", "pendsend"}
 
 // cworld plays the driver, the children and the inbox for one parent.
 type cworld struct {
@@ -78,10 +84,12 @@ type cworld struct {
 	childIDs    map[string]string   // child session ID → "name.gen" it was committed under
 	completed   map[string]int      // delegation command ID → committed child.completed
 	delegations map[string][]string // handle → its committed delegations' command IDs
+	left        map[string]bool     // pending sends the driver reported left
 }
 
 func newCWorld(t *rapid.T) *cworld {
-	w := &cworld{t: t, now: epoch, maxGen: map[string]int{}, childIDs: map[string]string{}, completed: map[string]int{}, delegations: map[string][]string{}}
+	w := &cworld{t: t, now: epoch, maxGen: map[string]int{}, childIDs: map[string]string{}, completed: map[string]int{}, delegations: map[string][]string{},
+		left: map[string]bool{}}
 	w.cfg = runtime.Config{SessionID: "p", Deployment: "A"}
 	w.names = []string{"a", "b", "c", "d"}
 	if rapid.IntRange(0, 4).Draw(t, "wide") == 0 { // enough names to reach the handle limit
@@ -116,11 +124,13 @@ func (w *cworld) boot(b runtime.Boot) {
 	// (b) the handles a new owner starts from are the committed ones.
 	w.require(reflect.DeepEqual(w.m.Snapshot().Handles, w.committed.Handles), "boot %s: handles %+v, committed %+v",
 		b.Reason, w.m.Snapshot().Handles, w.committed.Handles)
-	if len(w.committed.Sends) > 0 {
+	if unsent := unpending(w.committed); len(unsent) > 0 {
 		i := slices.IndexFunc(effs, func(e runtime.Effect) bool { _, ok := e.(runtime.SendCommands); return ok })
-		w.require(i >= 0 && reflect.DeepEqual(effs[i].(runtime.SendCommands).Sends, w.committed.Sends),
+		w.require(i >= 0 && reflect.DeepEqual(effs[i].(runtime.SendCommands).Sends, unsent),
 			"boot %s does not re-send the committed sends", b.Reason)
 	}
+	w.require(reflect.DeepEqual(w.m.PendingSends(), w.committed.PendingSends), "boot %s: pending %+v, committed %+v",
+		b.Reason, w.m.PendingSends(), w.committed.PendingSends)
 	for _, c := range w.stream {
 		if c.Seq >= w.committed.Applied.Next && w.m.Ended() == "" && !w.m.Stopped() {
 			w.handle(runtime.Received{Cmd: c})
@@ -229,6 +239,8 @@ func (w *cworld) act(a string) {
 		w.handoffDone(rapid.Bool().Draw(w.t, "moved"))
 	case a == "crash" && rapid.IntRange(0, 2).Draw(w.t, "crash") == 0:
 		w.crash(rapid.Bool().Draw(w.t, "viaJSON"))
+	case a == "pendsend" || a == "left" || a == "unavailable":
+		w.pendingAct(a)
 	}
 }
 
@@ -382,13 +394,15 @@ func (w *cworld) checkCommit(prev, post runtime.Snapshot) {
 		}
 	}
 	w.checkSends(prev, post)
+	w.checkPending(prev, post)
 	w.require(openHandles(post) <= wire.MaxHandles, "%d open handles", openHandles(post))
 	if openHandles(post) == wire.MaxHandles {
 		cCoverage.add("32 open")
 	}
 	for _, e := range post.Outbox {
 		cCoverage.add(e.Kind)
-		w.require(validWire(e) == nil, "event %s: %v", e.Kind, validWire(e))
+		_, err := validWire(e)
+		w.require(err == nil, "event %s: %v", e.Kind, err)
 		switch e.Kind {
 		case runtime.EventChildCompleted:
 			w.completedEvent(prev, e)
@@ -489,7 +503,8 @@ func (w *cworld) crash(viaJSON bool) {
 		w.require(err == nil, "marshal: %v", err)
 		var s runtime.Snapshot
 		w.require(json.Unmarshal(b, &s) == nil, "unmarshal")
-		w.require(reflect.DeepEqual(s.Handles, w.committed.Handles) && reflect.DeepEqual(s.ChildWaits, w.committed.ChildWaits),
+		w.require(reflect.DeepEqual(s.Handles, w.committed.Handles) && reflect.DeepEqual(s.ChildWaits, w.committed.ChildWaits) &&
+			reflect.DeepEqual(s.PendingSends, w.committed.PendingSends),
 			"handles change through JSON: %+v -> %+v", w.committed.Handles, s.Handles)
 		w.committed = s
 	}

@@ -596,7 +596,7 @@ func TestChildEventsRegistered(t *testing.T) {
 		{runtime.EventSessionEnded, 3, `{"reason":"closed"}`},
 		{runtime.EventHandoffSkipped, 2, `{"reason":"child","commandId":"c1","seq":1,"deploymentId":"A","targetDeploymentId":"B"}`},
 	} {
-		if err := validWire(runtime.Event{Seq: 1, Kind: e.kind, V: e.v, Data: json.RawMessage(e.data)}); err != nil {
+		if _, err := validWire(runtime.Event{Seq: 1, Kind: e.kind, V: e.v, Data: json.RawMessage(e.data)}); err != nil {
 			t.Errorf("%s v%d: %v", e.kind, e.v, err)
 		}
 	}

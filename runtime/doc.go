@@ -27,7 +27,13 @@
 //		                  → Handle(StepDone{...})
 //		  CancelStep    → cancel that context now
 //		  Handoff       → the handoff transaction → Handle(HandoffDone{...})
+//		  SendCommands  → store each in its receiver's inbox; a child-creating
+//		                  one whose deployment has no live owner
+//		                  → Handle(SendsPending{...}), retried off the loop
+//		                  (PendingSends) → Handle(SendsLeft{...}) once stored
 //		  ArmTimer, StartTask, ClaimAlias, Purge, Cleanup → idempotent I/O
+//		  Forget        → delete those applied commands from the inbox
+//		                  → Handle(Forgotten{deleted, kept})
 //		meanwhile read every available command: Handle(Received{cmd}), also
 //		while a step runs; Handle(Tick{now}) as time passes
 //	}
@@ -35,14 +41,17 @@
 // # Ordering contract
 //
 //   - Nothing is visible before it is durable: Publish, ArmTimer, StartTask,
-//     ClaimAlias, Purge and Cleanup are emitted only after the Commit that
+//     ClaimAlias, Purge, Forget and Cleanup are emitted only after the Commit that
 //     records them returned CommitDone{CommitOK}, and in that order (publish
 //     first). A Publish must complete (retry with backoff) before the driver
 //     performs the next Commit, because that commit replaces the outbox.
 //   - At most one of {step, commit, handoff} is in flight. A step runs only
 //     against committed state; its result becomes durable in the commit of
 //     the next boundary, together with the commands that boundary applies and
-//     their command.applied events (exactly one per applied command).
+//     their command.applied events (exactly one per applied command). A
+//     boundary admits commands up to a budget of what they add to its
+//     commit (wire.MaxBoundaryBytes); the rest stay queued and the next
+//     boundary runs as soon as the commit lands.
 //   - CommitConflict stops the machine at once: no further effects; every
 //     later input returns [ErrStopped]. So does HandoffDone{Moved: true}.
 //   - On boot the machine re-publishes the record's outbox (idempotent),

@@ -59,6 +59,14 @@ type SendCommands struct{ Sends []Send }
 // sequence Below.
 type Purge struct{ Below uint64 }
 
+// Forget asks the driver to delete these applied commands from the inbox:
+// the applied set holds them above the lowest unapplied sequence (a FIFO
+// command waits below them) and has grown past its bound. Each is durably
+// applied; once deleted no cursor can deliver it again, so the driver
+// answers with [Forgotten] and the next commit drops them from the set. A
+// command already gone counts as deleted.
+type Forget struct{ Seqs []uint64 }
+
 // ResolveCommit asks the driver to settle an uncertain commit by a leader
 // read: the record holds Writer → CommitDone{CommitOK}, else
 // CommitDone{CommitConflict}.
@@ -80,6 +88,7 @@ func (ArmTimer) effect()      {}
 func (StartTask) effect()     {}
 func (ClaimAlias) effect()    {}
 func (Purge) effect()         {}
+func (Forget) effect()        {}
 func (SendCommands) effect()  {}
 func (ResolveCommit) effect() {}
 func (Cleanup) effect()       {}

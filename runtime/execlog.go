@@ -1,6 +1,9 @@
 package runtime
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // ExecLog records which steps ran in which process, so tests can prove that
 // no committed step ran twice.
@@ -13,6 +16,7 @@ type Exec struct {
 	SessionID string
 	StepKey   string
 	Process   string
+	At        time.Time // when the step was recorded, just before it ran
 }
 
 // MemLog is an in-memory [ExecLog], safe for concurrent use.
@@ -25,7 +29,7 @@ type MemLog struct {
 func (l *MemLog) Record(sessionID, stepKey, process string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries = append(l.entries, Exec{sessionID, stepKey, process})
+	l.entries = append(l.entries, Exec{SessionID: sessionID, StepKey: stepKey, Process: process, At: time.Now()})
 }
 
 // Entries returns a copy of the log.

@@ -47,6 +47,30 @@ func (w *world) genCommand() runtime.Command {
 	return w.mangle(c)
 }
 
+var floodKinds = []runtime.Kind{
+	runtime.KindPause, runtime.KindResume, runtime.KindPause, runtime.KindResume,
+	runtime.KindPause, runtime.KindResume, runtime.KindDeliver, runtime.KindDeliver,
+	runtime.KindCancel, runtime.KindInputResponse, runtime.KindTaskResult,
+	runtime.KindCompact, runtime.KindClear, runtime.KindReset,
+}
+
+// genFlood draws one command of a flood: mostly pause and resume, steering
+// deliveries, answers, and now and then a cancel, reset, clear or compact.
+func (w *world) genFlood() runtime.Command {
+	t, v := w.t, w.view()
+	c := w.command(rapid.SampledFrom(floodKinds).Draw(t, "floodKind"), nil)
+	switch c.Kind {
+	case runtime.KindDeliver:
+		c.Mode, c.Text = runtime.ModeSteer, "flood"
+		c.Caller = rapid.SampledFrom([]string{"", "", "bob"}).Draw(t, "floodCaller")
+	case runtime.KindInputResponse:
+		c.RequestID, c.Value = pick(t, v.Waits.Input != nil, func() string { return v.Waits.Input.RequestID }), json.RawMessage(`"yes"`)
+	case runtime.KindTaskResult:
+		c.TaskID = pick(t, len(v.Waits.Tasks) > 0, func() string { return v.Waits.Tasks[0].ID })
+	}
+	return c
+}
+
 // mangle makes some commands undecodable or duplicates of earlier IDs.
 func (w *world) mangle(c runtime.Command) runtime.Command {
 	// rapid biases integers toward small values: the rare cases sit mid-range.

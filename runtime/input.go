@@ -24,6 +24,11 @@ type Boot struct {
 	// only with BootHandoff). The boot commit then records handoff.started
 	// and handoff.completed.
 	Handoff *HandoffInfo
+	// Commit makes the boot commit even when nothing changed: a run's
+	// first commit is the settled point that clears the mark its claim
+	// left in the session record (docs/driver.md, "Quarantine"), so a
+	// session that boots idle is not taken for one that died loading.
+	Commit bool
 	// Adopt describes the adoption of a session of a retired deployment
 	// with no live owner (only with BootAdopt): the boot commit records
 	// handoff.completed, cancels every wait when forced (wait.cancelled),
@@ -91,13 +96,35 @@ type HandoffDone struct {
 // sent something.
 type SendsDone struct{}
 
+// SendsPending tells the machine that these sends of the last commit
+// could not leave: each creates a child on a deployment with no live
+// owner. The machine keeps each whose handle still waits for it in the
+// checkpoint's pendingSends (its timeout measured from the delegation's
+// acceptance), and the driver retries it outside the session loop until
+// it leaves ([SendsLeft]) or its timeout passes (then the driver sends
+// the session a failed child.result with child_unavailable).
+type SendsPending struct{ Sends []Send }
+
+// SendsLeft tells the machine that the pending sends with these command
+// IDs left (the child was created and the delegation stored): they are
+// dropped from the checkpoint.
+type SendsLeft struct{ IDs []string }
+
 // Tick advances the machine's clock. Time only ever enters through inputs.
 type Tick struct{ Now time.Time }
 
-func (Boot) input()        {}
-func (Received) input()    {}
-func (StepDone) input()    {}
-func (CommitDone) input()  {}
-func (HandoffDone) input() {}
-func (Tick) input()        {}
-func (SendsDone) input()   {}
+// Forgotten reports the applied commands of a [Forget] the driver deleted
+// from the inbox (Seqs), or could not delete (Kept: asked for again at a
+// later commit).
+type Forgotten struct{ Seqs, Kept []uint64 }
+
+func (Boot) input()         {}
+func (Received) input()     {}
+func (StepDone) input()     {}
+func (CommitDone) input()   {}
+func (HandoffDone) input()  {}
+func (Tick) input()         {}
+func (SendsDone) input()    {}
+func (SendsPending) input() {}
+func (SendsLeft) input()    {}
+func (Forgotten) input()    {}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/baton-rt/baton/wire"
 )
 
 // Config is the identity a machine runs under.
@@ -22,6 +24,10 @@ type Config struct {
 	// counters are in the snapshot, so a successor with other maximums
 	// applies its own to what was used before.
 	Limits Limits
+	// MaxAppliedAbove bounds the applied sequences the record keeps above
+	// the lowest unapplied one before they are deleted from the inbox and
+	// forgotten ([Forget]; default wire.MaxAppliedAbove).
+	MaxAppliedAbove int
 }
 
 // Limits bound a turn's steps and the tokens (input + output) a turn and a
@@ -49,15 +55,19 @@ type Machine struct {
 	now     time.Time
 
 	booted, stopped bool
-	step            *RunStep  // the running step
-	cancelled       bool      // CancelStep sent for the running step
-	result          *StepDone // a finished step waiting for the boundary
-	commit          *Commit   // the commit in flight
-	after           []Effect  // effects due once the commit lands
-	handoff         *Command  // the pending handoff trigger
-	st              stage     // what the current boundary changes
+	step            *RunStep        // the running step
+	cancelled       bool            // CancelStep sent for the running step
+	result          *StepDone       // a finished step waiting for the boundary
+	commit          *Commit         // the commit in flight
+	after           []Effect        // effects due once the commit lands
+	handoff         *Command        // the pending handoff trigger
+	st              stage           // what the current boundary changes
+	bud             budget          // what the current boundary's admissions add
+	forgetting      map[uint64]bool // applied sequences a Forget asked to delete
+	forgotten       []uint64        // deleted from the inbox: dropped at the next flush
 
 	brokenAdmitOutOfOrder bool // test-only: admit the newest FIFO command
+	brokenNoBudget        bool // test-only: admit without a budget
 }
 
 // stage collects one boundary's changes; flush turns them into a Commit.
@@ -82,7 +92,10 @@ func NewMachine(cfg Config, snap Snapshot) (*Machine, error) {
 	if cfg.RecentIDs <= 0 {
 		cfg.RecentIDs = 1024
 	}
-	m := &Machine{cfg: cfg, snap: snap.Clone(), skips: map[uint64]string{}}
+	if cfg.MaxAppliedAbove <= 0 {
+		cfg.MaxAppliedAbove = wire.MaxAppliedAbove
+	}
+	m := &Machine{cfg: cfg, snap: snap.Clone(), skips: map[uint64]string{}, forgetting: map[uint64]bool{}}
 	m.kinds = map[string]bool{EventMessageOutput: true}
 	for _, k := range cfg.EventKinds {
 		if !Reserved(k) {
@@ -120,6 +133,12 @@ func (m *Machine) Handle(in Input) ([]Effect, error) {
 		}
 		m.st.dirty = true
 		return m.advance(), nil
+	case SendsPending:
+		return m.sendsPending(in.Sends), nil
+	case SendsLeft:
+		return m.sendsLeft(in.IDs), nil
+	case Forgotten:
+		return m.forgot(in), nil
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownInput, in)
 }

@@ -22,6 +22,8 @@ type scan struct {
 	turn       bool            // a turn is open at this point of the commit
 	done       map[uint64]bool // processed earlier in this commit
 	ended      bool
+	open       []*runtime.Command // the stream's fed commands prev had not processed
+	caughtUp   bool               // every immediate fed before the boundary is processed
 }
 
 type appliedData struct {
@@ -49,10 +51,19 @@ func (w *world) checkCommit(prev runtime.Snapshot, c runtime.Commit) {
 	w.require(prev.Ended == "", "commit after the session ended")
 	w.require(post.EventSeq == prev.EventSeq+uint64(len(post.Outbox)), "event seq jumps")
 	sc := &scan{w: w, prev: prev, post: post, events: post.Outbox, turn: prev.Turn != nil, done: map[uint64]bool{}}
+	tail := w.unprocessed(prev)
+	for i := range tail {
+		if c := &tail[i]; w.fedAt[c.Seq] && !w.done(prev, c.Seq) && !w.isDup(*c) {
+			sc.open = append(sc.open, c)
+		}
+	}
 	var refs []runtime.Ref
+	size := 0
 	for i, e := range post.Outbox {
 		w.require(e.Seq == prev.EventSeq+uint64(i)+1, "event seq not contiguous")
-		w.require(validWire(e) == nil, "event %s does not pass the wire registry: %v", e.Kind, validWire(e))
+		n, err := validWire(e)
+		w.require(err == nil, "event %s does not pass the wire registry: %v", e.Kind, err)
+		size += n
 		w.require(!sc.ended, "event %s after session.ended", e.Kind)
 		if e.Kind == runtime.EventCommandApplied {
 			d := decode(e)
@@ -61,6 +72,102 @@ func (w *world) checkCommit(prev runtime.Snapshot, c runtime.Commit) {
 		sc.event(i, e)
 	}
 	w.require(slices.Equal(refs, c.Applied), "Commit.Applied %v differs from command.applied %v", c.Applied, refs)
+	sc.checkSize(size)
+	sc.checkForgotten()
+	sc.checkBound()
+	sc.checkPriority()
+	sc.checkDeferred()
+}
+
+// slackBytes is what a property-test commit may carry besides its
+// admissions: the folded step's few events, a finalization's, and the one
+// command that crosses the budget.
+const slackBytes = 4 << 10
+
+// checkSize: however many commands were fed, a commit carries what fits
+// the boundary's budget and reserve (its outbox, encoded as the driver
+// stores it), a turn's inputs stay within their caps, and the whole
+// snapshot within the checkpoint limit.
+func (sc *scan) checkSize(outbox int) {
+	w, post := sc.w, sc.post
+	w.require(outbox <= wire.MaxBoundaryBytes+wire.BoundaryReserveBytes+slackBytes,
+		"commit outbox of %d events is %d bytes encoded: over the boundary budget", len(post.Outbox), outbox)
+	if t := post.Turn; t != nil {
+		b, _ := json.Marshal(t.Inputs)
+		w.require(len(t.Inputs) <= wire.MaxTurnInputs && len(b) <= wire.MaxTurnInputBytes+len(t.Inputs)+2,
+			"turn %s holds %d inputs of %d bytes", t.ID, len(t.Inputs), len(b))
+	}
+	whole, _ := json.Marshal(post)
+	w.require(len(whole) <= wire.MaxCheckpointBytes, "snapshot of %d bytes", len(whole))
+}
+
+// checkForgotten: a commit formed after the driver reported deleted
+// commands no longer lists them above its lowest unapplied sequence (the
+// applied set stays bounded), and lists every other processed one.
+func (sc *scan) checkForgotten() {
+	above := sc.post.Applied.Above
+	for _, s := range sc.w.mustDrop {
+		sc.w.require(!slices.Contains(above, s), "deleted command %d still in the applied set", s)
+	}
+	if len(sc.w.mustDrop) > 0 {
+		coverage.add("forgotten")
+	}
+}
+
+// checkBound: the applied set above Next holds at most its bound plus the
+// commands this commit and the one before processed (the deletes a commit
+// asks for are reported after the next one formed) — from the third commit
+// of a run on, while no delete failed.
+func (sc *scan) checkBound() {
+	w, n := sc.w, len(sc.post.Applied.Above)
+	processed := len(sc.done)
+	if max := w.cfg.MaxAppliedAbove; max > 0 && w.landed >= 2 && !w.kept {
+		w.require(n <= max+w.lastNew+processed, "the applied set holds %d sequences above %d (bound %d, processed %d + %d)",
+			n, sc.post.Applied.Next, max, w.lastNew, processed)
+	}
+	w.landed, w.lastNew = w.landed+1, processed
+}
+
+// checkPriority: the first cancel or reset fed before the boundary formed
+// the commit, and not processed before, is applied in it — never deferred
+// past the next boundary — unless the session ended first.
+func (sc *scan) checkPriority() {
+	if sc.post.Ended != "" {
+		return
+	}
+	for _, c := range sc.open {
+		if priority(*c) {
+			sc.w.require(sc.w.done(sc.post, c.Seq), "%s %d was fed before the boundary and not applied at it", c.Kind, c.Seq)
+			return
+		}
+	}
+}
+
+// checkDeferred counts commits that leave fed immediate commands for the
+// next boundary (coverage: the generator reaches the budget).
+func (sc *scan) checkDeferred() {
+	for _, c := range sc.open {
+		if !fifo(*c) && !sc.w.done(sc.post, c.Seq) && sc.post.Ended == "" {
+			coverage.add("deferred")
+			return
+		}
+	}
+}
+
+// immediatesFirst: a FIFO command (a turn's delivery, a steer, compact) is
+// admitted only once every immediate command fed before the boundary is
+// processed — also the ones a budget left for later (R3); a clear, once
+// every one that precedes it in the inbox is.
+func (sc *scan) immediatesFirst(x runtime.Command) {
+	if sc.caughtUp {
+		return
+	}
+	for _, y := range sc.open {
+		if !fifo(*y) && (x.Kind != runtime.KindClear || y.Seq < x.Seq) {
+			sc.w.require(sc.processed(y.Seq), "%s %d admitted while immediate %d (%s) waits", x.Kind, x.Seq, y.Seq, y.Kind)
+		}
+	}
+	sc.caughtUp = x.Kind != runtime.KindClear
 }
 
 func (sc *scan) event(i int, e runtime.Event) {
@@ -118,8 +225,10 @@ func (sc *scan) applied(i int, x runtime.Command) {
 	sc.checkSkip(i, x)
 	switch {
 	case x.Kind == runtime.KindDeliver:
+		sc.immediatesFirst(x)
 		sc.delivery(i, x)
 	case x.Kind == runtime.KindClear || x.Kind == runtime.KindCompact:
+		sc.immediatesFirst(x)
 		sc.fifoOrder(x)
 		w.require(!sc.turn, "%s applied while a turn is open", x.Kind)
 	default:
@@ -171,24 +280,39 @@ func (sc *scan) delivery(i int, x runtime.Command) {
 
 // fifoOrder: every earlier FIFO-class command was processed before x.
 func (sc *scan) fifoOrder(x runtime.Command) {
-	for _, y := range sc.w.stream {
-		if y.Seq < x.Seq && fifo(y) && !sc.w.isDup(y) {
+	for _, y := range sc.open {
+		if y.Seq >= x.Seq {
+			return
+		}
+		if fifo(*y) {
 			sc.w.require(sc.processed(y.Seq), "FIFO: %d (%s) applied before earlier %d (%s)", x.Seq, x.Kind, y.Seq, y.Kind)
 		}
 	}
 }
 
 // immediateOrder: every earlier immediate-class command was processed
-// before x.
+// before x — except that a cancel or reset passes the ones a boundary's
+// budget leaves for the next (never another cancel or reset).
 func (sc *scan) immediateOrder(x runtime.Command) {
-	for _, y := range sc.w.stream {
-		if y.Seq < x.Seq && !fifo(y) && !sc.w.isDup(y) {
-			sc.w.require(sc.processed(y.Seq), "immediate: %d (%s) applied before earlier %d (%s)", x.Seq, x.Kind, y.Seq, y.Kind)
+	for _, y := range sc.open {
+		if y.Seq >= x.Seq {
+			return
 		}
+		if fifo(*y) || sc.processed(y.Seq) {
+			continue
+		}
+		sc.w.require(priority(x) && !priority(*y), "immediate: %d (%s) applied before earlier %d (%s)", x.Seq, x.Kind, y.Seq, y.Kind)
+		coverage.add("priority ahead")
 	}
 }
 
-func (sc *scan) processed(seq uint64) bool { return sc.prev.Applied.Has(seq) || sc.done[seq] }
+// priority: the commands a flood never defers past the next boundary
+// (clear is FIFO: it keeps its place behind the immediate commands).
+func priority(c runtime.Command) bool {
+	return c.Rejected == "" && (c.Kind == runtime.KindCancel || c.Kind == runtime.KindReset)
+}
+
+func (sc *scan) processed(seq uint64) bool { return sc.w.done(sc.prev, seq) || sc.done[seq] }
 
 func fifo(c runtime.Command) bool {
 	return c.Rejected == "" && (c.Kind == runtime.KindDeliver || c.Kind == runtime.KindClear || c.Kind == runtime.KindCompact)
@@ -234,15 +358,17 @@ var wireEvents = func() *wire.EventRegistry {
 }()
 
 // validWire checks an event the machine committed against the durable
-// boundary's validation (wire), as the driver will on append.
-func validWire(e runtime.Event) error {
+// boundary's validation (wire), as the driver will on append, and returns
+// its encoded size (the envelope with IDs as long as the world's, a time
+// with nanoseconds).
+func validWire(e runtime.Event) (int, error) {
 	data := e.Data
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
 	}
-	_, err := wire.EncodeEvent(wireEvents, wire.Event{SessionID: "s1", Seq: e.Seq, Time: time.Unix(1700000000, 0).UTC(),
-		OwnerRunID: "run", DeploymentID: "v1", Kind: e.Kind, V: max(e.V, 1), Data: data})
-	return err
+	b, err := wire.EncodeEvent(wireEvents, wire.Event{SessionID: "s", Seq: e.Seq, Time: time.Unix(1700000000, 123456789).UTC(),
+		OwnerRunID: "r1", DeploymentID: "A", Kind: e.Kind, V: max(e.V, 1), Data: data})
+	return len(b), err
 }
 
 // customData is the data of the property test agent's own event kind.

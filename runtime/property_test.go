@@ -5,6 +5,7 @@ import (
 	"flag"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 // and checks every effect against the rules after every action.
 func TestMachineProperties(t *testing.T) {
 	setFlag(t, "rapid.checks", "1000")
-	rapid.Check(t, property(false))
-	for _, k := range append(runtime.BuiltinEvents(), "x.custom", "steer joined", "crash", "conflict", "moved", "uncertain") {
+	rapid.Check(t, property(nil))
+	for _, k := range append(runtime.BuiltinEvents(), "x.custom", "steer joined", "crash", "flood", "deferred", "priority ahead", "forget", "forgotten", "conflict", "moved", "uncertain") {
 		switch k {
 		case runtime.EventMessageOutput:
 		case runtime.EventChildStarted, runtime.EventChildCompleted, runtime.EventChildWaiting, runtime.EventChildClosed:
@@ -37,8 +38,22 @@ func TestMachineProperties(t *testing.T) {
 // broken rule (admit the newest queued delivery instead of the oldest) the
 // same property must fail.
 func TestBrokenRuleIsCaught(t *testing.T) {
+	caught(t, runtime.BreakAdmitOrder, "FIFO")
+}
+
+// TestUnbudgetedFloodIsCaught: a machine that admits every queued command
+// at a boundary, as if it had no budget, must fail the oracle's size check
+// on a flood.
+func TestUnbudgetedFloodIsCaught(t *testing.T) {
+	caught(t, runtime.BreakBudget, "over the boundary budget", "inputs of")
+}
+
+// caught runs the property with a broken rule and wants it to fail with a
+// message that contains one of want.
+func caught(t *testing.T, broken func(*runtime.Machine), want ...string) {
 	setFlag(t, "rapid.nofailfile", "true")
 	setFlag(t, "rapid.shrinktime", "2s")
+	setFlag(t, "rapid.checks", "1000") // it stops at the first failure
 	ft := &fakeTB{name: t.Name()}
 	func() {
 		defer func() {
@@ -46,18 +61,21 @@ func TestBrokenRuleIsCaught(t *testing.T) {
 				panic(r)
 			}
 		}()
-		rapid.Check(ft, property(true))
+		rapid.Check(ft, property(broken))
 	}()
 	if !ft.failed {
-		t.Fatal("the broken admission rule was not caught")
+		t.Fatal("the broken rule was not caught")
 	}
-	if !strings.Contains(ft.log.String(), "FIFO") {
-		t.Fatalf("caught, but not by the FIFO rule:\n%s", ft.log.String())
+	for _, w := range want {
+		if strings.Contains(ft.log.String(), w) {
+			t.Logf("caught as expected: %s", firstLine(ft.log.String(), w))
+			return
+		}
 	}
-	t.Logf("caught as expected: %s", firstLine(ft.log.String()))
+	t.Fatalf("caught, but not by the %q rule:\n%s", want, ft.log.String())
 }
 
-func property(broken bool) func(*rapid.T) {
+func property(broken func(*runtime.Machine)) func(*rapid.T) {
 	return func(t *rapid.T) {
 		w := newWorld(t, broken)
 		n := rapid.IntRange(40, 250).Draw(t, "actions")
@@ -71,7 +89,7 @@ func property(broken bool) func(*rapid.T) {
 
 var actions = []string{
 	"accept", "accept", "accept", "accept", "feed", "feed", "feed", "feed",
-	"step", "step", "step", "commit", "commit", "commit", "handoff", "crash", "tick",
+	"step", "step", "step", "commit", "commit", "commit", "handoff", "crash", "tick", "flood",
 }
 
 func (w *world) act(a string) {
@@ -92,6 +110,20 @@ func (w *world) act(a string) {
 	case a == "tick":
 		w.now = w.now.Add(time.Minute)
 		w.handle(runtime.Tick{Now: w.now})
+	case a == "flood" && rapid.IntRange(0, 11).Draw(w.t, "flood") == 0:
+		w.flood()
+	}
+}
+
+// flood accepts a burst of commands and feeds them all at once, as a
+// consumer delivers them while a step runs or a commit is in flight.
+func (w *world) flood() {
+	coverage.add("flood")
+	for range rapid.IntRange(20, 240).Draw(w.t, "floodSize") {
+		w.accept(w.genFlood())
+	}
+	for w.cursor < len(w.stream) && w.view().Ended == "" {
+		w.feed()
 	}
 }
 
@@ -112,6 +144,9 @@ func (w *world) accept(c runtime.Command) {
 func (w *world) feed() {
 	c := w.stream[w.cursor]
 	w.cursor++
+	if w.deleted[c.Seq] {
+		return // deleted from the inbox: no cursor delivers it
+	}
 	dup, reason, target := w.dup(c), w.idleReason(), w.target(c)
 	w.fed[c.Seq] = true
 	interrupt := w.interrupts(c) && !dup
@@ -204,7 +239,7 @@ func (w *world) drain() {
 	}
 	for _, c := range w.stream {
 		if !w.isDup(c) {
-			w.require(w.committed.Applied.Has(c.Seq), "command %d (%s) never processed", c.Seq, c.Kind)
+			w.require(w.done(w.committed, c.Seq), "command %d (%s) never processed", c.Seq, c.Kind)
 			w.require(c.Rejected != "" || w.applied[c.ID] == 1, "command %d applied %d times", c.Seq, w.applied[c.ID])
 		}
 	}
@@ -254,15 +289,21 @@ func setFlag(t *testing.T, name, value string) {
 	if f == nil {
 		t.Fatalf("no flag %s", name)
 	}
-	set := false
-	flag.Visit(func(v *flag.Flag) { set = set || v.Name == name })
-	if set {
+	if cmdline()[name] {
 		return
 	}
 	old := f.Value.String()
 	_ = flag.Set(name, value)
 	t.Cleanup(func() { _ = flag.Set(name, old) })
 }
+
+// cmdline is the set of flags the command line set, taken before any test
+// sets one (flag.Visit reports those too).
+var cmdline = sync.OnceValue(func() map[string]bool {
+	set := map[string]bool{}
+	flag.Visit(func(v *flag.Flag) { set[v.Name] = true })
+	return set
+})
 
 var errFailNow = errors.New("fakeTB: FailNow")
 
@@ -294,9 +335,9 @@ func (f *fakeTB) FailNow()       { f.failed = true; panic(errFailNow) }
 func (f *fakeTB) Fail()          { f.failed = true }
 func (f *fakeTB) Failed() bool   { return f.failed }
 
-func firstLine(s string) string {
+func firstLine(s, want string) string {
 	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, "FIFO") {
+		if strings.Contains(l, want) {
 			return strings.TrimSpace(l)
 		}
 	}

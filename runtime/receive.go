@@ -16,8 +16,8 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 	if len(m.snap.Outbox) > 0 {
 		out = append(out, Publish{Events: slices.Clone(m.snap.Outbox)})
 	}
-	if len(m.snap.Sends) > 0 { // the last commit's sends may not have left
-		out = append(out, SendCommands{Sends: slices.Clone(m.snap.Sends)})
+	if s := m.unsent(); len(s) > 0 { // the last commit's sends may not have left
+		out = append(out, SendCommands{Sends: s})
 	}
 	if m.snap.Ended != "" {
 		return append(out, m.cleanup()), nil
@@ -34,6 +34,9 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 		m.adopted(a)
 	}
 	out = append(out, m.bootTimer(b.Reason)...)
+	if b.Commit {
+		m.st.dirty = true
+	}
 	return append(out, m.advance()...), nil
 }
 

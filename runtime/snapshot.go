@@ -36,6 +36,10 @@ type Snapshot struct {
 	ChildWaits []ChildWait `json:"childWaits,omitempty"`
 	Parent     *ParentRef  `json:"parent,omitempty"`
 	Sends      []Send      `json:"sends,omitempty"`
+	// PendingSends are the child-creating sends the driver could not
+	// deliver (no live owner of the child's deployment): kept across
+	// commits until they leave ([SendsLeft]) or their handle settles.
+	PendingSends []PendingSend `json:"pendingSends,omitempty"`
 }
 
 // Applied is the record of exactly which commands were processed (applied,
@@ -181,6 +185,7 @@ func (s *Snapshot) Clone() Snapshot {
 		out.Parent = &p
 	}
 	out.Sends = slices.Clone(s.Sends) // a send's command is never modified once built
+	out.PendingSends = slices.Clone(s.PendingSends)
 	return out
 }
 

@@ -2,6 +2,9 @@ package runtime_test
 
 import (
 	"bytes"
+	"cmp"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,7 +17,7 @@ import (
 // effect against the rules (see oracle_test.go).
 type world struct {
 	t         *rapid.T
-	broken    bool
+	broken    func(*runtime.Machine) // breaks a rule on purpose (nil: none)
 	cfg       runtime.Config
 	m         *runtime.Machine
 	runs      int
@@ -26,6 +29,7 @@ type world struct {
 	cursor    int               // next stream index the consumer delivers
 	committed runtime.Snapshot
 	pending   *runtime.Commit
+	fedAt     map[uint64]bool // what was fed when the pending commit was formed
 	uncertain bool
 	step      *runtime.RunStep
 	cancelled bool
@@ -37,12 +41,20 @@ type world struct {
 	steps     map[string]bool // committed step keys
 	aborted   map[string]bool // steps whose context was cancelled (this run)
 	ends      int
+	deleted   map[uint64]bool // applied commands the driver deleted from the inbox (Forget)
+	forgets   runtime.Forgotten
+	reported  []uint64 // deleted and reported to this run's machine (Forgotten)
+	kept      bool     // a delete failed in this run
+	landed    int      // commits landed in this run
+	lastNew   int      // commands the last landed commit processed
+	mustDrop  []uint64 // reported before the pending commit formed
 }
 
-func newWorld(t *rapid.T, broken bool) *world {
+func newWorld(t *rapid.T, broken func(*runtime.Machine)) *world {
 	w := &world{t: t, broken: broken, now: epoch, firstSeq: map[string]uint64{},
-		applied: map[string]int{}, steps: map[string]bool{}}
-	w.cfg = runtime.Config{SessionID: "s", Deployment: "A", EventKinds: []string{"x.custom"}}
+		applied: map[string]int{}, steps: map[string]bool{}, deleted: map[uint64]bool{}}
+	w.cfg = runtime.Config{SessionID: "s", Deployment: "A", EventKinds: []string{"x.custom"},
+		MaxAppliedAbove: rapid.SampledFrom([]int{2, 8, 0}).Draw(t, "maxAbove")}
 	if rapid.Bool().Draw(t, "timeout") {
 		w.cfg.Timeout = time.Hour
 	}
@@ -69,12 +81,14 @@ func (w *world) bootWith(b runtime.Boot) {
 	if err != nil {
 		w.t.Fatalf("NewMachine: %v", err)
 	}
-	if w.broken {
-		runtime.BreakAdmitOrder(m)
+	if w.broken != nil {
+		w.broken(m)
 	}
 	w.m, w.pending, w.uncertain, w.step, w.cancelled, w.handoff = m, nil, false, nil, false, nil
 	w.fed, w.triggers, w.wantSkip = map[uint64]bool{}, map[uint64]string{}, map[uint64]string{}
 	w.aborted = map[string]bool{}
+	w.reported, w.forgets = nil, runtime.Forgotten{}
+	w.kept, w.landed, w.lastNew = false, 0, 0
 	w.cursor = 0
 	for w.cursor < len(w.stream) && w.stream[w.cursor].Seq < w.committed.Applied.Next {
 		w.cursor++
@@ -93,7 +107,37 @@ func (w *world) handle(in runtime.Input) []runtime.Effect {
 	for _, e := range effs {
 		w.perform(e)
 	}
+	if f := w.forgets; len(f.Seqs)+len(f.Kept) > 0 {
+		w.forgets = runtime.Forgotten{}
+		w.reported = append(w.reported, f.Seqs...)
+		w.handle(f)
+	}
 	return effs
+}
+
+// onForget plays the driver's delete of applied commands from the inbox:
+// each must be applied in the committed record, above its lowest
+// unapplied sequence. Now and then the delete fails (kept).
+func (w *world) onForget(f runtime.Forget) {
+	coverage.add("forget")
+	a := w.committed.Applied
+	for _, s := range f.Seqs {
+		w.require(s >= a.Next && a.Has(s), "Forget %d: not an applied command above %d (deleted before: %v)", s, a.Next, w.deleted[s])
+	}
+	if rapid.IntRange(0, 9).Draw(w.t, "forgetFails") == 5 {
+		w.kept = true
+		w.forgets.Kept = append(w.forgets.Kept, f.Seqs...)
+		return
+	}
+	for _, s := range f.Seqs {
+		w.deleted[s] = true
+	}
+	w.forgets.Seqs = append(w.forgets.Seqs, f.Seqs...)
+}
+
+// done reports a command processed in v, or deleted after it was.
+func (w *world) done(v runtime.Snapshot, seq uint64) bool {
+	return v.Applied.Has(seq) || w.deleted[seq]
 }
 
 func (w *world) perform(e runtime.Effect) {
@@ -110,6 +154,8 @@ func (w *world) perform(e runtime.Effect) {
 	case runtime.Handoff:
 		w.require(w.handoff == nil && w.step == nil && w.pending == nil, "Handoff while busy")
 		w.handoff = &e
+	case runtime.Forget:
+		w.onForget(e)
 	case runtime.ResolveCommit:
 		w.require(w.pending != nil, "ResolveCommit without commit")
 		w.uncertain = true
@@ -118,7 +164,8 @@ func (w *world) perform(e runtime.Effect) {
 
 func (w *world) onCommit(c runtime.Commit) {
 	w.require(w.pending == nil && w.step == nil && w.handoff == nil, "commit while something is in flight")
-	w.pending = &c
+	w.pending, w.fedAt = &c, maps.Clone(w.fed)
+	w.mustDrop = slices.Clone(w.reported)
 }
 
 // onPublish checks that only committed events are published, contiguously
@@ -168,18 +215,25 @@ func (w *world) view() runtime.Snapshot {
 
 // dup reports whether the machine must drop c as already seen.
 func (w *world) dup(c runtime.Command) bool {
-	return w.fed[c.Seq] || w.committed.Applied.Has(c.Seq) || w.firstSeq[c.ID] != c.Seq
+	return w.fed[c.Seq] || w.done(w.committed, c.Seq) || w.firstSeq[c.ID] != c.Seq
 }
 
-// queued counts fed commands the machine has not processed yet.
-func (w *world) queued() int {
-	n, v := 0, w.view()
-	for _, c := range w.stream {
-		if w.fed[c.Seq] && w.firstSeq[c.ID] == c.Seq && !v.Applied.Has(c.Seq) {
-			n++
+// queued reports a fed command the machine has not processed yet.
+func (w *world) queued() bool {
+	v := w.view()
+	for _, c := range w.unprocessed(v) {
+		if w.fed[c.Seq] && w.firstSeq[c.ID] == c.Seq && !w.done(v, c.Seq) {
+			return true
 		}
 	}
-	return n
+	return false
+}
+
+// unprocessed is the stream from the first command at or above v's
+// Applied.Next: everything before it is processed.
+func (w *world) unprocessed(v runtime.Snapshot) []runtime.Command {
+	i, _ := slices.BinarySearchFunc(w.stream, v.Applied.Next, func(c runtime.Command, next uint64) int { return cmp.Compare(c.Seq, next) })
+	return w.stream[i:]
 }
 
 // idleReason is docs/runtime.md's idle definition, written independently of
@@ -197,7 +251,7 @@ func (w *world) idleReason() string {
 		return runtime.SkipAuthorization
 	case len(v.Waits.Tasks) > 0:
 		return runtime.SkipTask
-	case w.queued() > 0:
+	case w.queued():
 		return runtime.SkipQueued
 	case w.step != nil || w.pending != nil || w.handoff != nil || v.Turn != nil:
 		return runtime.SkipBusy

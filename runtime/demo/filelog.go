@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/baton-rt/baton/runtime"
 )
 
 // FileLog is an execution log appended to a file, one JSON line per step
-// ({"sessionId","stepKey","process"}), so tests that kill owner processes can
+// (the fields of [runtime.Exec], with the time it was recorded), so tests that kill owner processes can
 // prove from outside that no committed step ran twice.
 type FileLog struct {
 	mu sync.Mutex
@@ -31,7 +32,7 @@ func OpenFileLog(path string) (*FileLog, error) {
 
 // Record appends one line and syncs it, so it survives a SIGKILL.
 func (l *FileLog) Record(sessionID, stepKey, process string) {
-	b, _ := json.Marshal(runtime.Exec{SessionID: sessionID, StepKey: stepKey, Process: process})
+	b, _ := json.Marshal(runtime.Exec{SessionID: sessionID, StepKey: stepKey, Process: process, At: time.Now()})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_, _ = l.f.Write(append(b, '\n'))

@@ -36,7 +36,7 @@ func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, 
 		Writer:  wire.Writer{RunID: snap.Writer.RunID, Write: snap.Writer.Write},
 		Turn:    toWireTurn(snap),
 		Waits:   toWireWaits(snap.Waits),
-		Handles: snap.Handles, ChildWaits: snap.ChildWaits, Parent: snap.Parent, Sends: snap.Sends,
+		Handles: snap.Handles, ChildWaits: snap.ChildWaits, Parent: snap.Parent, Sends: snap.Sends, PendingSends: snap.PendingSends,
 	}
 	cp.History = toWireHistory(snap.History)
 	if t := snap.Timer; t != nil {
@@ -62,7 +62,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		Applied: runtime.Applied{Next: cp.Applied.Low, Above: cp.Applied.Above, RecentIDs: cp.Applied.IDs},
 		Writer:  runtime.Writer{RunID: cp.Writer.RunID, Write: cp.Writer.Write},
 		Turns:   cp.Turn.Count, Turn: fromWireTurn(cp.Turn), Waits: fromWireWaits(cp.Waits),
-		Handles: cp.Handles, ChildWaits: cp.ChildWaits, Parent: cp.Parent, Sends: cp.Sends,
+		Handles: cp.Handles, ChildWaits: cp.ChildWaits, Parent: cp.Parent, Sends: cp.Sends, PendingSends: cp.PendingSends,
 	}
 	if len(cp.Tokens) > 1 {
 		snap.Aliases = cp.Tokens[1:]

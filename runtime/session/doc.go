@@ -4,7 +4,8 @@
 // talks to the outside only through the ports it declares (ports.go):
 //
 //	Records   the session record (revision CAS, leader reads) and hooks
-//	Inbox     cursors over the session's merged FIFO, purges
+//	Inbox     cursors over the session's merged FIFO, purges, deletes of
+//	          applied commands (Forget)
 //	Appender  the session's event stream, exactly once and gap-free
 //	Blobs     out-of-line content (history segments, state, long texts)
 //	Timers    the session's one timer
@@ -25,14 +26,20 @@
 //	       runtime.Boot (the boot commit re-publishes the previous run's
 //	       outbox), restart the live tasks the last commit started
 //	loop:  deliveries → machine; step results → machine; ticks → machine
-//	       (and purges, the hibernation check)
+//	       (and purges, the hibernation check); pending child sends'
+//	       reports → machine (a sender goroutine per pending send,
+//	       sends.go, follows the machine's pendingSends after every input)
 //	Commit = ONE CAS of the session record (checkpoint, applied commands,
 //	       events as outbox) — only then Publish, timers, tasks, alias
 //	       claims, purges, clean-up
 //
-// A commit whose reply is lost is settled by a leader read of the record
-// (writer run ID + write counter); a CAS conflict stops the session at once
-// with no further side effect. A cursor that ends unexpectedly is re-opened
+// The boot always commits (runtime.Boot.Commit): the run's first commit
+// clears its claim's mark (record.Unsettled). A commit whose reply is lost
+// is settled by a leader read of the record (writer run ID + write
+// counter); a CAS conflict stops the session at once with no further side
+// effect; a commit refused for the session's own reason (too large,
+// invalid) is recorded as a boot attempt (record.Refused) and stops the run
+// with ErrCommitRefused. A cursor that ends unexpectedly is re-opened
 // at Applied.Next only while a leader read shows the record still names
 // this run. Every effect first checks the host's lease: a fenced process
 // does nothing more. A step is run with the step timeout and its result

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/record"
@@ -18,12 +19,16 @@ import (
 func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Input, error) {
 	// A process whose lease is not valid does nothing more for its
 	// sessions (no commit, publish, step, timer, task...): it may have been
-	// frozen past its lease while a peer took the session over.
-	if _, cancel := e.(runtime.CancelStep); !cancel && !s.env.Host.LeaseValid() {
-		if s.cancel != nil {
-			s.cancel()
+	// frozen past its lease while a peer took the session over. While its
+	// renewal is only overdue the effect waits for it (a paused process);
+	// a fence stops the run.
+	if _, cancel := e.(runtime.CancelStep); !cancel {
+		if err := s.env.Host.AwaitLease(ctx); err != nil {
+			if s.cancel != nil {
+				s.cancel()
+			}
+			return nil, err
 		}
-		return nil, ErrFenced
 	}
 	switch e := e.(type) {
 	case runtime.Commit:
@@ -47,9 +52,11 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.ClaimAlias:
 		return nil, s.claimAlias(ctx, e.Token)
 	case runtime.SendCommands:
-		return nil, s.env.Host.Send(ctx, s.id, e.Sends)
+		return s.send(ctx, e.Sends)
 	case runtime.Purge:
 		s.purgeAt = max(s.purgeAt, e.Below)
+	case runtime.Forget:
+		return s.forget(ctx, e)
 	case runtime.Cleanup:
 		return nil, s.cleanup(ctx, e)
 	default:
@@ -58,16 +65,46 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	return nil, nil
 }
 
+// send performs a commit's sends; those that create a child on a
+// deployment with no live owner come back pending, for the machine to
+// keep and a sender to retry outside the loop.
+func (s *Session) send(ctx context.Context, sends []runtime.Send) ([]runtime.Input, error) {
+	pending, err := s.env.Host.Send(ctx, s.id, sends)
+	if err != nil || len(pending) == 0 {
+		return nil, err
+	}
+	return []runtime.Input{runtime.SendsPending{Sends: pending}}, nil
+}
+
+// forget deletes applied commands from the inbox, so the next commit may
+// drop them from the applied set. A failed delete keeps them there: the
+// machine asks again at a later commit.
+func (s *Session) forget(ctx context.Context, f runtime.Forget) ([]runtime.Input, error) {
+	if err := s.env.Inbox.Forget(ctx, f.Seqs); err != nil {
+		s.log.Warn("applied commands not deleted from the inbox; kept in the applied set", "n", len(f.Seqs), "err", err)
+		return []runtime.Input{runtime.Forgotten{Kept: f.Seqs}}, nil
+	}
+	return []runtime.Input{runtime.Forgotten{Seqs: f.Seqs}}, nil
+}
+
 // commit is the one CAS of the session record.
 func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
 	if err := s.awaitPublish(); err != nil {
 		return nil, err
 	}
 	rec, outbox, err := s.record(ctx, c.Snapshot)
+	if code := refusal(err); code != "" {
+		return nil, s.refused(ctx, code, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	rev, err := s.env.Records.UpdateSession(ctx, rec, s.rev)
+	var rev uint64
+	if s.dropCommit() {
+		err = errCommitDropped
+	} else {
+		rev, err = s.env.Records.UpdateSession(ctx, rec, s.rev)
+	}
 	if err == nil && s.loseCommitReply() {
 		err = errReplyLost // the write landed; pretend its reply was lost
 	}
@@ -92,6 +129,8 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 		s.env.Observer.Conflict("commit")
 		s.log.Warn("commit lost the CAS: ownership moved on, stopping", "rev", s.rev)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
+	case refusal(err) != "":
+		return nil, s.refused(ctx, refusal(err), err)
 	default:
 		s.log.Warn("commit outcome uncertain, settling by leader read", "err", err)
 		s.pendingRec, s.pendingOutbox, s.pendingDue = rec, outbox, dueStep(c.Snapshot)
@@ -100,25 +139,53 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 }
 
 // resolve settles an uncertain commit: the record carries this run's write
-// → it landed; anything else → this owner is fenced.
+// → it landed; the record still at the revision the commit expected → it
+// did not land and nobody wrote since, so the same CAS is sent again (a
+// stream without a leader refuses or drops a write; sending it again once
+// the leader is back is the cost of an election, not of a re-claim);
+// anything else → this owner is fenced.
 func (s *Session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runtime.Input, error) {
-	var landed bool
-	var cur record.Session
-	op := func() error {
-		var err error
-		cur, landed, err = s.env.Records.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
-		return err
+	for {
+		var landed bool
+		var cur record.Session
+		op := func() error {
+			var err error
+			cur, landed, err = s.env.Records.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
+			return err
+		}
+		if err := backoff.Retry(op, backoff.WithContext(backoff.NewExponentialBackOff(), ctx)); err != nil {
+			return nil, fmt.Errorf("session: settle commit of %s: %w", s.id, err)
+		}
+		if landed {
+			s.rec, s.rev, s.outbox, s.due = s.pendingRec, cur.Revision, s.pendingOutbox, s.pendingDue
+			s.committedState()
+			return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
+		}
+		if cur.Revision != s.rev {
+			s.log.Warn("uncertain commit did not land: fenced, stopping")
+			return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
+		}
+		if err := s.env.Host.AwaitLease(ctx); err != nil {
+			s.log.Warn("uncertain commit did not land: fenced, stopping")
+			return nil, err
+		}
+		rev, err := s.env.Records.UpdateSession(ctx, s.pendingRec, s.rev)
+		switch {
+		case err == nil:
+			s.log.Info("uncertain commit did not land; sent again at the same revision and landed", "rev", rev)
+			s.rec, s.rev, s.outbox, s.due = s.pendingRec, rev, s.pendingOutbox, s.pendingDue
+			s.committedState()
+			return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+		s.log.Warn("uncertain commit sent again at the same revision; settling again", "err", err)
+		select { // pacing: the store answered neither way
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if err := backoff.Retry(op, backoff.WithContext(backoff.NewExponentialBackOff(), ctx)); err != nil {
-		return nil, fmt.Errorf("session: settle commit of %s: %w", s.id, err)
-	}
-	if !landed {
-		s.log.Warn("uncertain commit did not land: fenced, stopping")
-		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
-	}
-	s.rec, s.rev, s.outbox, s.due = s.pendingRec, cur.Revision, s.pendingOutbox, s.pendingDue
-	s.committedState()
-	return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 }
 
 // publish appends committed events; they are in s.outbox, stamped at commit.
@@ -231,6 +298,11 @@ func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 		return nil, err
 	}
 	return []runtime.Input{done}, nil
+}
+
+func (s *Session) dropCommit() bool {
+	f := s.env.Faults
+	return f != nil && f.DropCommit != nil && f.DropCommit(s.id)
 }
 
 func (s *Session) loseCommitReply() bool {

@@ -39,12 +39,18 @@ type Env struct {
 	// HibernateAfter is how long a quiet session stays loaded (≤ 0: until
 	// asked, or drained).
 	HibernateAfter time.Duration
+	// ChildSendTimeout bounds a pending child send, from its durable
+	// start (0: DefaultChildSendTimeout).
+	ChildSendTimeout time.Duration
 	// Limits are this deployment's maximums (runtime.Limits; zero: none).
 	Limits   runtime.Limits
 	Faults   *Faults
 	segments *segmentCache
 	blobs    *blobStore
 }
+
+// DefaultChildSendTimeout bounds a pending child send by default.
+const DefaultChildSendTimeout = 60 * time.Second
 
 // Ready fills Env's defaults and checks that its ports are set; call it
 // once, before the first New.
@@ -67,6 +73,9 @@ func (e *Env) Ready() error {
 	}
 	if e.TickInterval == 0 {
 		e.TickInterval = time.Second
+	}
+	if e.ChildSendTimeout <= 0 {
+		e.ChildSendTimeout = DefaultChildSendTimeout
 	}
 	e.segments = newSegmentCache()
 	e.blobs = newBlobStore(e.Blobs)

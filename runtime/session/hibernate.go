@@ -41,7 +41,7 @@ func (s *Session) idleFor() time.Duration {
 // resume is allowed: each of those arrives as an inbox command, and a
 // command wakes the session.
 func (s *Session) quiet() bool {
-	if s.stopped || s.cancel != nil || len(s.deliveries()) > 0 || len(s.steps) > 0 {
+	if s.stopped || s.cancel != nil || len(s.deliveries()) > 0 || len(s.steps) > 0 || len(s.senders) > 0 {
 		return false
 	}
 	switch s.m.IdleReason() {
@@ -222,9 +222,13 @@ func (s *Session) hibernating(step string) {
 
 // drainable: while draining, a session hibernates as soon as no step runs,
 // even with commands queued or a turn open (they stay unprocessed in the
-// inbox, and the checkpoint resumes the turn on the next owner).
+// inbox, and the checkpoint resumes the turn on the next owner) — but not
+// while a child send is pending: nothing would wake a hibernated session
+// to retry it or to fail it. Such a session stays until its send leaves
+// or fails (within the child-send timeout), or the drain times out and a
+// peer (or the restarted process) recovers it from the checkpoint.
 func (s *Session) drainable() bool {
-	return !s.stopped && s.cancel == nil && len(s.steps) == 0
+	return !s.stopped && s.cancel == nil && len(s.steps) == 0 && len(s.senders) == 0
 }
 
 // Unprocessed returns the lowest inbox sequence on tokens that applied has

@@ -68,6 +68,10 @@ type Inbox interface {
 	Delete(ctx context.Context, name string) error
 	// Purge removes the messages below seq on each token's subject.
 	Purge(ctx context.Context, tokens []string, below uint64) error
+	// Forget removes the messages at these sequences (applied commands
+	// above the lowest unapplied one); a message already gone is not an
+	// error.
+	Forget(ctx context.Context, seqs []uint64) error
 }
 
 // Reader is one open cursor.
@@ -122,6 +126,11 @@ type Host interface {
 	// LeaseValid reports whether the process holds a valid lease: a session
 	// performs no effect without one.
 	LeaseValid() bool
+	// AwaitLease returns nil at once while the lease is valid. While the
+	// process's renewal is overdue (paused) it waits until the renewal
+	// lands (nil) or the process fences (an error wrapping ErrFenced), or
+	// until ctx ends. Every gate of an effect calls it.
+	AwaitLease(ctx context.Context) error
 	// Handoff runs the handoff transaction for req (docs/handoff.md);
 	// ErrHandoffDisabled when the process does not hand off.
 	Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error)
@@ -144,8 +153,20 @@ type Host interface {
 	// each encoded for the receiver's inbox version, published to its stable
 	// inbox with the command ID as message ID, the receiver woken; a child
 	// named with an alias is created first. It returns once every send is
-	// stored (or dropped for an ended receiver), retrying otherwise.
-	Send(ctx context.Context, from string, sends []runtime.Send) error
+	// stored (or dropped for an ended receiver), retrying otherwise —
+	// except a send that creates a child and fails its first attempt (no
+	// live owner of the child's deployment, or it is retired): that one
+	// is returned pending, to be retried by SendPending.
+	Send(ctx context.Context, from string, sends []runtime.Send) ([]runtime.Send, error)
+	// SendPending retries a pending child-creating send, with backoff,
+	// until it is stored (nil), ctx ends, or deadline passes or the
+	// child's deployment is retired: then it publishes a failed
+	// child.result (child_unavailable) for the delegation to from's own
+	// inbox and returns ErrSendExpired.
+	SendPending(ctx context.Context, from string, p runtime.PendingSend, deadline time.Time) error
+	// Retired reports whether deployment is retired (a delegation to it
+	// fails at once with child_unavailable).
+	Retired(ctx context.Context, deployment string) (bool, error)
 	// ReadsInbox reports whether deployment's owners read inbox version v
 	// (the versions it advertises); an unknown deployment reads none.
 	ReadsInbox(ctx context.Context, deployment string, v int) (bool, error)
@@ -185,6 +206,10 @@ type Faults struct {
 	// LoseCommitReply reports, per commit, whether to drop the reply of a
 	// commit CAS that landed.
 	LoseCommitReply func(sessionID string) bool
+	// DropCommit reports, per commit, whether to not send the commit CAS
+	// and report its outcome uncertain (a stream without a leader that
+	// never answered it).
+	DropCommit func(sessionID string) bool
 	// AliasHooked runs after a new alias's hook was created and before the
 	// cursor is recreated over it.
 	AliasHooked func(sessionID, alias string)

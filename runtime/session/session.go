@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,9 +52,12 @@ type Session struct {
 	bootDue       string              // the step in flight at boot: a re-run (cleared at its start)
 	journals      map[string]*journal // by step key: journals to remove once their step is folded
 	stopped       bool
-	hibernated    atomic.Bool   // stopped by hibernating
-	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
-	hib           chan struct{} // the loaded-session cap asks it to hibernate
+	hibernated    atomic.Bool        // stopped by hibernating
+	active        atomic.Int64       // unix nanoseconds of the last activity (touch)
+	hib           chan struct{}      // the loaded-session cap asks it to hibernate
+	senders       map[string]*sender // pending child sends being retried, by command ID
+	sent          chan sendResult    // their reports
+	sendWG        sync.WaitGroup
 }
 
 // New prepares a claimed session to run (Run); env must be Ready.
@@ -72,6 +76,7 @@ func New(env *Env, b Boot) (*Session, error) {
 		log:   env.Log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
 		steps: make(chan runtime.StepDone, 1),
 		hib:   make(chan struct{}, 1), journals: map[string]*journal{},
+		senders: map[string]*sender{}, sent: make(chan sendResult),
 		app:    env.Appender(rec.SessionID),
 		cursor: rec.Consumer, prev: b.Predecessor, arrival: b.Arrival, adoption: b.Adoption,
 		outbox: b.Checkpoint.Outbox, stateRef: b.Checkpoint.stateRef,
@@ -90,6 +95,13 @@ func (s *Session) ID() string { return s.id }
 // Epoch is the epoch this run claimed.
 func (s *Session) Epoch() uint64 { return s.rec.Epoch }
 
+// RunID is this run's ID (the record's ownerRunId while it owns it).
+func (s *Session) RunID() string { return s.runID }
+
+// Held is the record as this run last wrote it (or claimed it), at its
+// revision. Call it after Run returned.
+func (s *Session) Held() record.Session { return record.Session{Record: s.rec, Revision: s.rev} }
+
 // Hibernated reports whether the run stopped by hibernating.
 func (s *Session) Hibernated() bool { return s.hibernated.Load() }
 
@@ -103,8 +115,8 @@ func (s *Session) Ended() string { return s.m.Ended() }
 // run owns the session now.
 func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	defer s.shutdown()
-	if !s.env.Host.LeaseValid() {
-		return ErrFenced
+	if err := s.env.Host.AwaitLease(ctx); err != nil {
+		return err
 	}
 	if err := s.openCursor(ctx, true); err != nil {
 		return err
@@ -123,7 +135,7 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 		s.env.Host.Go(func(ctx context.Context) { s.deletePredecessor(ctx, prev) })
 	}
 	bootOutbox := s.outbox
-	if err := s.handle(ctx, runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption}); err != nil {
+	if err := s.handle(ctx, runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}); err != nil {
 		return err
 	}
 	if err := s.restartTasks(ctx, bootOutbox); err != nil {
@@ -173,6 +185,8 @@ func (s *Session) loop(ctx context.Context) error {
 			err = s.handle(ctx, d)
 		case <-s.hib:
 			err = s.maybeHibernate(ctx, true)
+		case r := <-s.sent:
+			err = s.sendDone(ctx, r)
 		case cause := <-s.lost():
 			err = s.recoverCursor(ctx, cause)
 		case <-reconn:
@@ -222,6 +236,7 @@ func (s *Session) handle(ctx context.Context, in runtime.Input) error {
 		}
 		s.stopped = s.stopped || s.m.Stopped()
 	}
+	s.reconcileSends(ctx)
 	return nil
 }
 
@@ -231,6 +246,7 @@ func (s *Session) shutdown() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.stopSenders()
 	_ = s.awaitPublish()
 	s.closeCursor()
 }
@@ -308,8 +324,8 @@ func (s *Session) recoverCursor(ctx context.Context, cause error) error {
 		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second),
 		backoff.WithMaxElapsedTime(0)), ctx)
 	err := backoff.Retry(func() error {
-		if !s.env.Host.LeaseValid() {
-			return backoff.Permanent(ErrFenced)
+		if err := s.env.Host.AwaitLease(ctx); err != nil {
+			return backoff.Permanent(err)
 		}
 		cur, err := s.env.Records.LeaderSession(ctx, s.id)
 		if err != nil {

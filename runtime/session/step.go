@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baton-rt/baton/runtime"
@@ -117,11 +118,23 @@ func (s *Session) stepTimeout() time.Duration {
 
 // checkDelegation fails a step that delegates to another deployment whose
 // owners do not read the inbox version child commands need
-// (child_unsupported): a command it could not decode would be lost.
+// (child_unsupported): a command it could not decode would be lost; or to
+// a retired deployment (child_unavailable): no owner of it takes new
+// sessions.
 func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) runtime.StepResult {
 	d := r.Delegate
 	if r.Error != "" || d == nil || d.DeploymentID == "" || d.DeploymentID == s.env.Deployment {
 		return r
+	}
+	retired, err := false, error(nil)
+	if !s.holdsOpen(d.Handle) { // an open handle's child exists: it is adopted elsewhere
+		retired, err = s.env.Host.Retired(ctx, d.DeploymentID)
+	}
+	switch {
+	case err != nil:
+		return runtime.Failed(runtime.CodeChildUnavailable, fmt.Errorf("delegate: deployment %s: %w", d.DeploymentID, err))
+	case retired:
+		return runtime.Failed(runtime.CodeChildUnavailable, fmt.Errorf("delegate: deployment %s is retired", d.DeploymentID))
 	}
 	ok, err := s.env.Host.ReadsInbox(ctx, d.DeploymentID, wire.CurrentVersion)
 	switch {
@@ -132,4 +145,12 @@ func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) run
 			fmt.Errorf("delegate: deployment %s does not read inbox version %d (child commands)", d.DeploymentID, wire.CurrentVersion))
 	}
 	return r
+}
+
+// holdsOpen reports whether the session holds handle name open (parked or
+// active): a delegation to it goes to an existing child.
+func (s *Session) holdsOpen(name string) bool {
+	return slices.ContainsFunc(s.m.Snapshot().Handles, func(h runtime.Handle) bool {
+		return h.Handle == name && h.State != wire.HandleClosed
+	})
 }

@@ -32,8 +32,8 @@ func (s *Session) restartTasks(ctx context.Context, bootOutbox []wire.Event) err
 			if t.ID != d.TaskID {
 				continue
 			}
-			if !s.env.Host.LeaseValid() {
-				return ErrFenced
+			if err := s.env.Host.AwaitLease(ctx); err != nil {
+				return err
 			}
 			spec := runtime.TaskSpec{ID: t.ID, Kind: t.Kind, Duration: t.Duration, Input: t.Input}
 			if err := s.env.Host.StartTask(ctx, s.id, spec); err != nil {

@@ -23,6 +23,7 @@ func Inbox(t *testing.T, open func(t *testing.T) InboxTarget) {
 	t.Run("re-open at a sequence", func(t *testing.T) { inboxReopen(t, open(t)) })
 	t.Run("delete signals loss", func(t *testing.T) { inboxLoss(t, open(t)) })
 	t.Run("purge and backlog", func(t *testing.T) { inboxPurge(t, open(t)) })
+	t.Run("forget applied", func(t *testing.T) { inboxForget(t, open(t)) })
 }
 
 func tokens(n int) []string {
@@ -163,5 +164,37 @@ func inboxPurge(t *testing.T, in InboxTarget) {
 	defer r.Close()
 	if d := next(t, r); d.Seq != c {
 		t.Fatalf("a purged message delivered: %d", d.Seq)
+	}
+}
+
+// inboxForget: Forget deletes the messages at the given sequences, above a
+// message it keeps; a cursor re-opened below them delivers the rest only,
+// and forgetting them again (or a sequence never used) is not an error.
+func inboxForget(t *testing.T, in InboxTarget) {
+	ctx, toks := ctxOf(t), tokens(1)
+	a := in.Publish(t, toks[0], []byte("a"))
+	b := in.Publish(t, toks[0], []byte("b"))
+	c := in.Publish(t, toks[0], []byte("c"))
+	d := in.Publish(t, toks[0], []byte("d"))
+	for range 2 {
+		if err := in.Inbox.Forget(ctx, []uint64{b, c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.Inbox.Forget(ctx, []uint64{d + 1000}); err != nil {
+		t.Fatalf("forget a sequence never used: %v", err)
+	}
+	if seq, err := in.Backlog.After(ctx, toks, a); err != nil || seq != d {
+		t.Fatalf("after %d: %d %v, want %d", a, seq, err, d)
+	}
+	r, err := in.Inbox.Open(ctx, session.Cursor{Name: "f-" + toks[0], Tokens: toks, Start: a, Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, want := range []uint64{a, d} {
+		if got := next(t, r); got.Seq != want {
+			t.Fatalf("delivered %d, want %d", got.Seq, want)
+		}
 	}
 }

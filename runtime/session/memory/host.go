@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/runtime"
@@ -62,7 +63,15 @@ func (h *Host) Close() {
 }
 
 func (h *Host) LeaseValid() bool { return h.lease.Load() }
-func (h *Host) Draining() bool   { return h.draining.Load() }
+
+// AwaitLease never pauses: a lease this host does not hold is a fence.
+func (h *Host) AwaitLease(context.Context) error {
+	if !h.lease.Load() {
+		return session.ErrFenced
+	}
+	return nil
+}
+func (h *Host) Draining() bool { return h.draining.Load() }
 
 func (h *Host) Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error) {
 	h.mu.Lock()
@@ -127,13 +136,24 @@ func (h *Host) Removed() []string {
 	return append([]string(nil), h.removed...)
 }
 
-// Send records the sends (nothing delivers them).
-func (h *Host) Send(_ context.Context, _ string, sends []runtime.Send) error {
+// Send records the sends (nothing delivers them); none is pending.
+func (h *Host) Send(_ context.Context, _ string, sends []runtime.Send) ([]runtime.Send, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sends = append(h.sends, sends...)
+	return nil, nil
+}
+
+// SendPending records the send as sent: it left.
+func (h *Host) SendPending(_ context.Context, _ string, p runtime.PendingSend, _ time.Time) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sends = append(h.sends, p.Send)
 	return nil
 }
+
+// Retired: no deployment of the memory host is retired.
+func (h *Host) Retired(context.Context, string) (bool, error) { return false, nil }
 
 // Sends are the commands the sessions sent so far, in order.
 func (h *Host) Sends() []runtime.Send {

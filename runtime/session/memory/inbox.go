@@ -127,6 +127,14 @@ func (ib *Inbox) Purge(_ context.Context, tokens []string, below uint64) error {
 	return nil
 }
 
+// Forget removes the messages at seqs.
+func (ib *Inbox) Forget(_ context.Context, seqs []uint64) error {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	ib.msgs = slices.DeleteFunc(ib.msgs, func(m message) bool { return slices.Contains(seqs, m.seq) })
+	return nil
+}
+
 // After returns the lowest sequence above seq on any of tokens (0: none).
 func (ib *Inbox) After(_ context.Context, tokens []string, seq uint64) (uint64, error) {
 	ib.mu.Lock()
