@@ -31,12 +31,18 @@ func (b jsBlobs) store() (objectStore, error) {
 	return obs, nil
 }
 
+// Put stores data under name, sending it again across an election of the
+// object store's stream (attempts): the content is addressed by its
+// digest, so a second put of a name writes the same object.
 func (b jsBlobs) Put(ctx context.Context, name string, data []byte) error {
 	obs, err := b.store()
-	if err == nil {
-		_, err = obs.PutBytes(ctx, name, data)
+	if err != nil {
+		return err
 	}
-	return err
+	return attempts(ctx, func(actx context.Context) error {
+		_, err := obs.PutBytes(actx, name, data)
+		return err
+	})
 }
 
 func (b jsBlobs) Has(ctx context.Context, name string) (bool, error) {

@@ -84,6 +84,12 @@ type Config struct {
 	// HandoffStartTimeout bounds a handoff's start request (default
 	// handoff.DefaultStartTimeout).
 	HandoffStartTimeout time.Duration
+	// ChildSendTimeout bounds a send that creates a child on a deployment
+	// with no live owner, from the delegation (docs/driver.md, "Child
+	// sends"): retried outside the session loop until then, after which
+	// the delegation fails with child_unavailable (default 60 s; negative:
+	// refused by New).
+	ChildSendTimeout time.Duration
 	// HibernateAfter is how long a quiet session (no step running; it may
 	// await input, an authorization, a task or a resume) stays loaded
 	// before it hibernates (default 5 min; negative: never, except under
@@ -166,6 +172,9 @@ func (c Config) withDefaults() Config {
 	if c.TaskAckWait == 0 {
 		c.TaskAckWait = DefaultTaskAckWait
 	}
+	if c.ChildSendTimeout == 0 {
+		c.ChildSendTimeout = DefaultChildSendTimeout
+	}
 	c.Tasks = maps.Clone(c.Tasks)
 	if c.Tasks == nil {
 		c.Tasks = map[string]runtime.TaskHandler{}
@@ -200,6 +209,8 @@ func (c Config) validateDurability() error {
 		return fmt.Errorf("driver: max loaded sessions %d: must not be negative", c.MaxLoaded)
 	case c.StepTimeout < 0:
 		return fmt.Errorf("driver: step timeout %v: must not be negative", c.StepTimeout)
+	case c.ChildSendTimeout < 0:
+		return fmt.Errorf("driver: child send timeout %v: must not be negative", c.ChildSendTimeout)
 	case c.SweepInterval < 0 || c.TaskAckWait < time.Second:
 		return fmt.Errorf("driver: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
 	case c.QuarantineAfter < 1:
@@ -226,3 +237,16 @@ func (c Config) validateLimits() error {
 // fenceAfter is how long after a renewal was sent the lease counts as held:
 // a quarter of the TTL before the server can expire it.
 func (c Config) fenceAfter() time.Duration { return c.LeaseTTL - c.LeaseTTL/4 }
+
+// leaseCall bounds one lease call of acquire (and one claim attempt of a
+// resume): long enough for a loaded server, short enough that a call the
+// bucket's leader left unanswered (it died, an election follows) is sent
+// again soon after the new leader is elected: the renewal period, at least
+// 250 ms.
+func (c Config) leaseCall() time.Duration { return max(c.LeaseRenew, 250*time.Millisecond) }
+
+// leasePoll paces the attempts to acquire the lease, and the renewals of a
+// paused process.
+func (c Config) leasePoll() time.Duration {
+	return min(max(c.LeaseTTL/10, 50*time.Millisecond), 250*time.Millisecond)
+}

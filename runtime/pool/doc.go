@@ -14,8 +14,9 @@
 //	claim: add the session to this process's index (before claiming),
 //	       read the checkpoint (session.ReadCheckpoint: an owner never
 //	       claims what it cannot run), decide the boot attempt
-//	       (quarantine), claim the record by CAS (epoch+1, this run, this
-//	       deployment), then session.New and Run
+//	       (quarantine; a run this process saw stop is no death, lived.go),
+//	       claim the record by CAS (epoch+1, this run, this deployment),
+//	       then session.New and Run
 //
 // Durability (docs/runtime.md §6): the process holds a lease
 // (baton_owners/lease.<processID>, TTL, renewed every TTL/4) before it

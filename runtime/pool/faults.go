@@ -17,6 +17,10 @@ type Faults struct {
 	// commit CAS that landed (the write is durable, the owner is told it is
 	// uncertain).
 	LoseCommitReply func(sessionID string) bool
+	// DropCommit reports, per commit, whether to not send the commit CAS
+	// and report its outcome uncertain (a stream without a leader that
+	// never answered it).
+	DropCommit func(sessionID string) bool
 	// AliasHooked runs after a live session created the hook of a new alias
 	// and before it recreates its consumer over the alias's subject, so a
 	// test can publish into that window.
@@ -24,6 +28,10 @@ type Faults struct {
 	// LoseLeaseReply reports, per lease renewal that landed, whether to
 	// drop its reply (the renewal is settled by reading the lease back).
 	LoseLeaseReply func() bool
+	// FailLeaseRenewal reports, per lease renewal, whether to fail it
+	// without sending it, as a bucket with no leader fails it: past its
+	// fence deadline the process pauses until a renewal lands.
+	FailLeaseRenewal func() bool
 	// AfterCommit runs right after a commit CAS succeeded, before any of
 	// the commit's events is published.
 	AfterCommit func(sessionID string)
@@ -72,9 +80,11 @@ type Faults struct {
 	// consumer, before it deletes the predecessor's consumer and boots the
 	// machine. A non-nil error stops the run there, as a crash would.
 	AfterConsumer func(sessionID string, reason runtime.BootReason) error
-	// HoldLeaseRenewal reports, per due lease renewal, whether to skip it
-	// (a process frozen past its lease): the process fences itself once the
-	// lease was not renewed in time, and the server expires it.
+	// HoldLeaseRenewal reports, per due lease renewal (and per attempt to
+	// acquire the lease again after a fence), whether to skip it (a process
+	// that cannot renew at all, as if frozen past its lease): held at its
+	// fence deadline, the process fences itself there instead of pausing,
+	// and the server expires the lease.
 	HoldLeaseRenewal func() bool
 }
 
@@ -118,6 +128,10 @@ func (f *Faults) readable(cp []byte) error {
 	return err
 }
 
+func (f *Faults) failLeaseRenewal() bool {
+	return f != nil && f.FailLeaseRenewal != nil && f.FailLeaseRenewal()
+}
+
 func (f *Faults) loseLeaseReply() bool {
 	return f != nil && f.LoseLeaseReply != nil && f.LoseLeaseReply()
 }
@@ -140,7 +154,7 @@ func (f *Faults) session() *session.Faults {
 		return nil
 	}
 	return &session.Faults{
-		LoseCommitReply: f.LoseCommitReply, AliasHooked: f.AliasHooked, AfterCommit: f.AfterCommit,
+		LoseCommitReply: f.LoseCommitReply, DropCommit: f.DropCommit, AliasHooked: f.AliasHooked, AfterCommit: f.AfterCommit,
 		AfterConsumer: f.AfterConsumer, Hibernating: f.Hibernating,
 		AfterJournal: f.AfterJournal, BeforeCommit: f.BeforeCommit,
 	}

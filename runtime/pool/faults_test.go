@@ -71,6 +71,48 @@ func TestLostCommitRepliesAreSettled(t *testing.T) {
 	}
 }
 
+// Every third commit CAS is never answered (a stream without a leader):
+// the leader read finds the record still at the revision the commit
+// expected, so the same CAS is sent again and lands. The session keeps its
+// run and epoch — no re-claim — and nothing is lost or applied twice.
+func TestDroppedCommitsAreSentAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var commits, dropped atomic.Int64
+	e.owner("v1", "p1", func(c *Config) {
+		c.Faults = &Faults{DropCommit: func(string) bool {
+			if commits.Add(1)%3 == 0 {
+				dropped.Add(1)
+				return true
+			}
+			return false
+		}}
+	})
+	id := e.Start("v1").SessionID
+	var want []string
+	for i := range 9 {
+		text := fmt.Sprintf("msg %d", i)
+		e.Send(id, harness.Deliver(text))
+		want = append(want, text)
+	}
+	evs := e.WaitFor(id, "every delivery answered", func(evs []wire.Event) bool {
+		return len(harness.Outputs(evs)) >= len(want)
+	})
+	if applied := e.CheckStream(evs); len(applied) != 9 {
+		t.Fatalf("%d commands applied, want 9", len(applied))
+	}
+	if got := harness.Outputs(evs); !slices.Equal(got, want) {
+		t.Fatalf("outputs %q, want %q", got, want)
+	}
+	if dropped.Load() < 3 {
+		t.Fatalf("only %d commits dropped: the fault did not bite", dropped.Load())
+	}
+	cur, snap := e.session(id)
+	if cur.Record.Epoch != 1 || cur.Record.Writer != cur.Record.OwnerRunID || snap.Writer.Write != cur.Record.WriteCounter {
+		t.Fatalf("record %+v writer %+v: the session was re-claimed", cur.Record, snap.Writer)
+	}
+}
+
 // An owner whose commit loses the CAS (a foreign write moved the record on)
 // stops the session at once and publishes nothing more.
 func TestCASConflictStopsWithoutSideEffects(t *testing.T) {

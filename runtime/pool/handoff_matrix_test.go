@@ -576,18 +576,27 @@ func (sc *mxScenario) check(evs []wire.Event, sent []string, before record.Sessi
 	}
 	// Record writes: epochs never go back (no late commit of a fenced
 	// run), one run per epoch, a run never writes again after a later
-	// epoch.
+	// epoch, nor after its fenced process released it (the release names
+	// no run, and is the last write of its epoch).
 	if len(writes) < 2 { // at least the stage and whatever settled it
 		t.Fatalf("%s: the record watch saw %d writes", sc.c, len(writes))
 	}
 	last := before.Record.Epoch
 	runAt := map[uint64]string{last: before.Record.OwnerRunID}
+	released := map[uint64]bool{}
 	for k, w := range writes {
 		if w.deleted {
 			t.Fatalf("%s: record deleted at revision %d", sc.c, w.revision)
 		}
 		if w.epoch < last {
 			t.Fatalf("%s: write %d (rev %d) by run %s at epoch %d after epoch %d: a late write", sc.c, k, w.revision, w.run, w.epoch, last)
+		}
+		if released[w.epoch] {
+			t.Fatalf("%s: write %d (rev %d) by run %q at epoch %d after its release", sc.c, k, w.revision, w.run, w.epoch)
+		}
+		if w.run == "" {
+			released[w.epoch], last = true, w.epoch
+			continue
 		}
 		if r, ok := runAt[w.epoch]; ok && r != w.run {
 			t.Fatalf("%s: epoch %d written by runs %s and %s", sc.c, w.epoch, r, w.run)

@@ -35,6 +35,7 @@ func (o *Owner) newEnv() error {
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
 		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
+		ChildSendTimeout: cfg.ChildSendTimeout,
 		Limits: runtime.Limits{MaxStepsPerTurn: cfg.MaxStepsPerTurn, MaxTokensPerTurn: cfg.MaxTokensPerTurn,
 			MaxTokensPerSession: cfg.MaxTokensPerSession},
 		Faults: cfg.Faults.session(),
@@ -118,6 +119,8 @@ var (
 )
 
 func (h host) LeaseValid() bool { return h.o.leaseValid() }
+
+func (h host) AwaitLease(ctx context.Context) error { return h.o.awaitLease(ctx) }
 
 func (h host) Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error) {
 	if h.o.txn == nil {

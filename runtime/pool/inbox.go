@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,6 +42,7 @@ func (r *jsReader) Lost() <-chan error                  { return r.lost }
 
 const (
 	inboxPullExpiry  = 5 * time.Second
+	inboxHeartbeat   = time.Second
 	consumerInactive = 10 * time.Minute
 	consumerAckWait  = 5 * time.Second
 )
@@ -73,7 +75,7 @@ func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, e
 	stream := ib.names.InboxStream()
 	var cons jetstream.Consumer
 	if c.Fresh {
-		cc, err := ib.js.CreateConsumer(ctx, stream, ib.config(c))
+		cc, err := ib.create(ctx, stream, ib.config(c))
 		if err == nil && unused(cc) {
 			cons = cc
 		} else if err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
@@ -81,19 +83,25 @@ func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, e
 		}
 	}
 	if cons == nil {
-		if err := ib.Delete(ctx, c.Name); err != nil {
+		if err := attempts(ctx, func(actx context.Context) error { return ib.Delete(actx, c.Name) }); err != nil {
 			return nil, err
 		}
-		cc, err := ib.js.CreateConsumer(ctx, stream, ib.config(c))
+		cc, err := ib.create(ctx, stream, ib.config(c))
 		if err != nil {
 			return nil, fmt.Errorf("pool: create consumer %s: %w", c.Name, err)
 		}
 		cons = cc
 	}
 	// A pull request that is lost (a consumer created just as its stream
-	// was born, a route flap) is only noticed by its expiry's heartbeat:
-	// 5 s bounds that stall instead of the library's default 30 s.
-	iter, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(inboxPullExpiry))
+	// was born, a route flap, or — the common case — a fresh consumer
+	// whose server's interest in its pull subject has not reached this
+	// connection's server yet, as after every handoff and claim) is only
+	// noticed when two idle heartbeats are missed: inboxHeartbeat bounds
+	// that stall to 2 s (the default, expiry/2, made it 5 s; the chaos test
+	// saw about one handoff in fifty wait for it). The price is one idle
+	// heartbeat a second per live session.
+	iter, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(inboxPullExpiry),
+		jetstream.PullHeartbeat(inboxHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("pool: consume %s: %w", c.Name, err)
 	}
@@ -102,6 +110,58 @@ func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, e
 	go r.read()
 	return r, nil
 }
+
+// Bounds of a consumer create or delete, and of a blob put: a stream whose
+// leader's node died answers none until its election (seconds), and a
+// request sent into that window is lost, so each attempt waits
+// consumerAttempt and the request is sent again — until consumerWait, or
+// ctx's deadline if it has one. Sending it again is safe: a create with an
+// identical configuration returns the consumer an earlier attempt made, a
+// delete of a consumer gone is no error, and a blob is content-addressed.
+const (
+	consumerAttempt = 2 * time.Second
+	consumerWait    = 20 * time.Second
+	consumerPause   = 100 * time.Millisecond
+)
+
+// create creates the consumer (attempts).
+func (ib jsInbox) create(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	var cons jetstream.Consumer
+	err := attempts(ctx, func(actx context.Context) error {
+		var err error
+		cons, err = ib.js.CreateConsumer(actx, stream, cfg)
+		return err
+	})
+	return cons, err
+}
+
+// attempts runs op with a deadline of consumerAttempt each, again while
+// an attempt timed out or the stream had no leader to answer it, until
+// ctx's deadline (consumerWait when it has none).
+func attempts(ctx context.Context, op func(context.Context) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, consumerWait)
+		defer cancel()
+	}
+	for {
+		actx, cancel := context.WithTimeout(ctx, consumerAttempt)
+		err := op(actx)
+		timedOut := actx.Err() != nil
+		cancel()
+		if err == nil || ctx.Err() != nil || !timedOut && !leaderless(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(consumerPause):
+		}
+	}
+}
+
+// leaderless reports an answer that means "no leader to answer yet".
+func leaderless(err error) bool { return kv.Leaderless(err) }
 
 // readerBuffer is how many delivered messages a reader holds for its
 // session (each is acknowledged once buffered: the record, not the
@@ -168,6 +228,28 @@ func (ib jsInbox) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("pool: delete consumer %s: %w", name, err)
 	}
 	return nil
+}
+
+// Forget deletes the messages at seqs from the inbox stream; one already
+// gone (deleted, purged) is not an error.
+func (ib jsInbox) Forget(ctx context.Context, seqs []uint64) error {
+	stream, err := ib.js.Stream(ctx, ib.names.InboxStream())
+	if err != nil {
+		return err
+	}
+	for _, seq := range seqs {
+		if err := stream.DeleteMsg(ctx, seq); err != nil && !gone(ctx, stream, seq) {
+			return fmt.Errorf("pool: delete inbox message %d: %w", seq, err)
+		}
+	}
+	return nil
+}
+
+// gone reports a message the stream no longer holds (a failed delete names
+// the cause only in its text).
+func gone(ctx context.Context, stream jetstream.Stream, seq uint64) bool {
+	_, err := stream.GetMsg(ctx, seq)
+	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
 // Purge purges the messages below seq on each token's inbox subject.

@@ -105,10 +105,11 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (session.Boot, er
 		return session.Boot{}, o.bootFailed(ctx, cur, err)
 	}
 	d.SetFloor(cur.Record)
-	if err := o.gate(ctx, cur, &d); err != nil {
+	boot := o.bootOf(cur.Record, d)
+	if err := o.gate(ctx, cur, &d, boot); err != nil {
 		return session.Boot{}, err
 	}
-	rec, err := o.claimCAS(ctx, cur, d)
+	rec, err := o.claimCAS(ctx, cur, boot)
 	var b session.Boot
 	if err == nil {
 		b, err = o.claimed(ctx, cur, rec, d)
@@ -131,16 +132,17 @@ func (o *Owner) mayBoot(ctx context.Context, rec record.SessionRecord) error {
 	return o.deferBoot(rec)
 }
 
-// gate decides a readable record's attempt: the one that reaches
-// QuarantineAfter quarantines the session, a counted one waits for this
-// process's suspect slot (quarantine.go), and the floor event goes on the
-// stream before this run's first event.
-func (o *Owner) gate(ctx context.Context, cur record.Session, d *session.Checkpoint) error {
+// gate decides a readable record's attempt (record.Attempt): the one that
+// reaches QuarantineAfter quarantines the session, a suspect that must run
+// alone (record.Alone) waits for this process's suspect slot
+// (quarantine.go), and the floor event goes on the stream before this
+// run's first event.
+func (o *Owner) gate(ctx context.Context, cur record.Session, d *session.Checkpoint, boot record.Boot) error {
 	id := cur.Record.SessionID
-	switch n := record.Attempt(cur.Record, session.InFlight(d.Snap)); {
+	switch n := record.Attempt(cur.Record, boot); {
 	case n >= o.cfg.QuarantineAfter:
 		return o.quarantine(ctx, cur, n, record.Failure(cur.Record), d)
-	case n > 0 && !o.takeSuspect(id):
+	case record.Alone(boot, n, o.cfg.QuarantineAfter) && !o.takeSuspect(id):
 		o.retryAt(id, cur.Record.OwnerProcess, suspectRetry+jitter(id, n, suspectRetry))
 		return ErrDeferred
 	}
@@ -157,8 +159,7 @@ func (o *Owner) gate(ctx context.Context, cur record.Session, d *session.Checkpo
 // claimCAS is the claim's one write: record.Claim at the revision read
 // (a staged record whose source died is adopted: the handoff failed), a
 // lost reply settled by a leader read.
-func (o *Owner) claimCAS(ctx context.Context, cur record.Session, d session.Checkpoint) (claimedRec, error) {
-	boot := record.Boot{Settled: session.SettledState(d.Snap), InFlight: session.InFlight(d.Snap), At: o.now().UTC()}
+func (o *Owner) claimCAS(ctx context.Context, cur record.Session, boot record.Boot) (claimedRec, error) {
 	rec, err := record.Claim(cur.Record, o.newOwner(), boot)
 	if err != nil {
 		return claimedRec{}, err
@@ -173,7 +174,8 @@ func (o *Owner) claimCAS(ctx context.Context, cur record.Session, d session.Chec
 	if err != nil {
 		return claimedRec{}, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
 	}
-	if rec.BootAttempts > 0 {
+	o.forgetStop(rec.SessionID)
+	if rec.BootAttempts > cur.Record.BootAttempts {
 		o.log.Info("claimed a session whose last owner vanished unsettled", "session", rec.SessionID,
 			"attempt", rec.BootAttempts, "quarantine_after", o.cfg.QuarantineAfter)
 	}

@@ -29,6 +29,7 @@ type metrics struct {
 	conflicts    *prometheus.CounterVec   // lost CASes by operation
 	renewals     *prometheus.CounterVec   // lease renewals by result
 	fences       prometheus.Counter       // self-fencing
+	pauses       prometheus.Counter       // overdue lease renewals (sessions paused)
 	stepFailures *prometheus.CounterVec   // failed steps by code
 	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
 	sends        *prometheus.CounterVec   // commands for other sessions by kind and result
@@ -45,6 +46,7 @@ type Stats struct {
 	Wakes        map[protocol.WakeSource]int // wake requests served, by source
 	Findings     uint64                      // hibernated sessions the inbox sweeper woke
 	Fences       uint64                      // times this process fenced itself
+	Pauses       uint64                      // times its lease renewal was overdue (every session paused)
 }
 
 func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, error) {
@@ -91,14 +93,6 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_cas_conflicts_total",
 			Help: "Session record CASes that lost (ownership moved on), by operation (commit, claim, hibernate).",
 		}, []string{"op"}),
-		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "baton_owner_lease_renewals_total",
-			Help: "Lease renewals by result (ok, error).",
-		}, []string{"result"}),
-		fences: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "baton_owner_fenced_total",
-			Help: "Times this process fenced itself (lease lost or not renewed in time): every session stopped.",
-		}),
 		stepFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_owner_step_failures_total",
 			Help: "Steps that failed with a code: event_invalid, event_too_large, result_invalid, agent_panic, step_timeout.",
@@ -110,11 +104,12 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		sends: newSendsMetric(),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
+	m.renewals, m.fences, m.pauses = leaseMetrics()
 	if reg == nil {
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.stepFailures, m.live, m.sends,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.live, m.sends,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -125,6 +120,30 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		}
 	}
 	return m, nil
+}
+
+// leaseMetrics are the counters of the lease: renewals by result, fences
+// and pauses.
+func leaseMetrics() (*prometheus.CounterVec, prometheus.Counter, prometheus.Counter) {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_lease_renewals_total",
+			Help: "Lease renewals by result (ok, error).",
+		}, []string{"result"}),
+		prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_owner_fenced_total",
+			Help: "Times this process fenced itself (lease lost or not renewed in time): every session stopped.",
+		}),
+		prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_owner_lease_pauses_total",
+			Help: "Times this process's lease renewal was overdue (every session paused until a renewal landed, or the process fenced).",
+		})
+}
+
+func (m *metrics) paused() {
+	m.pauses.Inc()
+	m.mu.Lock()
+	m.stats.Pauses++
+	m.mu.Unlock()
 }
 
 func (m *metrics) fenced() {
@@ -238,7 +257,7 @@ func (m *metrics) InboxLag(d time.Duration) { m.inboxLag.Observe(d.Seconds()) }
 func newSendsMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_owner_session_sends_total",
-		Help: "Commands this process's sessions sent other sessions (subagents: deliver, cancel, end, child.result, child.waiting, child.resumed), by kind and result: sent (stored in the receiver's inbox; a new child created first), dropped (the receiver has ended), retried (an attempt that failed and was retried).",
+		Help: "Commands this process's sessions sent other sessions (subagents: deliver, cancel, end, child.result, child.waiting, child.resumed), by kind and result: sent (stored in the receiver's inbox; a new child created first), dropped (the receiver has ended), retried (an attempt that failed and was retried), pending (a child-creating send whose deployment had no live owner, retried outside the session loop), unavailable (a pending send that timed out or whose deployment was retired: the delegation failed with child_unavailable).",
 	}, []string{"kind", "result"})
 }
 

@@ -30,10 +30,11 @@ type Owner struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*loaded
-	loading   map[string]bool // claims in progress (create or Load)
-	restarts  map[string]int  // consecutive failed runs per session
-	retrying  map[string]bool // boot attempts scheduled after the quarantine backoff
-	suspect   string          // the counted boot this process runs now (quarantine.go)
+	loading   map[string]bool   // claims in progress (create or Load)
+	restarts  map[string]int    // consecutive failed runs per session
+	retrying  map[string]bool   // boot attempts scheduled after the quarantine backoff
+	suspect   string            // the counted boot this process runs now (quarantine.go)
+	stops     map[string]string // per session, its run this process saw stop (lived.go)
 	suspectAt time.Time
 	wg        sync.WaitGroup             // session goroutines
 	bg        sync.WaitGroup             // adoption, wake and restart goroutines
@@ -86,6 +87,7 @@ func New(cfg Config) (*Owner, error) {
 	}
 	o := &Owner{cfg: cfg, faults: cfg.Faults, born: time.Now(),
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{}, retrying: map[string]bool{},
+		stops: map[string]string{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
 		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}),
 		backlog: kv.NewBacklog(cfg.JS, cfg.Names), inboxMsgs: kv.NewStream(cfg.JS, cfg.Names.InboxStream()),
@@ -209,9 +211,7 @@ func (o *Owner) serve(parent context.Context) {
 	// Resume the index before serving start requests: start indexes a new
 	// session before it runs it, so a resume listing the index meanwhile
 	// would claim that session a second time in this process.
-	if err := o.resumeIndex(ctx); err != nil {
-		o.log.Error("resume failed", "err", err)
-	}
+	o.resume(ctx)
 	var subs []*nats.Subscription
 	defer func() {
 		for _, s := range subs {

@@ -129,7 +129,7 @@ func (ps *peerSet) doneAdopting(pid string) {
 // process stops adopting half way, the hold expires and the sweeper of any
 // peer adopts what is left.
 func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
-	if dead == o.cfg.ProcessID || dead == "" || !o.peers.startAdopting(dead) {
+	if dead == o.cfg.ProcessID || dead == "" || o.draining.Load() || !o.peers.startAdopting(dead) {
 		return
 	}
 	defer o.peers.doneAdopting(dead)
@@ -149,7 +149,19 @@ func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
 	hctx, stop := context.WithCancel(ctx)
 	var hwg sync.WaitGroup
 	hwg.Go(func() { h.renew(hctx, stop) })
-	ids, err := o.cfg.Store.ListIndex(hctx, dead)
+	hwg.Go(func() {
+		// A draining process takes no new work: it stops adopting at once
+		// (its wakes would only be refused by itself, and the hold would
+		// keep the dead process's own restart waiting); the hold expires
+		// and a peer's sweeper adopts what is left.
+		select {
+		case <-o.drainCh:
+			o.log.Info("draining: stopped adopting the sessions of a dead owner process", "dead", dead)
+			stop()
+		case <-hctx.Done():
+		}
+	})
+	ids, err := o.listIndexOf(hctx, dead, func() bool { return true }) // the hold bounds it
 	listed := err == nil || errors.Is(err, record.ErrNotFound)
 	if !listed {
 		// Keep the key until the hold expires: the sweeper adopts again.

@@ -63,19 +63,24 @@ func (o *Owner) bootFailed(ctx context.Context, cur record.Session, cause error)
 // quarantine parks the session instead of booting it: the record moves to
 // quarantined by a CAS at the revision read, carrying session.quarantined
 // as its floor event, which is then appended at the subject's end (not
-// through the outbox: the checkpoint may be unreadable). d is the decoded
-// checkpoint when it could be read: its committed outbox is appended first,
-// so the event follows every committed event. It returns ErrQuarantined
-// once the record is quarantined (load then removes this process's index
-// entry; the dead owner's goes with its takeover).
+// through the outbox: the checkpoint may be unreadable). Whatever the
+// checkpoint committed that the stream lacks is appended first, so the
+// event follows every committed event: d's outbox when it could be
+// decoded, else the outbox read leniently (quarantine_outbox.go). It
+// returns ErrQuarantined once the record is quarantined (load then removes
+// this process's index entry; the dead owner's goes with its takeover).
 func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int, cause string, d *session.Checkpoint) error {
 	id := cur.Record.SessionID
 	app := o.appender(id)
-	seq, err := o.nextSeq(ctx, app, cur.Record, d)
+	c, err := o.committedOf(ctx, cur.Record, d)
+	if err != nil {
+		return fmt.Errorf("driver: quarantine %s: %w", id, err)
+	}
+	seq, err := o.nextSeq(ctx, app, cur.Record, c)
 	if err != nil {
 		return fmt.Errorf("driver: quarantine %s: events: %w", id, err)
 	}
-	rec, err := o.parked(cur.Record, attempts, cause, seq)
+	rec, err := o.parked(cur.Record, attempts, cause, seq, c.lost)
 	if err != nil {
 		return err
 	}
@@ -90,33 +95,29 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 		// (it would expire by its inactivity threshold anyway).
 		o.deleteConsumer(ctx, prev)
 	}
-	o.log.Warn("session quarantined", "session", id, "attempts", attempts, "error", cause, "event_seq", seq)
+	o.log.Warn("session quarantined", "session", id, "attempts", attempts, "error", cause, "event_seq", seq, "outbox_lost", c.lost != nil)
 	return ErrQuarantined
 }
 
 // nextSeq is the seq of an event appended outside a commit: one past the
 // larger of the subject's last event (after what the stream lacks is
-// appended: d's committed outbox, when the checkpoint could be read, and
-// the record's floor event), the floor and the checkpoint's event seq.
-func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.SessionRecord, d *session.Checkpoint) (uint64, error) {
-	var outbox []wire.Event
-	seq := rec.EventSeqFloor
-	if d != nil {
-		outbox, seq = d.Outbox, max(seq, d.Snap.EventSeq)
-	}
-	last, err := o.publishPending(ctx, app, rec, outbox)
+// appended: c's committed outbox and the record's floor event), the floor
+// and c's event seq.
+func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.SessionRecord, c committed) (uint64, error) {
+	last, err := o.publishPending(ctx, app, rec, c.outbox)
 	if err != nil {
 		return 0, err
 	}
-	return max(seq, last) + 1, nil
+	return max(rec.EventSeqFloor, c.eventSeq, last) + 1, nil
 }
 
 // parked is the quarantined record: record.Quarantine carrying
-// session.quarantined at seq.
-func (o *Owner) parked(r record.SessionRecord, attempts int, cause string, seq uint64) (record.SessionRecord, error) {
+// session.quarantined at seq, at data version 2 only when lost names the
+// kept checkpoint of an outbox that could not be read.
+func (o *Owner) parked(r record.SessionRecord, attempts int, cause string, seq uint64, lost *wire.BlobRef) (record.SessionRecord, error) {
 	writer := "quarantine-" + newID()
-	data, err := o.operatorEvent(r.SessionID, seq, writer, wire.EventSessionQuarantined,
-		wire.SessionQuarantined{Attempts: attempts, Error: cause, DeploymentID: o.cfg.Deployment})
+	body := wire.LowestSessionQuarantined(wire.SessionQuarantined{Attempts: attempts, Error: cause, DeploymentID: o.cfg.Deployment}, lost)
+	data, err := o.operatorEvent(r.SessionID, seq, writer, body)
 	if err != nil {
 		return record.SessionRecord{}, err
 	}
@@ -159,9 +160,9 @@ func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uin
 // publishPending appends what the session's event subject may lack before
 // anything follows it: a checkpoint's committed outbox and the record's
 // floor event, in seq order, each skipped when already there. A gap it
-// cannot fill (events of an unreadable checkpoint's outbox) is left: the
-// next event follows the last one on the subject. It returns the seq of
-// the subject's last event.
+// cannot fill (an outbox event after one that could not be read) is left:
+// the next event follows the last one on the subject. It returns the seq
+// of the subject's last event.
 func (o *Owner) publishPending(ctx context.Context, app *kv.Appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
 	type pending struct {
 		seq  uint64
@@ -198,8 +199,8 @@ func (o *Owner) appender(id string) *kv.Appender {
 
 // operatorEvent encodes an event appended outside a commit, stamped with
 // the writer of the record transition that carries it.
-func (o *Owner) operatorEvent(id string, seq uint64, runID, kind string, data any) ([]byte, error) {
-	e, err := wire.NewEvent(kind, data)
+func (o *Owner) operatorEvent(id string, seq uint64, runID string, body wire.EventBody) ([]byte, error) {
+	e, err := wire.NewBodyEvent(body)
 	if err != nil {
 		return nil, err
 	}

@@ -32,13 +32,37 @@ const sendStartTimeout = 5 * time.Second
 // errGone: the receiver has ended (or never existed).
 var errGone = errors.New("receiver has ended")
 
-func (h host) Send(ctx context.Context, from string, sends []runtime.Send) error {
+// errNoOwner: no owner of the child's deployment answered its start.
+var errNoOwner = errors.New("no owner answered")
+
+// Send stores each send, retrying, except a child-creating one whose first
+// attempt fails (no live owner of its deployment, or it is retired): that
+// one is returned pending, for the session to retry outside its loop
+// (SendPending), so a parent never waits on a deployment that may not come
+// back.
+func (h host) Send(ctx context.Context, from string, sends []runtime.Send) ([]runtime.Send, error) {
+	var pending []runtime.Send
 	for _, s := range sends {
+		if s.Alias != "" {
+			if !h.o.leaseValid() {
+				return nil, ErrFenced
+			}
+			if err := h.o.trySend(ctx, from, s); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				h.o.log.Info("a child send is pending: retried outside the session loop", "from", from, "to", s.SessionID,
+					"deployment", s.DeploymentID, "err", err)
+				h.o.metrics.sent(s.Command.Kind, "pending")
+				pending = append(pending, s)
+			}
+			continue
+		}
 		if err := h.o.sendOne(ctx, from, s); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return pending, nil
 }
 
 func (h host) ReadsInbox(ctx context.Context, deployment string, v int) (bool, error) {
@@ -115,7 +139,14 @@ func (o *Owner) sendTarget(ctx context.Context, s runtime.Send) (int, string, er
 	var rep protocol.StartReply
 	if s.Alias != "" {
 		var err error
-		if rep, err = o.startChild(ctx, s); err != nil {
+		rep, err = o.startChild(ctx, s)
+		if errors.Is(err, errNoOwner) {
+			// The child may exist (a send repeated after a reboot): a send
+			// to an existing child is stored and woken whether or not its
+			// owners run.
+			return o.existingChild(ctx, s, err)
+		}
+		if err != nil {
 			return 0, "", err
 		}
 		if rep.Ended {
@@ -151,7 +182,7 @@ func (o *Owner) startChild(ctx context.Context, s runtime.Send) (protocol.StartR
 	defer cancel()
 	msg, err := o.cfg.NC.RequestWithContext(rctx, o.cfg.Names.Start(s.DeploymentID), data)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return protocol.StartReply{}, fmt.Errorf("create child %s: no owner of deployment %s is running", s.SessionID, s.DeploymentID)
+		return protocol.StartReply{}, fmt.Errorf("create child %s: %w: no owner of deployment %s is running", s.SessionID, errNoOwner, s.DeploymentID)
 	}
 	if err != nil {
 		return protocol.StartReply{}, fmt.Errorf("create child %s: %w", s.SessionID, err)
@@ -180,20 +211,35 @@ func (o *Owner) receiverGone(ctx context.Context, from string, s runtime.Send) e
 		o.log.Debug("command for an ended session dropped", "from", from, "to", s.SessionID, "kind", c.Kind)
 		return nil
 	}
-	id := s.SessionID + "/gone/" + c.ID
-	data, err := wire.Encode(wire.Current(), wire.Command{
-		V: wire.CurrentVersion, Kind: wire.KindChildResult, ID: clipID(id),
-		AcceptedDeploymentID: o.cfg.Deployment, AcceptedAt: o.now().UTC(),
-		ChildResult: &wire.ChildResult{Handle: c.Handle, ChildSessionID: s.SessionID, CommandID: c.ID, TurnID: "none",
-			Outcome: wire.ChildFailed, Error: "child_gone: session " + s.SessionID + " has ended or cannot read the delegation", Ended: "ended"},
-	})
-	if err != nil {
+	err := o.failDelegation(ctx, from, s, "gone", "ended",
+		wire.ChildErrorText(wire.CodeChildGone, "session "+s.SessionID+" has ended or cannot read the delegation"))
+	if errors.Is(err, errEncode) {
 		return backoff.Permanent(err)
 	}
-	if _, err := o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(from)), data, jetstream.WithMsgID(clipID(id))); err != nil {
-		return err
+	return err
+}
+
+// errEncode: a derived command could not be encoded (never retried).
+var errEncode = errors.New("encode a derived command")
+
+// failDelegation publishes the failed child.result of delegation s to the
+// sender's own inbox (its handle closes with ended): command and message
+// ID <child>/<what>/<delegation ID>, so a repeat is deduplicated and the
+// machine applies it once like any child result.
+func (o *Owner) failDelegation(ctx context.Context, from string, s runtime.Send, what, ended, errText string) error {
+	c := s.Command
+	id := clipID(s.SessionID + "/" + what + "/" + c.ID)
+	data, err := wire.Encode(wire.Current(), wire.Command{
+		V: wire.CurrentVersion, Kind: wire.KindChildResult, ID: id,
+		AcceptedDeploymentID: o.cfg.Deployment, AcceptedAt: o.now().UTC(),
+		ChildResult: &wire.ChildResult{Handle: c.Handle, ChildSessionID: s.SessionID, CommandID: c.ID, TurnID: runtime.NoChildTurn,
+			Outcome: wire.ChildFailed, Error: errText, Ended: ended},
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errEncode, err)
 	}
-	return nil
+	_, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(from)), data, jetstream.WithMsgID(id))
+	return err
 }
 
 // clipID keeps a derived command ID within wire's 128 characters.

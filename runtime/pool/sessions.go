@@ -23,7 +23,7 @@ type loaded struct {
 // a fresh claim CAS. An entry for a session another process runs now is
 // stale (a crash between index and claim, or a takeover) and is dropped.
 func (o *Owner) resumeIndex(ctx context.Context) error {
-	ids, err := o.cfg.Store.ListIndex(ctx, o.cfg.ProcessID)
+	ids, err := o.listIndex(ctx)
 	if err != nil && !errors.Is(err, record.ErrNotFound) {
 		return fmt.Errorf("driver: list index: %w", err)
 	}
@@ -33,16 +33,88 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 	return nil
 }
 
+// listIndex lists this process's index, trying again (up to
+// resumeRetries times, each attempt bounded by indexListTimeout) when
+// baton_owners does not answer: right after an election the listing's
+// consumer can fail to start, and an index left unread leaves every
+// session to the next sweep.
+func (o *Owner) listIndex(ctx context.Context) ([]string, error) {
+	return o.listIndexOf(ctx, o.cfg.ProcessID, o.leaseValid)
+}
+
+// listIndexOf lists the index of process pid the same way, while more
+// reports that trying again is still worth it.
+func (o *Owner) listIndexOf(ctx context.Context, pid string, more func() bool) ([]string, error) {
+	for n := 0; ; n++ {
+		lctx, cancel := context.WithTimeout(ctx, indexListTimeout)
+		ids, err := o.cfg.Store.ListIndex(lctx, pid)
+		cancel()
+		if err == nil || errors.Is(err, record.ErrNotFound) || n >= resumeRetries || !more() || ctx.Err() != nil {
+			return ids, err
+		}
+		o.log.Warn("list index failed; retrying", "process", pid, "err", err)
+		sleep(ctx, o.cfg.leaseCall())
+	}
+}
+
+// indexListTimeout bounds one listing of an index: a listing's consumer
+// that cannot start (the stream or the meta leader is electing) is tried
+// again instead of waited for.
+const indexListTimeout = 2 * time.Second
+
+// resumeGiveUp bounds how long resume retries listing the index.
+const resumeGiveUp = 30 * time.Second
+
+// resume resumes the index (resumeIndex), listing it again while that
+// fails: right after an election of the owners bucket (a fence on a lost
+// lease renewal is followed by one) the listing can time out, and a
+// session of the index left unresumed — released by the fenced run, so no
+// sweep names it — would wait for a command's wake that may have been
+// lost with the fence. After resumeGiveUp it serves regardless.
+func (o *Owner) resume(ctx context.Context) {
+	began := time.Now()
+	for pause := 250 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+		err := o.resumeIndex(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > resumeGiveUp {
+			o.log.Error("resume failed", "err", err)
+			return
+		}
+		o.log.Warn("resume failed; listing the index again", "err", err)
+		sleep(ctx, pause)
+	}
+}
+
 // resumeParallel bounds the claims a resume runs at once.
 const resumeParallel = 16
 
+// resumeRetries bounds the retries of one session's resume claim.
+const resumeRetries = 8
+
+// retriable reports a wake error another attempt may not meet: the store
+// did not answer, or the claim lost its CAS to a write that landed late.
+func retriable(e *protocol.ReplyError) bool {
+	return e != nil && (e.Code == protocol.CodeUnavailable || e.Code == protocol.CodeConflict)
+}
+
 func (o *Owner) resumeOne(ctx context.Context, id string) {
 	rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
+	// A claim the store could not answer (a bucket still electing its
+	// leader after a NATS server died) is tried again soon, a few times,
+	// rather than left to the next sweep: every claim is a CAS, so a retry
+	// can only win or learn the session moved on.
+	for n := 0; n < resumeRetries && retriable(rep.Error) && o.leaseValid() && ctx.Err() == nil; n++ {
+		sleep(ctx, o.cfg.leaseCall())
+		rep = o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
+	}
 	switch {
 	case rep.Error != nil:
 		// The orphan sweeper re-claims it (the record names this process).
 		o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
 	case staleEntry(rep.Outcome):
+		o.forgetStop(id)
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 			o.log.Warn("drop stale index entry", "session", id, "err", err)
 		}
@@ -154,6 +226,9 @@ func (o *Owner) stopped(ctx context.Context, l *loaded, err error, ran time.Dura
 	s, id := l.s, l.s.ID()
 	log := o.log.With(slog.String("session", id), slog.Uint64("epoch", s.Epoch()))
 	o.dropSuspect(id)
+	if !s.Hibernated() && s.Ended() == "" {
+		o.sawStop(id, s.RunID()) // this process lives: the run's end is no death (lived.go)
+	}
 	o.mu.Lock()
 	if o.sessions[id] == l {
 		delete(o.sessions, id)
@@ -171,6 +246,9 @@ func (o *Owner) stopped(ctx context.Context, l *loaded, err error, ran time.Dura
 		// One WARN for the process ("fenced: stopping every session");
 		// the session resumes by a fresh claim once the lease is back.
 		log.Debug("session stopped: process fenced")
+		if errors.Is(context.Cause(ctx), ErrFenced) || ctx.Err() == nil {
+			o.releaseFenced(s) // a fence, not a shutdown that found the lease gone
+		}
 	case err != nil && ctx.Err() == nil:
 		log.Error("session stopped", "err", err)
 		o.restartLater(id, ran)
@@ -199,6 +277,7 @@ func (o *Owner) lost(ctx context.Context, id string) {
 	case cur.Record.OwnerProcess == o.cfg.ProcessID:
 		o.restartLater(id, 0)
 	default:
+		o.forgetStop(id)
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 			o.log.Debug("remove stale index entry", "session", id, "err", err)
 		}
@@ -228,6 +307,7 @@ func (o *Owner) restartLater(id string, ran time.Duration) {
 		if staleEntry(rep.Outcome) {
 			// It runs elsewhere now (a handoff that completed after all),
 			// or no owner runs it: this process's index entry is stale.
+			o.forgetStop(id)
 			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 				o.log.Debug("remove stale index entry", "session", id, "err", err)
 			}
