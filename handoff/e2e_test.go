@@ -152,6 +152,30 @@ func TestOverNATS(t *testing.T) {
 		}
 	})
 
+	t.Run("a frozen candidate costs one attempt; asked late, it replays", func(t *testing.T) {
+		req := natsRequest(t, n, b)
+		txn := natsTxn(n)
+		frozen := &frozenFirst{Starter: txn.Starter}
+		txn.Starter, txn.StartAttempt = frozen, 200*time.Millisecond
+		began := time.Now()
+		res, err := txn.Run(testCtx(t), req)
+		if err != nil || res.Outcome != handoff.Moved || frozen.calls != 2 {
+			t.Fatalf("%+v %v after %d start requests", res, err, frozen.calls)
+		}
+		if d := time.Since(began); d >= handoff.DefaultStartTimeout {
+			t.Fatalf("moved after %s: the frozen candidate cost the whole start timeout", d)
+		}
+		// The frozen process thaws and handles the request it held: the
+		// activation is recorded, so it answers it without running the
+		// session.
+		data, _ := json.Marshal(frozen.held)
+		r := handoff.Responder{Store: n.st, Candidate: handoff.Candidate{Deployment: candDeployment, ProcessID: "frozen", RunID: "thawed", Validate: validate}}
+		reply, act, err := r.Handle(testCtx(t), data)
+		if err != nil || !reply.Activated || !act.Replayed {
+			t.Fatalf("thawed candidate: %+v %+v %v", reply, act, err)
+		}
+	})
+
 	t.Run("start times out; the late candidate is fenced", func(t *testing.T) {
 		held := make(chan *nats.Msg, 1)
 		sub, err := n.nc.Subscribe(names.Start("slow"), func(m *nats.Msg) { held <- m })
@@ -174,4 +198,23 @@ func TestOverNATS(t *testing.T) {
 			t.Fatalf("late candidate: %+v %v", reply, err)
 		}
 	})
+}
+
+// frozenFirst is a Starter whose first request reaches a frozen candidate
+// process: held, never answered (the attempt times out); later requests go
+// through Starter.
+type frozenFirst struct {
+	handoff.Starter
+	calls int
+	held  protocol.HandoffStart
+}
+
+func (f *frozenFirst) Start(ctx context.Context, req protocol.HandoffStart) (protocol.HandoffStartReply, error) {
+	f.calls++
+	if f.calls == 1 {
+		f.held = req
+		<-ctx.Done()
+		return protocol.HandoffStartReply{}, ctx.Err()
+	}
+	return f.Starter.Start(ctx, req)
 }

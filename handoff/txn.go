@@ -14,6 +14,7 @@ import (
 // Defaults of Txn.
 const (
 	DefaultStartTimeout   = 10 * time.Second
+	DefaultStartAttempt   = time.Second
 	DefaultResolveTimeout = 30 * time.Second
 )
 
@@ -28,6 +29,14 @@ type Txn struct {
 	// and the claim on the candidate). A timeout is an uncertain start,
 	// resolved by the reclaim CAS.
 	StartTimeout time.Duration
+	// StartAttempt bounds one start request within StartTimeout: a request
+	// unanswered that long is sent again, to whichever candidate process
+	// the target's queue group picks, so one frozen candidate (SIGSTOP, a
+	// stalled machine) costs an attempt, not the whole StartTimeout. A
+	// second request is safe: one activation CAS at the staged revision
+	// wins, and a candidate asked after it answers the recorded activation
+	// (Replayed) without running the session.
+	StartAttempt time.Duration
 	// ResolveTimeout bounds the leader reads and CASes that settle an
 	// uncertain write, the reclaim and the clean-up. They run under
 	// context.WithoutCancel, so a cancelled ctx still leaves a settled
@@ -91,6 +100,9 @@ func (t Txn) withDefaults() Txn {
 	}
 	if t.ResolveTimeout <= 0 {
 		t.ResolveTimeout = DefaultResolveTimeout
+	}
+	if t.StartAttempt <= 0 || t.StartAttempt > t.StartTimeout {
+		t.StartAttempt = min(DefaultStartAttempt, t.StartTimeout)
 	}
 	return t
 }
@@ -204,13 +216,30 @@ func (x *run) checkBacklog(ctx context.Context) (Observation, error) {
 
 func (x *run) start(ctx context.Context, a Action) (Observation, error) {
 	req := protocol.HandoffStart{DeploymentID: x.req.Target, HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, ExpectedRevision: a.Revision}
-	sctx, cancel := context.WithTimeout(ctx, x.t.StartTimeout)
-	reply, err := x.t.Starter.Start(sctx, req)
-	cancel()
+	reply, err := x.startAttempts(ctx, req)
 	if herr := x.t.Hooks.after(StepStart, &err); herr != nil {
 		return Observation{}, herr
 	}
 	return startSignal(req, reply, err), nil
+}
+
+// startAttempts sends the start request until it is answered (or nobody
+// received it), each attempt bounded by StartAttempt, all by StartTimeout.
+func (x *run) startAttempts(ctx context.Context, req protocol.HandoffStart) (protocol.HandoffStartReply, error) {
+	deadline := time.Now().Add(x.t.StartTimeout)
+	for {
+		end := time.Now().Add(x.t.StartAttempt)
+		if end.After(deadline) {
+			end = deadline
+		}
+		actx, cancel := context.WithDeadline(ctx, end)
+		reply, err := x.t.Starter.Start(actx, req)
+		timedOut := actx.Err() != nil
+		cancel()
+		if err == nil || !timedOut || ctx.Err() != nil || !time.Now().Before(deadline) {
+			return reply, err
+		}
+	}
 }
 
 // startSignal interprets a start answer. Only "nobody received it" and an

@@ -19,11 +19,12 @@ import (
 
 // endFamily sends those commands for the ended session rec (best effort,
 // logged) and returns the children it ended. A checkpoint this build
-// cannot decode names no family.
+// cannot decode names no family: its children are found by their alias
+// hooks (kv.Store.Children), and its parent is not told.
 func (s *Server) endFamily(ctx context.Context, a *attached, rec record.SessionRecord) []string {
 	cp, readable, _ := readCheckpoint(rec)
 	if !readable {
-		return nil
+		cp.Handles = s.childHandles(ctx, a, rec.SessionID)
 	}
 	depth := 1
 	if cp.Parent != nil {
@@ -47,6 +48,23 @@ func (s *Server) endFamily(ctx context.Context, a *attached, rec record.SessionR
 		s.sendFamily(ctx, a, p.SessionID, c)
 	}
 	return ended
+}
+
+// childHandles are the open handles of a session whose checkpoint does
+// not decode, as its children's alias hooks name them (an ended child's
+// hook is a tombstone: left out).
+func (s *Server) childHandles(ctx context.Context, a *attached, id string) []wire.HandleState {
+	kids, err := a.store.Children(ctx, id)
+	if err != nil {
+		s.log.Warn("admin: end: the children of a session whose checkpoint does not decode", "session", id, "err", err)
+	}
+	var hs []wire.HandleState
+	for _, c := range kids {
+		if !c.Ended {
+			hs = append(hs, wire.HandleState{Handle: c.Handle, Generation: c.Generation, ChildSessionID: c.SessionID})
+		}
+	}
+	return hs
 }
 
 func (s *Server) runtimeCommand(k wire.Kind, id string) wire.Command {

@@ -79,6 +79,7 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // A refusal is written as {"error":{"code","message"}}.
 func (s *Server) route(mux *http.ServeMux, pattern string, h handlerFunc) {
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		defer s.busy.begin(Pending{Via: "http", Op: pattern, Path: r.URL.Path, SessionID: r.PathValue("id"), Since: s.cfg.Now()})()
 		sw := &statusWriter{ResponseWriter: w}
 		if err := h(sw, r); err != nil {
 			writeError(sw, asError(err))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/wire"
 )
 
 // A receipt written by an ingress that stored no command digest matches
@@ -40,6 +41,9 @@ func TestReceiptWithoutDigestMatches(t *testing.T) {
 	// after the commit, in the background): nothing of it moves on later.
 	e.eventually(10*time.Second, "the session idle", func() bool { return e.status(id).Idle })
 	e.eventually(10*time.Second, "the first command's events", func() bool { return len(harness.Outputs(e.events(id, 0))) == 1 })
+	// Every event the record committed is appended: the output is not the
+	// step's last event, and the rest of its outbox follows it.
+	e.eventually(10*time.Second, "the committed outbox appended", func() bool { return outboxAppended(t, e, id) })
 	before := e.durable()
 	if again := e.deliver(`{"sessionId":"` + id + `","text":"two","idempotencyKey":"old-1"}`); again != first {
 		t.Fatalf("repeat against a receipt without digest = %+v, want the first %+v", again, first)
@@ -51,4 +55,23 @@ func TestReceiptWithoutDigestMatches(t *testing.T) {
 	if outs := harness.Outputs(e.events(id, 0)); len(outs) != 1 || outs[0] != "one" {
 		t.Fatalf("outputs %v, want only the first command's", outs)
 	}
+}
+
+// outboxAppended reports whether the events stream holds every event of
+// the outbox the session's record committed.
+func outboxAppended(t *testing.T, e *env, id string) bool {
+	t.Helper()
+	cur, err := e.Store.LeaderSession(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outbox, err := wire.PeekOutbox(cur.Record.Checkpoint, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outbox) == 0 {
+		return true
+	}
+	evs := e.events(id, 0)
+	return len(evs) > 0 && evs[len(evs)-1].Seq >= outbox[len(outbox)-1].Seq
 }

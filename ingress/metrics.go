@@ -13,6 +13,7 @@ type metrics struct {
 	hubs     prometheus.Gauge
 	blobs    *prometheus.CounterVec // out-of-line output fetches by result
 	live     *prometheus.CounterVec // live events by result
+	inflight prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,8 +47,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "baton_ingress_live_events_total",
 			Help: "Live events (message.delta, message.discarded) by result: sent (to one SSE client), dropped (a slow client's live budget was full), late (a delta after its step's durable output, not sent), invalid (a malformed message on a live subject).",
 		}, []string{"result"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_ingress_requests_in_flight",
+			Help: "HTTP and NATS requests being served (SSE streams included); a drain waits for them.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.command, m.created, m.clients, m.hubs, m.blobs, m.live} {
+	for _, c := range []prometheus.Collector{m.requests, m.command, m.created, m.clients, m.hubs, m.blobs, m.live, m.inflight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

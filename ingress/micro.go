@@ -122,6 +122,7 @@ func (s *Server) microOp(op string) microHandler {
 }
 
 func (s *Server) serveMicro(ctx context.Context, op string, req micro.Request, h microHandler) {
+	defer s.busy.begin(Pending{Via: "nats", Op: op, Path: req.Subject(), Since: s.cfg.Now()})()
 	status := http.StatusOK
 	out, err := h(ctx, req.Data())
 	if err == nil {

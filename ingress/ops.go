@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -172,7 +173,11 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 	if cmd.IdempotencyKey != "" {
 		msgID = t.sessionID + "/" + cmd.ID
 		digest := commandDigest(cmd)
-		first, err := a.receipts.claim(ctx, t.sessionID, cmd.ID, receipt{Created: t.created, DeploymentID: s.cfg.Deployment, Digest: digest})
+		var first receipt
+		err := retryLeaderless(ctx, func(ctx context.Context) (err error) {
+			first, err = a.receipts.claim(ctx, t.sessionID, cmd.ID, receipt{Created: t.created, DeploymentID: s.cfg.Deployment, Digest: digest})
+			return err
+		})
 		if err != nil {
 			return Receipt{}, fail(ErrUnavailable, "%v", err)
 		}
@@ -183,7 +188,15 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 		}
 		rc.Created, rc.DeploymentID = first.Created, first.DeploymentID
 	}
-	ack, err := s.cfg.JS.Publish(ctx, s.cfg.Names.Inbox(t.token), data, jetstream.WithMsgID(msgID))
+	// Each attempt is bounded and sent again with the same message ID (the
+	// stream deduplicates it): a publish the stream's dead leader swallowed
+	// would otherwise hold the request for the client's whole timeout, well
+	// past the election.
+	var ack *jetstream.PubAck
+	err := retryLeaderless(ctx, func(ctx context.Context) (err error) {
+		ack, err = s.cfg.JS.Publish(ctx, s.cfg.Names.Inbox(t.token), data, jetstream.WithMsgID(msgID))
+		return err
+	})
 	if err != nil {
 		return Receipt{}, publishError(err)
 	}
@@ -210,6 +223,43 @@ func (s *Server) wake(t target) {
 			s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
 		}
 	}
+}
+
+// Bounds of a write to a stream that may be electing a leader (a
+// nats-server died): each attempt waits attemptTimeout, and attempts go on
+// for writeBudget, so a request waits at most about one election (4–9 s)
+// plus one attempt.
+const (
+	attemptTimeout = time.Second
+	writeBudget    = 12 * time.Second
+)
+
+// retryLeaderless runs op with each attempt bounded by attemptTimeout,
+// again while it fails for want of a leader (a timeout, no responders, the
+// cluster not available) and ctx and writeBudget allow. op must be safe to
+// repeat: a publish with a message ID, a create-or-read.
+func retryLeaderless(ctx context.Context, op func(context.Context) error) error {
+	end := time.Now().Add(writeBudget)
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !leaderless(err) || time.Now().After(end) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond): // pacing of the attempts
+		}
+	}
+}
+
+// leaderless reports a failure that means "no leader answered (yet)":
+// kv.Leaderless, or the attempt's own deadline (a request the dead server
+// swallowed).
+func leaderless(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || kv.Leaderless(err)
 }
 
 func publishError(err error) error {

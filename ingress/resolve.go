@@ -37,7 +37,11 @@ func (s *Server) resolve(ctx context.Context, a *attached, r *Request, create bo
 	if err != nil {
 		return target{}, bad("alias: %v", err)
 	}
-	h, _, err := a.store.GetHook(ctx, tok)
+	var h record.Hook
+	err = retryLeaderless(ctx, func(ctx context.Context) (err error) {
+		h, _, err = a.store.GetHook(ctx, tok)
+		return err
+	})
 	switch {
 	case errors.Is(err, record.ErrNotFound) && r.Alias != "" && create:
 		return s.startFor(ctx, a, r, tok)
@@ -202,20 +206,29 @@ func what(r *Request) string {
 // answers "no such session" it asks the stream leader.
 
 // hook reads an address's hook, confirming "not found" with the leader.
-func (a *attached) hook(ctx context.Context, tok string) (record.Hook, error) {
-	h, _, err := a.store.GetHook(ctx, tok)
-	if errors.Is(err, record.ErrNotFound) {
-		h, _, err = a.store.LeaderHook(ctx, tok)
-	}
+// Each read is bounded and tried again while the bucket answers with no
+// leader (retryLeaderless): a read the connection's dead server swallowed
+// must not hold the request for the client's whole timeout.
+func (a *attached) hook(ctx context.Context, tok string) (h record.Hook, err error) {
+	err = retryLeaderless(ctx, func(ctx context.Context) error {
+		h, _, err = a.store.GetHook(ctx, tok)
+		if errors.Is(err, record.ErrNotFound) {
+			h, _, err = a.store.LeaderHook(ctx, tok)
+		}
+		return err
+	})
 	return h, err
 }
 
 // sessionRecord reads a session's record, confirming "not found" with the
 // leader.
-func (a *attached) sessionRecord(ctx context.Context, id string) (record.Session, error) {
-	cur, err := a.store.GetSession(ctx, id)
-	if errors.Is(err, record.ErrNotFound) {
-		cur, err = a.store.LeaderSession(ctx, id)
-	}
+func (a *attached) sessionRecord(ctx context.Context, id string) (cur record.Session, err error) {
+	err = retryLeaderless(ctx, func(ctx context.Context) error {
+		cur, err = a.store.GetSession(ctx, id)
+		if errors.Is(err, record.ErrNotFound) {
+			cur, err = a.store.LeaderSession(ctx, id)
+		}
+		return err
+	})
 	return cur, err
 }

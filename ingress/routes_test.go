@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 )
@@ -198,6 +199,13 @@ func TestMidHandoffAccepted(t *testing.T) {
 	c := e.create(`{"alias":"moving"}`)
 	e.waitEvents(c.SessionID, "session.started", func(evs []wire.Event) bool { return len(evs) > 0 })
 	stop()
+	// p1 looks alive to its peers: a stand-in holds its lease. A dead
+	// owner's session in state handoff is adopted by the first wake (a
+	// delivery's) and its handoff resolved, which would race the status
+	// below; a live but busy owner leaves it mid-handoff.
+	if _, err := e.Store.AcquireLease(t.Context(), kv.Lease{ProcessID: "p1", DeploymentID: "v1", Instance: "stand-in"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	e.owner("v1", "p2") // answers start requests: a replacement would succeed
 	cur, err := e.Store.LeaderSession(t.Context(), c.SessionID)
 	if err != nil {

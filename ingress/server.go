@@ -97,6 +97,7 @@ type Server struct {
 	met  *metrics
 	auth *auth
 	hubs *hubs
+	busy inflight // requests being served, for Drain
 
 	attachMu sync.Mutex
 	att      atomic.Pointer[attached]
@@ -132,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, met: met, auth: newAuth(cfg.Tokens, cfg.AdminTokens, cfg.InsecureDev)}
 	s.log = cfg.Log.With(slog.String("deployment", cfg.Deployment))
 	s.hubs = newHubs(s)
+	s.busy.gauge = met.inflight
 	return s, nil
 }
 

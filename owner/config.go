@@ -65,6 +65,10 @@ type Config struct {
 	// StepTimeout bounds one agent step (--step-timeout; more than 0): its
 	// context is cancelled and the step fails with code step_timeout.
 	StepTimeout time.Duration
+	// ChildSendTimeout bounds a send that creates a child on a deployment
+	// with no live owner, from the delegation (--child-send-timeout; more
+	// than 0): then the delegation fails with child_unavailable.
+	ChildSendTimeout time.Duration
 
 	// HibernateAfter is how long a quiet session stays loaded before it
 	// hibernates (--hibernate-after; negative: never).
@@ -128,6 +132,7 @@ func DefaultConfig() Config {
 		SweepInterval:      pool.DefaultSweepInterval,
 		TaskAckWait:        pool.DefaultTaskAckWait,
 		StepTimeout:        pool.DefaultStepTimeout,
+		ChildSendTimeout:   pool.DefaultChildSendTimeout,
 		HibernateAfter:     pool.DefaultHibernateAfter,
 		MaxLoaded:          2000,
 		InboxSweepInterval: pool.DefaultInboxSweepInterval,

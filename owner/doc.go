@@ -42,7 +42,7 @@
 //
 // it embeds a NATS server with JetStream (127.0.0.1:4222, store ./data),
 // creates the topology (every stream and bucket) and serves deployment v1
-// until SIGTERM or SIGINT, then drains: no new work, running steps finish
+// until SIGTERM, SIGINT or SIGHUP, then drains: no new work, running steps finish
 // and commit, every session hibernates, the lease is released. An ingress
 // of the same deployment (bin/ingress --deployment-id v1) takes deliveries
 // over HTTP; docs/agent.md ("Write your own agent") walks through it, and
@@ -68,7 +68,8 @@
 //     SyncAlways; NATSOnly runs that server alone), Prefix, Replicas,
 //     ProcessID, LockFile;
 //   - durability: LeaseTTL, SweepInterval, TaskAckWait, StepTimeout
-//     (docs/runtime.md, "Durability");
+//     (docs/runtime.md, "Durability"), ChildSendTimeout (docs/driver.md,
+//     "Child sends");
 //   - hibernation and drain: HibernateAfter, MaxLoaded,
 //     InboxSweepInterval, DrainTimeout (docs/driver.md);
 //   - quarantine: QuarantineAfter, QuarantineBackoff;

@@ -87,7 +87,7 @@ func (f *flags) register(fs *flag.FlagSet, o options) {
 	f.common.Register(fs, "")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "JetStream store of the embedded NATS server (locked while it runs: a second server on it is refused)")
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "listen address of the embedded NATS server (port -1: a free one)")
-	fs.BoolVar(&c.NATSOnly, "nats-only", c.NATSOnly, "run only the embedded NATS server (--data-dir, --nats-listen, --sync-always) until SIGTERM or SIGINT: no deployment, no sessions")
+	fs.BoolVar(&c.NATSOnly, "nats-only", c.NATSOnly, "run only the embedded NATS server (--data-dir, --nats-listen, --sync-always) until SIGTERM, SIGINT or SIGHUP: no deployment, no sessions")
 	fs.BoolVar(&c.SyncAlways, "sync-always", c.SyncAlways, "embedded server fsyncs every write (sync_interval: always)")
 	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "replicas of every stream and bucket the owner creates or updates (1-5; 3 on a three-node cluster; needs --nats-url when > 1). Every owner of every deployment must pass the same value: the topology is reconciled to it at start")
 	fs.StringVar(&c.ProcessID, "process-id", c.ProcessID, "this owner process's ID, stable across restarts: its session index (default <hostname>-<deployment-id>)")
@@ -115,7 +115,8 @@ func (f *flags) registerDurability(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HibernateAfter, "hibernate-after", c.HibernateAfter, "a quiet session (no step running; it may await input) hibernates after this long without activity: its consumer is deleted and it leaves memory until a command wakes it (negative: never)")
 	fs.IntVar(&c.MaxLoaded, "max-loaded", c.MaxLoaded, "most sessions (and inbox consumers) this process runs at once; at the cap, a new load makes the least recently active quiet sessions hibernate early (0: no cap)")
 	fs.DurationVar(&c.InboxSweepInterval, "inbox-sweep-interval", c.InboxSweepInterval, "how often the pool looks for hibernated sessions with unprocessed commands (a lost wake, a fired timer); more than 0, at most 5s")
-	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM/SIGINT: stop taking work, let running steps finish and commit, hibernate every session and release the lease, for at most this long (0: stop at once; a second signal aborts)")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM/SIGINT/SIGHUP: stop taking work, let running steps finish and commit, hibernate every session and release the lease, for at most this long (0: stop at once; a second signal aborts)")
+	fs.DurationVar(&c.ChildSendTimeout, "child-send-timeout", c.ChildSendTimeout, "how long a send that creates a child on a deployment with no running owner is retried, from the delegation, before the delegation fails with child_unavailable (more than 0)")
 	fs.IntVar(&c.QuarantineAfter, "quarantine-after", c.QuarantineAfter, "counted boot attempts (an unreadable checkpoint, or a process that died with the session's step in flight) after which a session is quarantined instead of booted (at least 1)")
 	fs.Var((*backoffList)(&c.QuarantineBackoff), "quarantine-backoff", "wait before a session's next boot attempt after 1, 2, … counted attempts, comma-separated Go durations, the last repeating (e.g. 1s,5s,30s)")
 }

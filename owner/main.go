@@ -14,7 +14,7 @@ import (
 
 // Main is the main function of an owner binary that runs agent: it parses
 // the process's flags (--help lists them), runs the owner (Run) until
-// SIGTERM or SIGINT, drains, and exits — 0 after a clean shutdown, --help
+// SIGTERM, SIGINT or SIGHUP, drains, and exits — 0 after a clean shutdown, --help
 // or --version, 2 for a usage error (a bad flag or value, an invalid
 // Option), 1 when the owner failed. A second signal aborts the drain at
 // once (exit 128 + the signal's number). Logs go to stderr: text on a
@@ -52,7 +52,7 @@ func binary(agent runtime.Agent, o options) app.Binary[flags] {
 // WithAbout replaces it.
 const DefaultAbout = `Runs an owner pool process of one exact deployment: it holds a lease, serves
 start and wake requests on baton.deploy.<deployment>.*, runs sessions with
-this binary's agent and drains on SIGTERM or SIGINT (a second signal
+this binary's agent and drains on SIGTERM, SIGINT or SIGHUP (a second signal
 aborts). With an empty --nats-url it embeds a NATS server (JetStream, store
 --data-dir); with --nats-only it runs only that server, for owners and
 ingresses of any deployment to connect to.`

@@ -16,7 +16,6 @@ import (
 	"github.com/baton-rt/baton/internal/lockfile"
 	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/topology"
-	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,24 +99,9 @@ const topologyWait = time.Minute
 // can pass (a cluster still forming); an incompatible existing resource is
 // final. It logs every change it made.
 func ensureTopology(ctx context.Context, js jetstream.JetStream, r resolved, log *slog.Logger) error {
-	cfg := topology.Config{Names: r.names, Replicas: r.Replicas}
-	var top *topology.Topology
-	op := func() error {
-		var err error
-		top, err = topology.Ensure(ctx, js, cfg)
-		var incompatible *topology.IncompatibleError
-		if errors.As(err, &incompatible) {
-			return backoff.Permanent(err)
-		}
-		if err != nil {
-			log.Warn("topology not ready; retrying", "err", err)
-		}
-		return err
-	}
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(5*time.Second),
-		backoff.WithMaxElapsedTime(topologyWait)), ctx)
-	if err := backoff.Retry(op, b); err != nil {
+	top, err := topology.Await(ctx, js, topology.Config{Names: r.names, Replicas: r.Replicas}, topologyWait,
+		func(err error) { log.Warn("topology not ready; retrying", "err", err) })
+	if err != nil {
 		return err
 	}
 	for _, c := range top.Changes {

@@ -69,6 +69,8 @@ func (c Config) checkValues() error {
 		return fmt.Errorf("--replicas %d needs a cluster (--nats-url); the embedded server is one node", c.Replicas)
 	case c.StepTimeout <= 0:
 		return fmt.Errorf("--step-timeout %v: want more than 0", c.StepTimeout)
+	case c.ChildSendTimeout <= 0:
+		return fmt.Errorf("--child-send-timeout %v: want more than 0", c.ChildSendTimeout)
 	case c.TaskAckWait < time.Second:
 		return fmt.Errorf("--task-ack-wait %v: want at least 1s", c.TaskAckWait)
 	case c.SweepInterval < 0:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/app"
@@ -23,8 +24,9 @@ func main() {
 
 const about = `Serves the Baton ingress: the HTTP API (--listen) and the NATS micro service
 baton-ingress. It stamps every command it accepts with its --deployment-id and
-publishes it to the session's inbox; SIGTERM or SIGINT stops admission and
-ends open event streams (a second signal aborts).`
+publishes it to the session's inbox. SIGTERM, SIGINT or SIGHUP drains it: no
+new requests, open event streams end, requests in flight finish (within
+--drain-timeout; exit 1 if some did not); a second signal aborts.`
 
 func parseFlags(args []string) (Config, error) {
 	var cfg Config
@@ -34,6 +36,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file with the bearer tokens accepted on /v1/ (one per line)")
 	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/ (one per line); without it the admin routes answer 403 admin_disabled")
 	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT/SIGHUP: stop taking requests (HTTP and NATS), end the event streams and let the requests in flight finish, for at most this long; requests still running then are logged and cut off, and the exit code is 1 (a second signal aborts)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", ingress.DefaultMaxBodyBytes, "largest request body; larger is 413 too_large (capped below the server's max_payload)")
 	if err := app.ParseFlags(fs, args, about); err != nil {
 		return cfg, err
@@ -45,6 +48,9 @@ func parseFlags(args []string) (Config, error) {
 	cfg.Names = names
 	if err := app.CheckAddr("--listen", cfg.Listen); err != nil {
 		return cfg, err
+	}
+	if cfg.DrainTimeout <= 0 {
+		return cfg, fmt.Errorf("%w: --drain-timeout %s: want a positive duration", app.ErrUsage, cfg.DrainTimeout)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		return cfg, fmt.Errorf("%w: --max-body-bytes %d: want a positive size", app.ErrUsage, cfg.MaxBodyBytes)

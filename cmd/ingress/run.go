@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/baton-rt/baton/internal/app"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,12 +28,14 @@ type Config struct {
 	AdminTokenFile string
 	InsecureDev    bool
 	MaxBodyBytes   int64
+	DrainTimeout   time.Duration
 	Tokens         []string // read from AuthTokenFile
 	AdminTokens    []string // read from AdminTokenFile
 }
 
 // Run connects to NATS, serves the HTTP API and the baton-ingress micro
-// service until ctx ends, then stops admission and drains.
+// service until ctx ends, then drains (see drain): it returns nil when
+// every request finished within cfg.DrainTimeout, an error otherwise.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.InsecureDev && len(cfg.Tokens) == 0 {
 		log.Warn("--insecure-dev: the HTTP API accepts requests without a bearer token; never use this in production")
@@ -57,7 +61,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer ing.Close()
-	svc, err := ing.Micro(ctx)
+	// The NATS handlers' context outlives ctx: a drain lets them finish.
+	handlers, stopHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHandlers()
+	svc, err := ing.Micro(handlers)
 	if err != nil {
 		return err
 	}
@@ -69,10 +76,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	srv := &http.Server{Handler: handler(ing, reg), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted(), "service", ingress.ServiceName,
 		"admin_routes", len(cfg.AdminTokens) > 0)
-	return serve(ctx, srv, ln, ing, log)
-}
-
-func serve(ctx context.Context, srv *http.Server, ln net.Listener, ing *ingress.Server, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -80,14 +83,35 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, ing *ingress.
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("ingress shutting down")
-	ing.Close() // ends the SSE streams, which Shutdown would wait for
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	return drain(context.WithoutCancel(ctx), cfg.DrainTimeout, srv, svc, ing, log)
+}
+
+// drain stops admission on HTTP and NATS, ends the event streams and waits
+// up to timeout for the requests in flight to finish. Requests still
+// running then are logged one by one, cut off, and make drain fail.
+func drain(ctx context.Context, timeout time.Duration, srv *http.Server, svc micro.Service, ing *ingress.Server, log *slog.Logger) error {
+	log.Info("ingress draining: no new requests; waiting for the ones in flight", "timeout", timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	if err := svc.Stop(); err != nil {
+		log.Warn("stopping the NATS service", app.KeyErr, err)
 	}
-	return nil
+	ing.Close() // ends the SSE streams, which Shutdown would wait for
+	err := srv.Shutdown(ctx)
+	left := ing.Drain(ctx)
+	if err == nil && len(left) == 0 {
+		log.Info("ingress drained")
+		return nil
+	}
+	_ = srv.Close()
+	for _, p := range left {
+		log.Error("drain left a request", "via", p.Via, "op", p.Op, "path", p.Path, "session", p.SessionID,
+			"running", time.Since(p.Since).Round(time.Millisecond), "why", "still running at the drain timeout")
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("ingress: drain: %w", err)
+	}
+	return fmt.Errorf("ingress: drain did not finish within %s: %d requests left", timeout, max(len(left), 1))
 }
 
 // handler is the API plus /metrics from the process registry.

@@ -38,7 +38,7 @@ func main() {
 
 const about = `Runs an owner pool process of one exact deployment: it holds a lease, serves
 start and wake requests on baton.deploy.<deployment>.*, runs sessions with the
-demo agent and drains on SIGTERM or SIGINT (a second signal aborts). With an
+demo agent and drains on SIGTERM, SIGINT or SIGHUP (a second signal aborts). With an
 empty --nats-url it embeds a NATS server (JetStream, store --data-dir); with
 --nats-only it runs only that server, for owners and ingresses of any
 deployment to connect to.`

@@ -22,8 +22,9 @@ type Binary[C any] struct {
 	Run    func(ctx context.Context, cfg C, log *slog.Logger) error
 }
 
-// Main runs b with the process's arguments until SIGINT or SIGTERM and
-// exits: 0 after --help, --version or a clean shutdown, 2 for a usage
+// Main runs b with the process's arguments until SIGINT, SIGTERM or SIGHUP
+// (all three drain: a closed terminal or a supervisor's reload signal must
+// not kill a process without its drain) and exits: 0 after --help, --version or a clean shutdown, 2 for a usage
 // error, 1 for a failure. A second signal aborts at once with 128 + its
 // number, like a process the signal killed. The second signal is handled
 // here rather than left to the default action, because a process started
@@ -32,7 +33,7 @@ type Binary[C any] struct {
 func Main[C any](b Binary[C]) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, Signals...)
 	go func() {
 		<-sigs
 		cancel()
@@ -42,6 +43,10 @@ func Main[C any](b Binary[C]) {
 	}()
 	os.Exit(Exec(ctx, b, os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// Signals are the signals Main turns into the end of Run's context: the
+// first drains, a second aborts.
+var Signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // Exec is Main without the process: it returns the exit code.
 func Exec[C any](ctx context.Context, b Binary[C], args []string, stdout, stderr io.Writer) int {
