@@ -125,17 +125,21 @@ stopping= # set by a signal
 trapped=  # set by a signal, cleared before each wait
 status=
 
-# reap PID: wait for PID through any number of trapped signals (a trapped
-# signal cuts a wait short) and set status to its exit status.
+# reap PID: wait for PID to end and set status to its exit status. It polls
+# rather than blocking in `wait`: a trapped signal cuts a blocking wait short,
+# and bash may reap the child in that instant and answer the next wait with a
+# status that is not the child's (seen: -1). Once the child is gone, wait
+# returns the status bash kept for it.
 reap() {
-  local prev=
-  while :; do
-    trapped=
-    if wait "$1" 2>/dev/null; then status=0; else status=$?; fi
-    [ -z "$trapped" ] && return
-    if [ "$status" -eq 127 ] && [ -n "$prev" ]; then status=$prev; return; fi # it had ended: that was its status
-    prev=$status
-  done
+  local again
+  while kill -0 "$1" 2>/dev/null; do sleep 0.1 || true; done
+  trapped=
+  if wait "$1" 2>/dev/null; then status=0; else status=$?; fi
+  if [ -n "$trapped" ]; then # a signal in that instant: ask once more
+    if wait "$1" 2>/dev/null; then again=0; else again=$?; fi
+    [ "$again" -ne 127 ] && status=$again
+  fi
+  return 0
 }
 
 # foreground DEP HTTP METRICS: owner and ingress of DEP until they end.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
@@ -41,9 +42,10 @@ func Dial(url string) (*Env, error) {
 }
 
 // Ensure creates the topology (every stream and bucket, cfg's replicas;
-// idempotent) and opens the store.
+// idempotent; retried while a cluster still forms, as an owner does) and
+// opens the store.
 func (e *Env) Ensure(ctx context.Context, cfg topology.Config) error {
-	if _, err := topology.Ensure(ctx, e.JS, cfg); err != nil {
+	if _, err := topology.Await(ctx, e.JS, cfg, time.Minute, nil); err != nil {
 		return fmt.Errorf("topology: %w", err)
 	}
 	return e.OpenStore(ctx)

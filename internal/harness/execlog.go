@@ -57,10 +57,18 @@ func RunsByStep(execs []runtime.Exec) map[string][]string {
 	return out
 }
 
+// Ran reports whether process ran step key of sessionID.
+func Ran(execs []runtime.Exec, sessionID, key, process string) bool {
+	return slices.ContainsFunc(execs, func(e runtime.Exec) bool {
+		return e.SessionID == sessionID && e.StepKey == key && e.Process == process
+	})
+}
+
 // CheckCommittedStepsRanOnce checks the session's execution log against its
 // events: every committed step (turn.step) ran exactly once across every
-// process, except those in interrupted (an uncommitted run a crash cut
-// short), which ran exactly twice.
+// process, except those in interrupted (an uncommitted run the test's own
+// crash cut short), which ran exactly twice. A test that cannot name its
+// interrupted steps uses CheckStepRuns with the stops it observed.
 func CheckCommittedStepsRanOnce(execs []runtime.Exec, sessionID string, evs []wire.Event, interrupted ...string) error {
 	keys, err := StepKeys(evs)
 	if err != nil {

@@ -46,19 +46,21 @@ func StartCluster(base string, n int, syncAlways bool) ([]*server.Server, error)
 		Shutdown(nodes...)
 		return nil, err
 	}
-	if err := probePlacement(nodes[0].ClientURL(), n, 20*time.Second); err != nil {
+	if err := ProbePlacement(nodes[0].ClientURL(), n, jetstream.MemoryStorage, 1, 20*time.Second); err != nil {
 		Shutdown(nodes...)
 		return nil, err
 	}
 	return nodes, nil
 }
 
-// probePlacement creates (and deletes) a stream of n replicas until the
-// cluster places one: a meta leader that sees every peer online can still
-// refuse a placement for a moment ("no suitable peers for placement, peer
-// offline": a peer's JetStream configuration not yet received), which
-// tests creating replicated streams on a fresh cluster met under load.
-func probePlacement(url string, n int, timeout time.Duration) error {
+// ProbePlacement creates (and deletes) a stream of n replicas in storage
+// until the cluster at url places one inARow times in a row, or timeout
+// passes. A meta leader that sees every peer online can still refuse a
+// placement for a moment ("no suitable peers for placement, peer offline":
+// a (re)joined peer's JetStream configuration or stats not yet received),
+// and one success can be a placement that happened to leave that peer out;
+// tests creating replicated streams on a fresh cluster met both under load.
+func ProbePlacement(url string, n int, storage jetstream.StorageType, inARow int, timeout time.Duration) error {
 	nc, err := nats.Connect(url)
 	if err != nil {
 		return fmt.Errorf("natsd: probe: %w", err)
@@ -69,22 +71,25 @@ func probePlacement(url string, n int, timeout time.Duration) error {
 		return fmt.Errorf("natsd: probe: %w", err)
 	}
 	deadline := time.Now().Add(timeout)
-	for {
+	for ok := 0; ok < inARow; {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSD_PROBE", Subjects: []string{"natsd.probe"},
-			Replicas: n, Storage: jetstream.MemoryStorage})
+			Replicas: n, Storage: storage})
 		if err == nil {
 			err = js.DeleteStream(ctx, "NATSD_PROBE")
 		}
 		cancel()
 		if err == nil {
-			return nil
+			ok++
+			continue
 		}
+		ok = 0
 		if time.Now().After(deadline) {
 			return fmt.Errorf("natsd: the cluster places no stream of %d replicas: %w", n, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return nil
 }
 
 // NodeConfig is the Config of node i of a cluster started by StartCluster, so

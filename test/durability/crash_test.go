@@ -234,8 +234,8 @@ func countProcess(runs map[string][]string, pid string) int {
 // CAS; (b) after the claim CAS, before creating the consumer. A third
 // process still takes the session over: (a) through the sweeper (the record
 // still names the first dead process, whose lease is gone), (b) through the
-// adopter's own lease and index. When the first process comes back under
-// its ID it finds the session taken and leaves it there.
+// adopter's own lease and index. When the first process and the adopter
+// come back under their IDs they find the session taken and leave it there.
 func TestKillDuringAdoption(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, fault, owner string }{
@@ -271,11 +271,15 @@ func TestKillDuringAdoption(t *testing.T) {
 				t.Fatalf("outputs %q", got)
 			}
 			c.checkCommittedStepsRanOnce(id, evs)
-			// The first process comes back under its ID: it drops its stale
-			// index entry (if an adoption did not already) and leaves the
-			// session where it runs. Then every index names the session
-			// where it runs, and only there.
+			// The first process and the adopter come back under their IDs:
+			// each drops its stale index entry (if an adoption did not
+			// already: a peer adopts a dead process's index only if it saw
+			// its lease live before it expired, and cc may have started
+			// after b's lease expired) and leaves the session where it
+			// runs. Then every index names the session where it runs, and
+			// only there.
 			c.owner("a")
+			c.owner("b")
 			c.eventually("stale index entries removed", func() bool {
 				for pid, want := range map[string]bool{"a": false, "b": false, "cc": true} {
 					ids, err := c.Store.ListIndex(t.Context(), pid)

@@ -82,3 +82,50 @@ func TestSecondSignalAborts(t *testing.T) {
 	c.waitOwner(id, "b")
 	c.waitExec(id, "t1/1", "b")
 }
+
+// SIGHUP drains like SIGTERM (a closed terminal, a supervisor's reload
+// signal): the running step commits, every session hibernates, the lease
+// is released and the process exits 0. So a process started again with the
+// same process ID takes its lease at once instead of waiting out its TTL,
+// and serves the sessions' next commands.
+func TestSIGHUPDrains(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	a := c.owner("a", "--drain-timeout", "20s", "--hibernate-after", "1h")
+	id := c.start(protocol.StartRequest{})
+	c.send(id, harness.Deliver("/sleep 1500ms"))
+	c.waitExec(id, "t1/1", "a")
+
+	if err := a.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.Wait(t, wait); code != 0 {
+		t.Fatalf("exit code %d after SIGHUP\n%s", code, harness.LastLines(a.Output(), 30))
+	}
+	for _, line := range []string{"drained: every session hibernated", "lease released"} {
+		if harness.LogCount(a, line) != 1 {
+			t.Fatalf("%q not logged once after SIGHUP\n%s", line, harness.LastLines(a.Output(), 30))
+		}
+	}
+	if rec := c.record(id); rec.State != record.StateHibernated || rec.OwnerProcess != "" && rec.OwnerProcess != "a" {
+		t.Fatalf("session after the SIGHUP drain: %+v", rec)
+	}
+	c.waitKind(id, wire.EventTurnCompleted, 1)
+
+	again := c.owner("a", "--hibernate-after", "1h")
+	again.WaitLog(t, "lease acquired", wait)
+	if n := harness.LogCount(again, "lease key is live; waiting for it to expire"); n != 0 {
+		t.Fatalf("the restarted process waited out its own lease: the drain did not release it\n%s", harness.LastLines(again.Output(), 30))
+	}
+	c.send(id, harness.Deliver("after the restart"))
+	c.wake(id)
+	evs := c.waitOutput(id, "after the restart")
+	checkStream(t, evs)
+	c.checkCommittedStepsRanOnce(id, evs)
+	if runs := c.runs(id)["t1/1"]; len(runs) != 1 || runs[0] != "a" {
+		t.Fatalf("the step running at SIGHUP: %v, want once on a", runs)
+	}
+	if rec := c.record(id); rec.OwnerProcess != "a" {
+		t.Fatalf("session after its next command: %+v", rec)
+	}
+}

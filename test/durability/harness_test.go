@@ -3,7 +3,6 @@ package durability_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -168,7 +167,7 @@ func (c *cluster) execs() []runtime.Exec {
 func (c *cluster) waitExec(id, key, pid string) {
 	c.t.Helper()
 	c.eventually(fmt.Sprintf("step %s of %s running in %s", key, id, pid), func() bool {
-		return slices.Contains(c.execs(), runtime.Exec{SessionID: id, StepKey: key, Process: pid})
+		return harness.Ran(c.execs(), id, key, pid)
 	})
 }
 

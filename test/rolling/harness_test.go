@@ -51,7 +51,8 @@ type world struct {
 
 	tail     *harness.Tail
 	records  *harness.RecordWatch
-	accepted *acceptLog
+	accepted *harness.AcceptLog
+	kills    []harness.Stop // the processes the test SIGKILLed, and when
 }
 
 func newWorld(t *testing.T) *world {
@@ -63,7 +64,7 @@ func newWorld(t *testing.T) *world {
 			Timeout:   30 * time.Second,
 			Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
 		}},
-		accepted: &acceptLog{by: map[string][]accepted{}},
+		accepted: harness.NewAcceptLog(),
 	}
 	w.ownerBin = proctest.BuildNoRace(t, harness.OwnerPkg)
 	w.ingressBin = proctest.BuildNoRace(t, harness.IngressPkg)
@@ -139,31 +140,6 @@ func (w *world) do(method, url string, body any, admin bool) (int, []byte, error
 	return r.Code, r.Body, err
 }
 
-// accepted is a command an ingress accepted.
-type accepted struct {
-	Seq  uint64
-	Key  string
-	What string
-	Via  string // deployment of the ingress that accepted it
-}
-
-type acceptLog struct {
-	mu sync.Mutex
-	by map[string][]accepted
-}
-
-func (a *acceptLog) add(sid string, c accepted) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.by[sid] = append(a.by[sid], c)
-}
-
-func (a *acceptLog) get(sid string) []accepted {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]accepted(nil), a.by[sid]...)
-}
-
 // command POSTs a command with an idempotency key to the ingress traffic
 // currently goes to (or to dep's, if given), retrying transport errors and
 // 503 with the same key (a retry gets the first receipt), and records the
@@ -184,7 +160,7 @@ func (w *world) command(dep, path string, body map[string]any, admin bool, want 
 			if err := json.Unmarshal(b, &r); err != nil || r.Seq == 0 || r.SessionID == "" {
 				return r, fmt.Errorf("POST %s: receipt %s: %v", path, b, err)
 			}
-			w.accepted.add(r.SessionID, accepted{Seq: r.Seq, Key: key, What: describe(body), Via: via})
+			w.accepted.Add(r.SessionID, harness.Accepted{Seq: r.Seq, Key: key, What: describe(body), Via: via})
 			return r, nil
 		case err == nil && code != http.StatusServiceUnavailable:
 			return ingress.Receipt{}, fmt.Errorf("POST %s %v: %d %s", path, body, code, b)

@@ -114,30 +114,6 @@ func pace(ctx context.Context) {
 	harness.Sleep(ctx, time.Duration(600+rand.IntN(900))*time.Millisecond)
 }
 
-// each runs f for every session in parallel (at most par at once) and
-// returns the first error.
-func each(ss []*session, par int, f func(*session) error) error {
-	sem := make(chan struct{}, par)
-	var mu sync.Mutex
-	var first error
-	var wg sync.WaitGroup
-	for _, s := range ss {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := f(s); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return first
-}
-
 func TestRollingUpgrade(t *testing.T) {
 	began := time.Now()
 	n := testsize.Pick(100, 300)
@@ -156,7 +132,7 @@ func TestRollingUpgrade(t *testing.T) {
 	for i := range sessions {
 		sessions[i] = &session{i: i, kind: kindOf(i)}
 	}
-	if err := each(sessions, 8, func(s *session) error { return w.create(s) }); err != nil {
+	if err := harness.Each(sessions, 8, func(s *session) error { return w.create(s) }); err != nil {
 		t.Fatal(err)
 	}
 	byKind := map[string][]*session{}
@@ -180,7 +156,7 @@ func TestRollingUpgrade(t *testing.T) {
 	stopBlue := make(chan struct{})
 	blueDone := make(chan error, 1)
 	go func() {
-		blueDone <- each(sessions, n, func(s *session) error {
+		blueDone <- harness.Each(sessions, n, func(s *session) error {
 			for {
 				select {
 				case <-stopBlue:
@@ -203,7 +179,7 @@ func TestRollingUpgrade(t *testing.T) {
 	// Every session has had blue traffic beyond its first message.
 	w.eventually("a blue delivery applied on every session", func() bool {
 		for _, s := range sessions {
-			if len(w.accepted.get(s.id)) < 2 {
+			if len(w.accepted.Get(s.id)) < 2 {
 				return false
 			}
 		}
@@ -216,7 +192,7 @@ func TestRollingUpgrade(t *testing.T) {
 
 	// Just before the switch: HITL sessions ask, task sessions start a
 	// task, sleep sessions start a long step.
-	if err := each(byKind[kindAsk], 16, func(s *session) error {
+	if err := harness.Each(byKind[kindAsk], 16, func(s *session) error {
 		if _, err := w.deliverApplied(s, "/ask favourite colour?"); err != nil {
 			return err
 		}
@@ -233,7 +209,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := slices.Concat(byKind[kindTask], byKind[kindSleep])
-	if err := each(busy, len(busy), func(s *session) error {
+	if err := harness.Each(busy, len(busy), func(s *session) error {
 		cmd := "/sleep 2s"
 		if s.kind == kindTask {
 			cmd = "/task 1s"
@@ -260,7 +236,7 @@ func TestRollingUpgrade(t *testing.T) {
 	stopGreen := make(chan struct{})
 	greenDone := make(chan error, 1)
 	go func() {
-		greenDone <- each(moving, len(moving), func(s *session) error {
+		greenDone <- harness.Each(moving, len(moving), func(s *session) error {
 			for {
 				ev, err := w.deliverApplied(s, fmt.Sprintf("green %d-%d", s.i, s.n.Load()+1))
 				if err != nil {
@@ -307,6 +283,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	killAt := time.Now()
+	w.kills = append(w.kills, harness.Killed("green-1", killAt))
 	green1.Wait(t, wait)
 	w.eventually("green-2 holds every session green-1 held", func() bool {
 		for _, s := range sessions {
@@ -439,10 +416,11 @@ func TestRollingUpgrade(t *testing.T) {
 	for pid, p := range blues {
 		switch {
 		case p.Contains(`"msg":"lease released"`):
-		case p.Contains(`"msg":"fenced: stopping every session"`) && blues[other(pid)].Contains(`"took over the lease of a dead owner process","deployment":"blue","process":"`+other(pid)+`","dead":"`+pid+`"`):
+		case leaseLostToPeer(p.Output(), blues[other(pid)].Output(), pid, other(pid)):
 			// On a loaded machine this owner missed its renewals and fenced
-			// itself, and its peer took the lease over (as it must): there
-			// is no lease of its own left to release.
+			// itself, its peer took the lease over (as it must) after the
+			// fence, and the owner had not acquired it again when SIGTERM
+			// came: there is no lease of its own left to release.
 			t.Logf("%s fenced itself and %s took its lease over; nothing to release", pid, other(pid))
 		case knownBugLeaseNotReleased && p.Contains(`"msg":"release lease"`) && p.Contains("revision conflict: release lease."+pid):
 			t.Logf("KNOWN BUG (lease not released): %s's release on SIGTERM lost a revision conflict; its lease expires with the TTL", pid)
@@ -460,7 +438,7 @@ func TestRollingUpgrade(t *testing.T) {
 	})
 
 	// A last delivery to every session is applied on green.
-	if err := each(sessions, 16, func(s *session) error {
+	if err := harness.Each(sessions, 16, func(s *session) error {
 		ev, err := w.deliverApplied(s, fmt.Sprintf("after %d", s.i))
 		if err == nil && ev.DeploymentID != "green" {
 			err = fmt.Errorf("session %s: last delivery applied on %s", s.id, ev.DeploymentID)
@@ -559,7 +537,7 @@ func (w *world) create(s *session) error {
 		return fmt.Errorf("POST /v1/sessions: %s %v", b, err)
 	}
 	s.id = r.SessionID
-	w.accepted.add(s.id, accepted{Seq: r.Seq, What: "hello", Via: "blue"})
+	w.accepted.Add(s.id, harness.Accepted{Seq: r.Seq, What: "hello", Via: "blue"})
 	return w.tail.WaitApplied(context.Background(), s.id, r.Seq, wait)
 }
 
@@ -568,7 +546,7 @@ func (w *world) create(s *session) error {
 // and once the session is idle an unforced admin move hands it off.
 func (w *world) answerThenMove(ss []*session) {
 	w.t.Helper()
-	if err := each(ss, 16, func(s *session) error {
+	if err := harness.Each(ss, 16, func(s *session) error {
 		r, err := w.command("green", "/v1/sessions/"+s.id+"/input", map[string]any{
 			"requestId": s.request, "value": "green", "idempotencyKey": s.id + "-answer",
 		}, false, http.StatusAccepted)
@@ -601,7 +579,7 @@ func (w *world) answerThenMove(ss []*session) {
 // wait with a recorded wait.cancelled and hands off.
 func (w *world) moveWaitingForced(ss []*session) {
 	w.t.Helper()
-	if err := each(ss, 16, func(s *session) error {
+	if err := harness.Each(ss, 16, func(s *session) error {
 		if _, err := w.move(s, true); err != nil {
 			return err
 		}
@@ -735,6 +713,7 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 		// session writes more revisions than the bucket keeps (history 8).
 		// The events of such an epoch's run are still checked for order.
 		missing := map[uint64]bool{}
+		released := map[uint64]bool{}
 		for i, h := range hist {
 			if h.Deleted {
 				t.Errorf("session %s: record deleted at rev %d", s.id, h.Rev)
@@ -745,6 +724,17 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 			}
 			if i > 0 && (h.Rev <= hist[i-1].Rev || r.Epoch < last.Epoch) {
 				t.Errorf("session %s: rev %d epoch %d after rev %d epoch %d", s.id, h.Rev, r.Epoch, hist[i-1].Rev, last.Epoch)
+			}
+			if released[r.Epoch] {
+				t.Errorf("session %s rev %d: a write at epoch %d after that epoch's release", s.id, h.Rev, r.Epoch)
+			}
+			if r.OwnerRunID == "" && r.OwnerProcess == "" && r.Writer != "" && (r.State == record.StateActive || r.State == record.StatePaused) && r.Epoch == last.Epoch && i > 0 {
+				// A fenced process's release of a run it saw stop (under
+				// load an owner misses its renewals): it names no run and is
+				// the last write of its epoch; the next claim takes epoch+1.
+				released[r.Epoch] = true
+				last = r
+				continue
 			}
 			if r.OwnerRunID == "" || !strings.HasPrefix(r.OwnerProcess, r.DeploymentID+"-") {
 				t.Errorf("session %s rev %d: owner run %q process %q deployment %q", s.id, h.Rev, r.OwnerRunID, r.OwnerProcess, r.DeploymentID)
@@ -776,6 +766,7 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 		// blue→green handoff.
 		evs := w.tail.Events(s.id)
 		epoch, handoffs := uint64(0), 0
+		missedDep := map[string]string{} // run of a missed epoch → its deployment
 		seenCmd, seenSeq := map[string]bool{}, map[uint64]bool{}
 		var lastApplied uint64
 		for i, ev := range evs {
@@ -798,6 +789,12 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 			epoch = e
 			if r, known := epochOf[fmt.Sprintf("%s/%d", s.id, e)]; known && ev.DeploymentID != r.DeploymentID {
 				t.Errorf("session %s: event %d stamped %s by epoch %d of %s", s.id, ev.Seq, ev.DeploymentID, e, r.DeploymentID)
+			} else if !known {
+				// A missed epoch's run is of one deployment throughout.
+				if d, ok := missedDep[ev.OwnerRunID]; ok && d != ev.DeploymentID {
+					t.Errorf("session %s: event %d of run %s (epoch %d, missed) stamped %s after %s", s.id, ev.Seq, ev.OwnerRunID, e, ev.DeploymentID, d)
+				}
+				missedDep[ev.OwnerRunID] = ev.DeploymentID
 			}
 			switch ev.Kind {
 			case wire.EventCommandApplied:
@@ -831,52 +828,35 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 			t.Errorf("session %s: %d handoff.completed, want 1: %s\nrecords:%s", s.id, handoffs, harness.Trace(evs), w.records.Explain(s.id))
 		}
 		// Every accepted command applied exactly once.
-		for _, a := range w.accepted.get(s.id) {
+		for _, a := range w.accepted.Get(s.id) {
 			if !seenSeq[a.Seq] {
 				t.Errorf("session %s: accepted command seq %d (%q via %s) never applied: %s", s.id, a.Seq, a.What, a.Via, harness.Trace(evs))
 			}
 		}
 	}
 
-	// No committed step ran twice: each turn.step key ran once, in the
+	// No committed step ran twice: each turn.step key ran once, last in the
 	// process that owned the session at the committing epoch. A step that
-	// an owner ran but did not commit may run again after a crash or a
-	// fence (the documented at-least-once boundary): such a second run is
-	// allowed only if the first run was in the SIGKILLed green-1 or in a
-	// process that fenced itself, or the stream records the step as
-	// interrupted.
-	runsOf := map[string][]string{}
-	for _, e := range w.execs() {
-		k := e.SessionID + "/" + e.StepKey
-		runsOf[k] = append(runsOf[k], e.Process)
-	}
-	// Processes that fenced themselves (a lease renewal that did not land
-	// in time, e.g. while a NATS node restarts): like a crash, a fence stops
-	// the running step uncommitted.
-	// The same holds for one session that an owner stopped after a commit
-	// that did not land (or any error): the next claim re-runs the step.
-	cut := map[string]bool{"green-1": true} // SIGKILLed; then process or process/session
-	for name, runs := range w.procs.All() {
-		pid, ok := strings.CutPrefix(name, "owner ")
-		if !ok {
-			continue
-		}
-		for _, p := range runs {
-			cutBy(t, cut, pid, p.Output())
+	// an owner ran but did not commit may run again (the documented
+	// at-least-once boundary) only when that run was stopped before its
+	// commit landed, as evidenced for that run between the two runs: the
+	// SIGKILL of green-1, a fence or a stopped session in the log of the
+	// run's own process, or the step.interrupted record of a new owner
+	// (harness.RerunEvidence). A step never committed was stopped too.
+	execs := w.execs()
+	stops := append(w.procs.OwnerStops(), w.kills...)
+	for _, st := range stops {
+		if st.Session == "" && st.Why != "SIGKILL" {
+			t.Logf("owner %s: %s at %s", st.Process, st.Why, st.At.Format("15:04:05.000"))
 		}
 	}
 	committed := map[string]bool{}
 	reran := 0
 	for _, s := range sessions {
 		evs := w.tail.Events(s.id)
-		interrupted := map[string]bool{}
-		for _, ev := range evs {
-			if ev.Kind == wire.EventStepInterrupted {
-				var d wire.StepInterrupted
-				_ = json.Unmarshal(ev.Data, &d)
-				interrupted[fmt.Sprintf("%s/%d", d.TurnID, d.Step)] = true
-			}
-		}
+		sstops := append(harness.InterruptedStops(s.id, evs), stops...)
+		byStep := harness.StepRuns(execs, s.id)
+		runProc := map[string]string{} // an epoch the watcher missed: its run's process, from the exec log
 		for _, ev := range evs {
 			if ev.Kind != wire.EventTurnStep {
 				continue
@@ -891,29 +871,45 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 				t.Errorf("session %s: step %s committed twice", s.id, step)
 			}
 			committed[k] = true
-			runs := runsOf[k]
+			runs := byStep[step]
+			if len(runs) == 0 {
+				t.Errorf("session %s: committed step %s never ran", s.id, step)
+				continue
+			}
+			last := runs[len(runs)-1].Process
 			rec, known := epochOf[fmt.Sprintf("%s/%d", s.id, runEpoch[ev.OwnerRunID])]
 			owner := rec.OwnerProcess
-			if !known && len(runs) > 0 {
+			if !known {
 				// An epoch whose record revisions the watcher missed (see
-				// check): its process is the one that ran the step last.
-				owner = runs[len(runs)-1]
+				// check): its run is in one process, of the deployment its
+				// events are stamped with, and ran each of its steps last.
+				if p, ok := runProc[ev.OwnerRunID]; ok && p != last {
+					t.Errorf("session %s: run %s of a missed epoch committed steps last run in %s and %s", s.id, ev.OwnerRunID, p, last)
+				}
+				if !strings.HasPrefix(last, ev.DeploymentID+"-") {
+					t.Errorf("session %s: step %s committed by run %s stamped %s, last run in %s", s.id, step, ev.OwnerRunID, ev.DeploymentID, last)
+				}
+				runProc[ev.OwnerRunID], owner = last, last
 			}
-			switch {
-			case len(runs) == 1 && runs[0] == owner:
-			case len(runs) == 2 && slices.Contains(runs, owner) && (interrupted[step] || rerunAfterCut(runs, owner, s.id, cut)):
+			if last != owner {
+				t.Errorf("session %s: committed step %s (by %s) last ran in %s: %v", s.id, step, owner, last, runs)
+			}
+			if _, err := harness.RerunEvidence(runs, sstops); err != nil {
+				t.Errorf("session %s: committed step %s (by %s): %v", s.id, step, owner, err)
+			}
+			if len(runs) > 1 {
 				reran++
-			default:
-				t.Errorf("session %s: committed step %s (by %s) ran in %v", s.id, step, owner, runs)
+			}
+		}
+		for step, runs := range byStep {
+			if !committed[s.id+"/"+step] {
+				if err := harness.UncommittedEvidence(runs, sstops); err != nil {
+					t.Errorf("session %s: %v", s.id, err)
+				}
 			}
 		}
 	}
-	for k, runs := range runsOf {
-		if !committed[k] && (len(runs) != 1 || !cut[runs[0]]) {
-			t.Errorf("step %s ran in %v but was never committed", k, runs)
-		}
-	}
-	t.Logf("steps: %d committed, %d ran twice (the uncommitted first run cut by the SIGKILL or a fence)", len(committed), reran)
+	t.Logf("steps: %d committed, %d ran again after a stop of their earlier run", len(committed), reran)
 
 	// SSE clients: every event once, in order, no gap, across the ingress
 	// switch and the handoff; identical to the stream.
@@ -942,39 +938,6 @@ func (w *world) check(sessions []*session, followers []*harness.Follower) {
 	if bad := w.records.Bad(); len(bad) > 0 {
 		t.Errorf("session records that do not decode: %v", bad)
 	}
-}
-
-// cutBy marks in cut what owner process pid's log says cut short: every
-// session (pid) when it fenced itself, one session (pid/session) that it
-// stopped after a commit that did not land, or any error.
-func cutBy(t *testing.T, cut map[string]bool, pid, log string) {
-	for line := range strings.Lines(log) {
-		var l struct{ Msg, Session string }
-		if json.Unmarshal([]byte(line), &l) != nil {
-			continue
-		}
-		switch l.Msg {
-		case "fenced: stopping every session":
-			cut[pid] = true
-			t.Logf("owner %s fenced itself during the run", pid)
-		case "uncertain commit did not land: fenced, stopping", "session stopped", "session stopped: process fenced":
-			cut[pid+"/"+l.Session] = true
-		}
-	}
-}
-
-// rerunAfterCut: of a committed step's two runs, the one that did not commit
-// was cut by the SIGKILL of green-1 (and green-2 adopted), by a fence of its
-// process (whose sessions a peer of the deployment, or the process itself,
-// then claimed and ran again: a lease renewal late on a loaded machine), or
-// by a failed commit in the committing process itself (which re-claimed the
-// session and re-ran the step).
-func rerunAfterCut(runs []string, owner, sid string, cut map[string]bool) bool {
-	other := runs[0]
-	if other == owner {
-		other = runs[1]
-	}
-	return cut[other] || cut[other+"/"+sid] && (other == owner || other == "green-1")
 }
 
 // figures logs what the upgrade did.
@@ -1024,6 +987,45 @@ func (w *world) figures(sessions []*session, switchAt time.Time) {
 		t.Logf("handoff.completed after the switch: median %s, last %s; mean final epoch %.2f",
 			handoffAt[len(handoffAt)/2].Round(time.Millisecond), handoffAt[len(handoffAt)-1].Round(time.Millisecond), float64(epochs)/float64(len(sessions)))
 	}
+}
+
+// leaseLostToPeer reports, from the logs of owner pid and its peer, that
+// pid fenced itself after it last acquired its lease (no "lease acquired"
+// or "lease re-acquired" after the fence) and that peer took that lease
+// over (after it was acquired): pid held no lease of its own when it
+// stopped.
+func leaseLostToPeer(log, peerLog, pid, peer string) bool {
+	var acquiredAt time.Time
+	fenced := false
+	for line := range strings.Lines(log) {
+		var l struct {
+			Time time.Time
+			Msg  string
+		}
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		switch l.Msg {
+		case "fenced: stopping every session":
+			fenced = true
+		case "lease acquired", "lease re-acquired (still held by this run)":
+			acquiredAt, fenced = l.Time, false
+		}
+	}
+	if !fenced {
+		return false
+	}
+	for line := range strings.Lines(peerLog) {
+		var l struct {
+			Time               time.Time
+			Msg, Process, Dead string
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "took over the lease of a dead owner process" &&
+			l.Process == peer && l.Dead == pid && l.Time.After(acquiredAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // other is the other blue owner.

@@ -48,15 +48,15 @@ func newWorld(t *testing.T) *world {
 }
 
 // owner starts an in-process owner of dep with process ID pid, its demo
-// agent logging executions to the world's logs.
-func (w *world) owner(dep, pid string) *inproc.Owner {
+// agent logging executions to the world's logs, then mutate.
+func (w *world) owner(dep, pid string, mutate ...func(*pool.Config)) *inproc.Owner {
 	w.t.Helper()
 	l, err := demo.OpenFileLog(harness.ExecLogPath(w.logs, pid))
 	w.Check(err)
 	w.t.Cleanup(func() { _ = l.Close() })
-	return inproc.Run(w.t, w.Env, dep, pid, func(c *pool.Config) {
+	return inproc.Run(w.t, w.Env, dep, pid, append([]func(*pool.Config){func(c *pool.Config) {
 		c.Agent = &demo.Agent{Log: l, Process: pid}
-	})
+	}}, mutate...)...)
 }
 
 // proc starts an owner subprocess of dep with process ID pid and waits
@@ -169,7 +169,7 @@ func (w *world) execs() []runtime.Exec {
 func (w *world) waitExec(id, key, pid string) {
 	w.t.Helper()
 	w.Eventually(wait, fmt.Sprintf("step %s of %s running in %s", key, id, pid), func() bool {
-		return slices.Contains(w.execs(), runtime.Exec{SessionID: id, StepKey: key, Process: pid})
+		return harness.Ran(w.execs(), id, key, pid)
 	})
 }
 
