@@ -80,3 +80,28 @@ func TestReadFrames(t *testing.T) {
 		t.Fatalf("frames %+v pings %d, want %+v and 2", got, pings, want)
 	}
 }
+
+// TestSettled: a session is settled only when every turn it started has
+// ended, completed or cancelled, a re-published copy included.
+func TestSettled(t *testing.T) {
+	tl := &Tail{evs: map[string][]wire.Event{}}
+	if !tl.Settled("s") {
+		t.Fatal("a session with no events is not settled")
+	}
+	add := func(e wire.Event) { tl.evs["s"] = append(tl.evs["s"], e) }
+	add(ev(1, wire.EventTurnStarted, wire.TurnStarted{TurnID: "t1"}))
+	add(ev(2, wire.EventTurnStep, wire.TurnStep{TurnID: "t1", Step: 1}))
+	if tl.Settled("s") {
+		t.Fatal("settled with turn t1 open")
+	}
+	add(ev(3, wire.EventTurnCompleted, wire.TurnCompleted{TurnID: "t1"}))
+	add(ev(4, wire.EventTurnStarted, wire.TurnStarted{TurnID: "t2"}))
+	add(ev(4, wire.EventTurnStarted, wire.TurnStarted{TurnID: "t2"}))
+	if tl.Settled("s") {
+		t.Fatal("settled with turn t2 open")
+	}
+	add(ev(5, wire.EventTurnCancelled, wire.TurnCancelled{TurnID: "t2"}))
+	if !tl.Settled("s") {
+		t.Fatal("not settled after t1 completed and t2 cancelled")
+	}
+}

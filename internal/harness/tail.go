@@ -140,3 +140,40 @@ func Dedupe(evs []wire.Event) ([]wire.Event, int, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, dups, nil
 }
+
+// Settled reports whether every turn the session's events started has
+// ended (turn.completed or turn.cancelled): no step of it is in flight or
+// still due. With every accepted delivery applied (a delivery is applied as
+// it starts its turn, docs/runtime.md R4), a settled session runs nothing
+// until its next command.
+func (t *Tail) Settled(sid string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	open := map[string]bool{}
+	for _, ev := range t.evs[sid] {
+		var d struct {
+			TurnID string `json:"turnId"`
+		}
+		switch ev.Kind {
+		case wire.EventTurnStarted:
+			if json.Unmarshal(ev.Data, &d) == nil {
+				open[d.TurnID] = true
+			}
+		case wire.EventTurnCompleted, wire.EventTurnCancelled:
+			if json.Unmarshal(ev.Data, &d) == nil {
+				delete(open, d.TurnID)
+			}
+		}
+	}
+	return len(open) == 0
+}
+
+// WaitSettled polls until the session is Settled: a check of the steps
+// that ran (the execution log) against the steps committed must not race
+// the step of the last delivery's turn.
+func (t *Tail) WaitSettled(ctx context.Context, sid string, timeout time.Duration) error {
+	if err := Poll(ctx, timeout, func() bool { return t.Settled(sid) }); err != nil {
+		return fmt.Errorf("session %s not settled: %w; events %s", sid, err, Trace(t.Events(sid)))
+	}
+	return nil
+}

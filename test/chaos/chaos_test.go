@@ -73,10 +73,16 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Every accepted delivery applied, then the tail has read everything.
+	// Every accepted delivery applied and its turn ended (the steps checked
+	// below must not race the last turn's step), then the tail has read
+	// everything.
 	for _, id := range w.accepted.Sessions() {
 		acc := w.accepted.Get(id)
-		if err := w.tail.WaitApplied(ctx, id, acc[len(acc)-1].Seq, 2*wait); err != nil {
+		err := w.tail.WaitApplied(ctx, id, acc[len(acc)-1].Seq, 2*wait)
+		if err == nil {
+			err = w.tail.WaitSettled(ctx, id, wait)
+		}
+		if err != nil {
 			w.report()
 			t.Fatal(err)
 		}
