@@ -198,46 +198,6 @@ func (w *world) checkSteps(sessions []*session) {
 	t.Logf("steps: %d committed, %d ran again after a stop of their first run", committed, reran)
 }
 
-// latency prints how long each accepted delivery took from its first send
-// to its command.applied (the event's time): slowest and p99 as a soak
-// line, never asserted.
-func (w *world) latency() {
-	type lat struct {
-		d   time.Duration
-		sid string
-		a   harness.Accepted
-	}
-	var all []lat
-	for _, sid := range w.accepted.Sessions() {
-		evs := w.tail.Events(sid)
-		for _, a := range w.accepted.Get(sid) {
-			if ev, ok := harness.Find(evs, harness.IsAppliedSeq(a.Seq)); ok && !a.Sent.IsZero() {
-				all = append(all, lat{ev.Time.Sub(a.Sent), sid, a})
-			}
-		}
-	}
-	if len(all) == 0 {
-		return
-	}
-	slices.SortFunc(all, func(a, b lat) int { return int(a.d - b.d) })
-	p := func(q float64) time.Duration {
-		return all[min(len(all)-1, int(q*float64(len(all))))].d.Round(time.Millisecond)
-	}
-	line := fmt.Sprintf("soak: chaos: %d deliveries, delivery→command.applied p50 %s p99 %s slowest %s",
-		len(all), p(0.5), p(0.99), all[len(all)-1].d.Round(time.Millisecond))
-	w.t.Log(line)
-	if testsize.Soak() {
-		fmt.Println(line)
-	}
-	// The 40 slowest by the time they were sent, to lay beside the faults.
-	slow := slices.Clone(all[max(0, len(all)-40):])
-	slices.SortFunc(slow, func(a, b lat) int { return a.a.Sent.Compare(b.a.Sent) })
-	for _, l := range slow {
-		w.t.Logf("slow: sent at %s, applied %s later: session %s seq %d via %s",
-			l.a.Sent.Sub(w.began).Round(100*time.Millisecond), l.d.Round(100*time.Millisecond), l.sid, l.a.Seq, l.a.Via)
-	}
-}
-
 // pidOf is an incarnation's process ID (blue-1#2 → blue-1).
 func pidOf(inc string) string {
 	for i := len(inc) - 1; i >= 0; i-- {

@@ -211,6 +211,9 @@ func (c *chaos) ledBy(i int) []string {
 // how long the kill left it leaderless, seen by the test's own polls.
 func (c *chaos) elected(i int, led []string, killed time.Time) {
 	w := c.w
+	if len(led) == 0 {
+		return // nothing to elect
+	}
 	for len(led) > 0 && time.Since(killed) < wait {
 		time.Sleep(100 * time.Millisecond) // polling the leader, not synchronisation
 		led = slices.DeleteFunc(led, func(name string) bool {
@@ -224,4 +227,7 @@ func (c *chaos) elected(i int, led []string, killed time.Time) {
 			return true
 		})
 	}
+	w.mu.Lock()
+	w.elections = append(w.elections, span{killed, time.Now()})
+	w.mu.Unlock()
 }

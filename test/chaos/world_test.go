@@ -85,11 +85,12 @@ type world struct {
 	records  *harness.RecordWatch
 	accepted *harness.AcceptLog
 
-	mu      sync.Mutex
-	kills   []harness.Stop // incarnations SIGKILLed, and when
-	freezes []freeze       // incarnations SIGSTOPped, and when
-	faults  []string       // what struck when, for the report
-	errs    []string       // errors of goroutines other than the test's
+	mu        sync.Mutex
+	kills     []harness.Stop // incarnations SIGKILLed, and when
+	freezes   []freeze       // incarnations SIGSTOPped, and when
+	elections []span         // NATS kills until the streams they left leaderless had leaders
+	faults    []string       // what struck when, for the report
+	errs      []string       // errors of goroutines other than the test's
 }
 
 func newWorld(t *testing.T, nats cluster) *world {
