@@ -114,7 +114,13 @@ func openBucket(ctx context.Context, js jetstream.JetStream, name string) (bucke
 
 // encode marshals a record and checks it fits the bucket.
 func (b bucket) encode(key string, v any) ([]byte, error) {
-	data, err := json.Marshal(v)
+	var data []byte
+	var err error
+	if rec, ok := v.(record.SessionRecord); ok {
+		data, err = record.EncodeSession(rec) // one pass, with its kept members
+	} else {
+		data, err = json.Marshal(v)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode %s: %w", record.ErrInvalid, key, err)
 	}
@@ -262,7 +268,13 @@ func decode(e entry, v any) error {
 	if !e.live() {
 		return fmt.Errorf("%w: %s (deleted at revision %d)", record.ErrNotFound, e.key, e.rev)
 	}
-	if err := json.Unmarshal(e.data, v); err != nil {
+	var err error
+	if rec, ok := v.(*record.SessionRecord); ok {
+		*rec, err = record.DecodeSession(e.data) // one pass, keeping unknown members
+	} else {
+		err = json.Unmarshal(e.data, v)
+	}
+	if err != nil {
 		return fmt.Errorf("kv: decode %s at revision %d: %w", e.key, e.rev, err)
 	}
 	return nil

@@ -19,6 +19,27 @@ type QuarantineInfo struct {
 	Error        string    `json:"error"`
 	Since        time.Time `json:"since"`
 	DeploymentID string    `json:"deploymentId"` // the deployment that could not run it
+	// Extra: the members this build does not know (SessionRecord.Extra).
+	Extra Members `json:"-"`
+}
+
+type quarantineInfo QuarantineInfo
+
+// MarshalJSON encodes the quarantine with the members it kept.
+func (q QuarantineInfo) MarshalJSON() ([]byte, error) {
+	return encodeKeeping(quarantineInfo(q), q.Extra)
+}
+
+// UnmarshalJSON decodes the quarantine and keeps unknown members in Extra.
+func (q *QuarantineInfo) UnmarshalJSON(data []byte) error {
+	var p quarantineInfo
+	extra, err := decodeKeeping(data, &p)
+	if err != nil {
+		return err
+	}
+	*q = QuarantineInfo(p)
+	q.Extra = extra
+	return nil
 }
 
 // RetryTarget is an operator's retry of a quarantined session on another
@@ -28,6 +49,27 @@ type QuarantineInfo struct {
 type RetryTarget struct {
 	DeploymentID string `json:"deploymentId"`
 	Force        bool   `json:"force,omitempty"`
+	// Extra: the members this build does not know (SessionRecord.Extra).
+	Extra Members `json:"-"`
+}
+
+type retryTarget RetryTarget
+
+// MarshalJSON encodes the retry with the members it kept.
+func (t RetryTarget) MarshalJSON() ([]byte, error) {
+	return encodeKeeping(retryTarget(t), t.Extra)
+}
+
+// UnmarshalJSON decodes the retry and keeps unknown members in Extra.
+func (t *RetryTarget) UnmarshalJSON(data []byte) error {
+	var p retryTarget
+	extra, err := decodeKeeping(data, &p)
+	if err != nil {
+		return err
+	}
+	*t = RetryTarget(p)
+	t.Extra = extra
+	return nil
 }
 
 // Appended is the event a transition outside any owner's commit appends

@@ -82,6 +82,44 @@ type SessionRecord struct {
 	// Checkpoint is opaque to kv: the runtime's wire-encoded checkpoint
 	// (applied commands, outbox, timer, agent state).
 	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+	// Extra holds the members a later build wrote that this one does not
+	// know; every write of the record writes them back unchanged (builds
+	// before it dropped them: docs/wire.md, "The session record"). A
+	// transition copies the record and so keeps them.
+	Extra Members `json:"-"`
+}
+
+// sessionRecord is SessionRecord without its JSON methods.
+type sessionRecord SessionRecord
+
+// MarshalJSON encodes the record with the members it kept (Extra).
+func (r SessionRecord) MarshalJSON() ([]byte, error) {
+	return encodeKeeping(sessionRecord(r), r.Extra)
+}
+
+// UnmarshalJSON decodes the record and keeps the members this build does
+// not know in Extra.
+func (r *SessionRecord) UnmarshalJSON(data []byte) error {
+	var p sessionRecord
+	extra, err := decodeKeeping(data, &p)
+	if err != nil {
+		return err
+	}
+	*r = SessionRecord(p)
+	r.Extra = extra
+	return nil
+}
+
+// EncodeSession is json.Marshal of the record without encoding/json's
+// second pass over a method's output: the store's encoding on every CAS.
+func EncodeSession(r SessionRecord) ([]byte, error) { return r.MarshalJSON() }
+
+// DecodeSession is json.Unmarshal of a record without encoding/json's
+// validating pass before a method: the store's decoding of every read.
+func DecodeSession(data []byte) (SessionRecord, error) {
+	var r SessionRecord
+	err := r.UnmarshalJSON(data)
+	return r, err
 }
 
 // HandoffOutcome records the last handoff of a session, so replaying a
@@ -97,6 +135,27 @@ type HandoffOutcome struct {
 	From             string `json:"from,omitempty"`
 	TriggerSeq       uint64 `json:"triggerSeq,omitempty"`
 	TriggerCommandID string `json:"triggerCommandId,omitempty"`
+	// Extra: the members this build does not know (SessionRecord.Extra).
+	Extra Members `json:"-"`
+}
+
+type handoffOutcome HandoffOutcome
+
+// MarshalJSON encodes the outcome with the members it kept.
+func (h HandoffOutcome) MarshalJSON() ([]byte, error) {
+	return encodeKeeping(handoffOutcome(h), h.Extra)
+}
+
+// UnmarshalJSON decodes the outcome and keeps unknown members in Extra.
+func (h *HandoffOutcome) UnmarshalJSON(data []byte) error {
+	var p handoffOutcome
+	extra, err := decodeKeeping(data, &p)
+	if err != nil {
+		return err
+	}
+	*h = HandoffOutcome(p)
+	h.Extra = extra
+	return nil
 }
 
 // Session is a session record with the revision it was read at.
