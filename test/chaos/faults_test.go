@@ -111,6 +111,7 @@ func (c *chaos) owner(kind string, o *owner) {
 	name := o.name()
 	p := o.current()
 	w.note("%s %s", kind, name)
+	struck := time.Now()
 	switch kind {
 	case faultStop:
 		from := time.Now()
@@ -127,6 +128,7 @@ func (c *chaos) owner(kind string, o *owner) {
 		}
 		w.mu.Lock()
 		w.freezes = append(w.freezes, freeze{name, from, to})
+		w.ownerFaults = append(w.ownerFaults, span{from, to.Add(leaseTTL)})
 		w.mu.Unlock()
 		w.note("SIGCONT %s", name)
 		return
@@ -158,6 +160,9 @@ func (c *chaos) owner(kind string, o *owner) {
 		return
 	}
 	w.note("%s serving", o.name())
+	w.mu.Lock()
+	w.ownerFaults = append(w.ownerFaults, span{struck, later(time.Now(), struck.Add(leaseTTL))})
+	w.mu.Unlock()
 }
 
 // natsKill kills node i, keeps it down natsDownFor, restarts it and waits

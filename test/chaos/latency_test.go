@@ -47,8 +47,10 @@ func (w *world) latency() {
 		len(all), p(0.5), p(0.99), all[len(all)-1].d.Round(time.Millisecond)))
 	w.mu.Lock()
 	elections := slices.Clone(w.elections)
+	faults := append(slices.Clone(w.elections), w.ownerFaults...)
 	w.mu.Unlock()
 	w.soakLine("soak: chaos: " + byElections(all, elections))
+	w.soakLine("soak: chaos: " + byFaults(all, faults))
 	// The 40 slowest by the time they were sent, to lay beside the faults.
 	slow := slices.Clone(all[max(0, len(all)-40):])
 	slices.SortFunc(slow, func(a, b lat) int { return a.a.Sent.Compare(b.a.Sent) })
@@ -119,4 +121,41 @@ func earlier(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// byFaults groups the deliveries by how many faults' stretches (elections
+// and owner faults, see world.ownerFaults) each overlapped between its send
+// and its apply, and gives the slowest of each group: what one fault costs
+// a delivery, and what faults striking one after another add up to.
+func byFaults(all []lat, faults []span) string {
+	type group struct {
+		n       int
+		slowest time.Duration
+	}
+	groups := map[int]*group{}
+	most := 0
+	for _, l := range all {
+		from, to := l.a.Sent, l.a.Sent.Add(l.d)
+		k := 0
+		for _, f := range faults {
+			if earlier(to, f.to).After(later(from, f.from)) {
+				k++
+			}
+		}
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
+		}
+		g.n++
+		g.slowest = max(g.slowest, l.d)
+		most = max(most, k)
+	}
+	parts := []string{fmt.Sprintf("%d faults", len(faults))}
+	for k := 0; k <= most; k++ {
+		if g := groups[k]; g != nil {
+			parts = append(parts, fmt.Sprintf("%d deliveries met %d of them: slowest %s", g.n, k, g.slowest.Round(time.Millisecond)))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -89,8 +89,12 @@ type world struct {
 	kills     []harness.Stop // incarnations SIGKILLed, and when
 	freezes   []freeze       // incarnations SIGSTOPped, and when
 	elections []span         // NATS kills until the streams they left leaderless had leaders
-	faults    []string       // what struck when, for the report
-	errs      []string       // errors of goroutines other than the test's
+	// owner faults: a freeze until a lease TTL after the thaw, a SIGKILL or
+	// SIGTERM until its restart serves or a lease TTL passed, whichever
+	// is later (a peer's takeover waits for the lease to expire)
+	ownerFaults []span
+	faults      []string // what struck when, for the report
+	errs        []string // errors of goroutines other than the test's
 }
 
 func newWorld(t *testing.T, nats cluster) *world {
