@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/record"
@@ -13,7 +12,6 @@ import (
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
-	"github.com/cenkalti/backoff/v4"
 )
 
 // Load claims an existing session for this process (epoch+1) and runs it:
@@ -164,13 +162,7 @@ func (o *Owner) claimCAS(ctx context.Context, cur record.Session, boot record.Bo
 	if err != nil {
 		return claimedRec{}, err
 	}
-	rev, err := o.cfg.Store.UpdateSession(ctx, rec, cur.Revision)
-	if err != nil && !errors.Is(err, record.ErrConflict) && !errors.Is(err, record.ErrInvalid) && !errors.Is(err, record.ErrTooLarge) {
-		rev, err = o.settleClaim(ctx, rec, err)
-	}
-	if errors.Is(err, record.ErrConflict) {
-		o.metrics.conflicts.WithLabelValues("claim").Inc()
-	}
+	rev, err := o.casRecord(ctx, rec, cur.Revision)
 	if err != nil {
 		return claimedRec{}, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
 	}
@@ -237,27 +229,6 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 		}
 	}
 	return tokens, nil
-}
-
-// settleClaim resolves a claim whose reply was lost by a leader read of the
-// record's writer: this run with write counter 0 means the claim landed.
-func (o *Owner) settleClaim(ctx context.Context, rec record.SessionRecord, cause error) (uint64, error) {
-	var cur record.Session
-	var landed bool
-	op := func() error {
-		var err error
-		cur, landed, err = o.cfg.Store.Settle(ctx, rec.SessionID, rec.Writer, rec.WriteCounter)
-		return err
-	}
-	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(30*time.Second)), ctx)
-	if err := backoff.Retry(op, b); err != nil {
-		return 0, fmt.Errorf("settle claim (%w): %w", cause, err)
-	}
-	if !landed {
-		return 0, fmt.Errorf("%w: uncertain claim did not land (%w)", record.ErrConflict, cause)
-	}
-	o.log.Info("uncertain claim settled: it landed", "session", rec.SessionID)
-	return cur.Revision, nil
 }
 
 // IsLoaded reports whether the session runs in this owner process.

@@ -84,7 +84,7 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 	if err != nil {
 		return err
 	}
-	if err := o.casRecord(ctx, rec, cur.Revision); err != nil {
+	if _, err := o.casRecord(ctx, rec, cur.Revision); err != nil {
 		return fmt.Errorf("driver: quarantine %s: %w", id, err)
 	}
 	if err := app.Append(ctx, seq, rec.FloorEvent); err != nil {
@@ -144,17 +144,23 @@ func (o *Owner) deleteConsumer(ctx context.Context, name string) {
 	}
 }
 
-// casRecord writes rec at rev; a write whose reply was lost is settled by
-// a leader read of its writer stamp.
-func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uint64) error {
-	_, err := o.cfg.Store.UpdateSession(ctx, rec, rev)
-	if err != nil && !errors.Is(err, record.ErrConflict) && !errors.Is(err, record.ErrInvalid) && !errors.Is(err, record.ErrTooLarge) {
-		_, err = o.settleClaim(ctx, rec, err)
-	}
+// claimSettle bounds how long this process settles the uncertain outcome
+// of its own record writes outside a commit (a claim, a quarantine).
+const claimSettle = 30 * time.Second
+
+// casRecord writes rec at rev (a claim, a quarantine); a write whose
+// outcome is unknown is settled by the store's one settle
+// (kv.Store.UpdateSessionSettled: a leader read of its writer stamp, the
+// same CAS again while the record is still at rev), for at most
+// claimSettle. A conflict is counted.
+func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uint64) (uint64, error) {
+	sctx, cancel := context.WithTimeout(ctx, claimSettle)
+	defer cancel()
+	n, err := o.cfg.Store.UpdateSessionSettled(sctx, rec, rev, nil)
 	if errors.Is(err, record.ErrConflict) {
 		o.metrics.conflicts.WithLabelValues("claim").Inc()
 	}
-	return err
+	return n, err
 }
 
 // publishPending appends what the session's event subject may lack before

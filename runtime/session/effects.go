@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
-	"github.com/cenkalti/backoff/v4"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -34,7 +32,7 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.Commit:
 		return s.commit(ctx, e)
 	case runtime.ResolveCommit:
-		return s.resolve(ctx, e)
+		return s.resolve(ctx)
 	case runtime.Publish:
 		return nil, s.publish(ctx, e)
 	case runtime.RunStep:
@@ -138,54 +136,32 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	}
 }
 
-// resolve settles an uncertain commit: the record carries this run's write
-// → it landed; the record still at the revision the commit expected → it
-// did not land and nobody wrote since, so the same CAS is sent again (a
-// stream without a leader refuses or drops a write; sending it again once
-// the leader is back is the cost of an election, not of a re-claim);
-// anything else → this owner is fenced.
-func (s *Session) resolve(ctx context.Context, r runtime.ResolveCommit) ([]runtime.Input, error) {
-	for {
-		var landed bool
-		var cur record.Session
-		op := func() error {
-			var err error
-			cur, landed, err = s.env.Records.Settle(ctx, s.id, r.Writer.RunID, r.Writer.Write)
-			return err
-		}
-		if err := backoff.Retry(op, backoff.WithContext(backoff.NewExponentialBackOff(), ctx)); err != nil {
-			return nil, fmt.Errorf("session: settle commit of %s: %w", s.id, err)
-		}
-		if landed {
-			s.rec, s.rev, s.outbox, s.due = s.pendingRec, cur.Revision, s.pendingOutbox, s.pendingDue
-			s.committedState()
-			return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
-		}
-		if cur.Revision != s.rev {
-			s.log.Warn("uncertain commit did not land: fenced, stopping")
-			return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
-		}
-		if err := s.env.Host.AwaitLease(ctx); err != nil {
-			s.log.Warn("uncertain commit did not land: fenced, stopping")
-			return nil, err
-		}
-		rev, err := s.env.Records.UpdateSession(ctx, s.pendingRec, s.rev)
-		switch {
-		case err == nil:
-			s.log.Info("uncertain commit did not land; sent again at the same revision and landed", "rev", rev)
-			s.rec, s.rev, s.outbox, s.due = s.pendingRec, rev, s.pendingOutbox, s.pendingDue
-			s.committedState()
-			return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		}
-		s.log.Warn("uncertain commit sent again at the same revision; settling again", "err", err)
-		select { // pacing: the store answered neither way
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+// resolve settles an uncertain commit through the store's one settle
+// (Records.SettleUpdate, DESIGN §5): the record carries this run's write →
+// it landed; the record still at the revision the commit expected → it did
+// not land and nobody wrote since, so the same CAS is sent again once the
+// lease allows (a stream without a leader refuses or drops a write; sending
+// it again once the leader is back is the cost of an election, not of a
+// re-claim); anything else → this owner is fenced.
+//
+// The pending record carries the machine's writer stamp (ResolveCommit's
+// Writer): record.Commit writes the run and the snapshot's write counter.
+func (s *Session) resolve(ctx context.Context) ([]runtime.Input, error) {
+	rev, err := s.env.Records.SettleUpdate(ctx, s.pendingRec, s.rev, s.env.Host.AwaitLease)
+	switch {
+	case err == nil:
+		s.log.Info("uncertain commit settled: it landed", "rev", rev)
+		s.rec, s.rev, s.outbox, s.due = s.pendingRec, rev, s.pendingOutbox, s.pendingDue
+		s.committedState()
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
+	case errors.Is(err, record.ErrConflict):
+		s.log.Warn("uncertain commit did not land: fenced, stopping", "err", err)
+		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitConflict}}, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
+	s.log.Warn("uncertain commit not settled: stopping", "err", err)
+	return nil, fmt.Errorf("session: settle commit of %s: %w", s.id, err)
 }
 
 // publish appends committed events; they are in s.outbox, stamped at commit.

@@ -26,6 +26,12 @@ type Records interface {
 	// carries the write (writer run, write counter): how a commit whose
 	// reply was lost is settled.
 	Settle(ctx context.Context, id, writer string, write uint64) (record.Session, bool, error)
+	// SettleUpdate settles a write of rec at rev whose outcome is unknown:
+	// rec's writer stamp on the leader → it landed (its revision); the
+	// record still at rev → gate, then the same CAS again, settled the same
+	// way; anything else → record.ErrConflict. It repeats failed reads and
+	// writes at one pace until ctx ends (kv.Store.SettleUpdate).
+	SettleUpdate(ctx context.Context, rec record.SessionRecord, rev uint64, gate func(context.Context) error) (uint64, error)
 	// LeaderSession reads the record from the leader.
 	LeaderSession(ctx context.Context, id string) (record.Session, error)
 	// CreateHook creates an address hook; a live hook is *record.OwnedError.

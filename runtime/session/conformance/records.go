@@ -24,6 +24,7 @@ type RecordStore interface {
 func Records(t *testing.T, open func(t *testing.T) RecordStore) {
 	t.Run("update is a revision CAS", func(t *testing.T) { recordsCAS(t, open(t)) })
 	t.Run("settle reads the writer", func(t *testing.T) { recordsSettle(t, open(t)) })
+	t.Run("settle an update", func(t *testing.T) { recordsSettleUpdate(t, open(t)) })
 	t.Run("hooks are create-only", func(t *testing.T) { recordsHooks(t, open(t)) })
 	t.Run("tombstone at a revision", func(t *testing.T) { recordsTombstone(t, open(t)) })
 }
@@ -105,6 +106,65 @@ func recordsSettle(t *testing.T, st RecordStore) {
 	}
 	if _, ok, err := st.Settle(ctx, ulid.Make().String(), rec.Writer, 1); err != nil || ok {
 		t.Fatalf("no record: %v %v", ok, err)
+	}
+}
+
+// recordsSettleUpdate: an update whose outcome is unknown settles as
+// landed (its revision, nothing written again), as not landed with the
+// record still at its revision (gated, then written once), or as a
+// conflict when another write came first; a gate that refuses writes
+// nothing.
+func recordsSettleUpdate(t *testing.T, st RecordStore) {
+	ctx, rec := ctxOf(t), newRecord(t)
+	rev, err := st.CreateSession(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates := 0
+	gate := func(context.Context) error { gates++; return nil }
+
+	// It landed: the leader holds its stamp.
+	rec.WriteCounter = 1
+	landed, err := st.UpdateSession(ctx, rec, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.SettleUpdate(ctx, rec, rev, gate); err != nil || got != landed || gates != 0 {
+		t.Fatalf("a write that landed: revision %d, %v, %d gates; want %d, no gate", got, err, gates, landed)
+	}
+
+	// It did not land and nobody wrote since: gated, sent again once.
+	rec.WriteCounter = 2
+	got, err := st.SettleUpdate(ctx, rec, landed, gate)
+	if err != nil || got <= landed || gates != 1 {
+		t.Fatalf("a write that did not land: revision %d, %v, %d gates", got, err, gates)
+	}
+	if cur, _ := st.LeaderSession(ctx, rec.SessionID); cur.Revision != got || cur.Record.WriteCounter != 2 {
+		t.Fatalf("after the settle: %+v, want the write at revision %d", cur, got)
+	}
+
+	// A refusing gate (a fenced owner) writes nothing.
+	refused := errors.New("fenced")
+	rec.WriteCounter = 3
+	if _, err := st.SettleUpdate(ctx, rec, got, func(context.Context) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("a refusing gate: %v", err)
+	}
+	if cur, _ := st.LeaderSession(ctx, rec.SessionID); cur.Revision != got {
+		t.Fatalf("a refusing gate wrote: revision %d, want %d", cur.Revision, got)
+	}
+
+	// Another write came first: a conflict, nothing written.
+	other := rec
+	other.Writer, other.WriteCounter = "another-run", 1
+	now, err := st.UpdateSession(ctx, other, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.WriteCounter = 4
+	_, err = st.SettleUpdate(ctx, rec, got, gate)
+	mustIs(t, err, record.ErrConflict)
+	if cur, _ := st.LeaderSession(ctx, rec.SessionID); cur.Revision != now || cur.Record.Writer != "another-run" {
+		t.Fatalf("after a conflict: %+v, want another-run's write at %d", cur, now)
 	}
 }
 

@@ -107,6 +107,27 @@ func (r *Records) Settle(ctx context.Context, id, writer string, counter uint64)
 	return cur, writer != "" && cur.Record.Writer == writer && cur.Record.WriteCounter == counter, nil
 }
 
+// SettleUpdate settles a write of rec at rev as kv's does. This store
+// answers every write, so one leader read decides: landed, still at rev
+// (gate, then the CAS again), or written by someone else (a conflict).
+func (r *Records) SettleUpdate(ctx context.Context, rec record.SessionRecord, rev uint64, gate func(context.Context) error) (uint64, error) {
+	cur, landed, err := r.Settle(ctx, rec.SessionID, rec.Writer, rec.WriteCounter)
+	switch {
+	case err != nil:
+		return 0, err
+	case landed:
+		return cur.Revision, nil
+	case cur.Revision != rev:
+		return 0, fmt.Errorf("%w: session %s is at revision %d, not %d", record.ErrConflict, rec.SessionID, cur.Revision, rev)
+	}
+	if gate != nil {
+		if err := gate(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return r.UpdateSession(ctx, rec, rev)
+}
+
 // CreateHook claims an address, create-only; a live hook or a tombstone is
 // *record.OwnedError naming its session.
 func (r *Records) CreateHook(_ context.Context, h record.Hook) (uint64, error) {
