@@ -181,7 +181,17 @@ func (c *chaos) natsKill(i int) {
 		return
 	}
 	killed := time.Now()
-	go c.elected(i, led, killed)
+	elected := make(chan time.Time, 1)
+	go func() { elected <- c.elected(i, led, killed) }()
+	defer func() {
+		// The kill's stretch: until the node is current again and every
+		// stream it led has a leader (its clients reconnect, the inbox
+		// consumers it held are made again).
+		end := later(time.Now(), <-elected)
+		w.mu.Lock()
+		w.natsFaults = append(w.natsFaults, span{killed, end})
+		w.mu.Unlock()
+	}()
 	time.Sleep(natsDownFor) // the fault's length
 	if err := w.nats.Restart(i); err != nil {
 		w.fail("restart NATS node n%d: %v", i+1, err)
@@ -214,10 +224,10 @@ func (c *chaos) ledBy(i int) []string {
 
 // elected notes when each stream the killed node led has a leader again:
 // how long the kill left it leaderless, seen by the test's own polls.
-func (c *chaos) elected(i int, led []string, killed time.Time) {
+func (c *chaos) elected(i int, led []string, killed time.Time) time.Time {
 	w := c.w
 	if len(led) == 0 {
-		return // nothing to elect
+		return killed // nothing to elect
 	}
 	for len(led) > 0 && time.Since(killed) < wait {
 		time.Sleep(100 * time.Millisecond) // polling the leader, not synchronisation
@@ -233,6 +243,8 @@ func (c *chaos) elected(i int, led []string, killed time.Time) {
 		})
 	}
 	w.mu.Lock()
-	w.elections = append(w.elections, span{killed, time.Now()})
+	end := time.Now()
+	w.elections = append(w.elections, span{killed, end})
 	w.mu.Unlock()
+	return end
 }

@@ -47,7 +47,7 @@ func (w *world) latency() {
 		len(all), p(0.5), p(0.99), all[len(all)-1].d.Round(time.Millisecond)))
 	w.mu.Lock()
 	elections := slices.Clone(w.elections)
-	faults := append(slices.Clone(w.elections), w.ownerFaults...)
+	faults := append(slices.Clone(w.natsFaults), w.ownerFaults...)
 	w.mu.Unlock()
 	w.soakLine("soak: chaos: " + byElections(all, elections))
 	w.soakLine("soak: chaos: " + byFaults(all, faults))
@@ -123,8 +123,8 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
-// byFaults groups the deliveries by how many faults' stretches (elections
-// and owner faults, see world.ownerFaults) each overlapped between its send
+// byFaults groups the deliveries by how many faults' stretches (NATS kills
+// and owner faults, see world.natsFaults and ownerFaults) each overlapped between its send
 // and its apply, and gives the slowest of each group: what one fault costs
 // a delivery, and what faults striking one after another add up to.
 func byFaults(all []lat, faults []span) string {

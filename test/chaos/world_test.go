@@ -93,8 +93,11 @@ type world struct {
 	// SIGTERM until its restart serves or a lease TTL passed, whichever
 	// is later (a peer's takeover waits for the lease to expire)
 	ownerFaults []span
-	faults      []string // what struck when, for the report
-	errs        []string // errors of goroutines other than the test's
+	// NATS kills until the node is current again and every stream it led
+	// has a leader
+	natsFaults []span
+	faults     []string // what struck when, for the report
+	errs       []string // errors of goroutines other than the test's
 }
 
 func newWorld(t *testing.T, nats cluster) *world {
