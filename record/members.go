@@ -77,6 +77,19 @@ func known(t reflect.Type) map[string]bool {
 	return m
 }
 
+// decodeInto zeroes *v and decodes data into it, keeping the members v's
+// type does not know in *extra: every UnmarshalJSON of this package, each
+// given its value as the same struct type without JSON methods.
+func decodeInto(data []byte, v any, extra *Members) error {
+	reflect.ValueOf(v).Elem().SetZero()
+	m, err := decodeKeeping(data, v)
+	if err != nil {
+		return err
+	}
+	*extra = m
+	return nil
+}
+
 // decodeKeeping decodes data into v (a pointer to a struct type without
 // JSON methods) and returns the members v's type does not know. The usual
 // case, an object with no such member, costs one decode.
@@ -91,6 +104,7 @@ func decodeKeeping(data []byte, v any) (Members, error) {
 	}
 	// A member this build does not know (or an error json.Unmarshal
 	// reports again below): decode leniently, then collect the members.
+	reflect.ValueOf(v).Elem().SetZero()
 	if err := json.Unmarshal(data, v); err != nil {
 		return "", err
 	}

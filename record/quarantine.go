@@ -32,14 +32,7 @@ func (q QuarantineInfo) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the quarantine and keeps unknown members in Extra.
 func (q *QuarantineInfo) UnmarshalJSON(data []byte) error {
-	var p quarantineInfo
-	extra, err := decodeKeeping(data, &p)
-	if err != nil {
-		return err
-	}
-	*q = QuarantineInfo(p)
-	q.Extra = extra
-	return nil
+	return decodeInto(data, (*quarantineInfo)(q), &q.Extra)
 }
 
 // RetryTarget is an operator's retry of a quarantined session on another
@@ -62,14 +55,7 @@ func (t RetryTarget) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the retry and keeps unknown members in Extra.
 func (t *RetryTarget) UnmarshalJSON(data []byte) error {
-	var p retryTarget
-	extra, err := decodeKeeping(data, &p)
-	if err != nil {
-		return err
-	}
-	*t = RetryTarget(p)
-	t.Extra = extra
-	return nil
+	return decodeInto(data, (*retryTarget)(t), &t.Extra)
 }
 
 // Appended is the event a transition outside any owner's commit appends

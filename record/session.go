@@ -100,14 +100,7 @@ func (r SessionRecord) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the record and keeps the members this build does
 // not know in Extra.
 func (r *SessionRecord) UnmarshalJSON(data []byte) error {
-	var p sessionRecord
-	extra, err := decodeKeeping(data, &p)
-	if err != nil {
-		return err
-	}
-	*r = SessionRecord(p)
-	r.Extra = extra
-	return nil
+	return decodeInto(data, (*sessionRecord)(r), &r.Extra)
 }
 
 // EncodeSession is json.Marshal of the record without encoding/json's
@@ -148,14 +141,7 @@ func (h HandoffOutcome) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the outcome and keeps unknown members in Extra.
 func (h *HandoffOutcome) UnmarshalJSON(data []byte) error {
-	var p handoffOutcome
-	extra, err := decodeKeeping(data, &p)
-	if err != nil {
-		return err
-	}
-	*h = HandoffOutcome(p)
-	h.Extra = extra
-	return nil
+	return decodeInto(data, (*handoffOutcome)(h), &h.Extra)
 }
 
 // Session is a session record with the revision it was read at.

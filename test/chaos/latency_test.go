@@ -10,8 +10,8 @@ import (
 	"github.com/baton-rt/baton/internal/testsize"
 )
 
-// span is a stretch of time: a NATS kill until every stream the node led
-// had a leader again.
+// span is a stretch of time a fault acted: an election, a NATS kill until
+// the node is current again, an owner fault (see world).
 type span struct{ from, to time.Time }
 
 // lat is one accepted delivery's time from its first send to its
@@ -68,22 +68,23 @@ func (w *world) soakLine(line string) {
 	}
 }
 
-// byElections groups the deliveries by how many elections (spans) each
-// overlapped between its send and its apply, and gives per group the
-// slowest delivery and the most time one of them took beyond the
-// elections it overlapped (what Baton added: a retry, a lease, another
-// fault): "killing a node costs at most an election plus one retry".
-func byElections(all []lat, elections []span) string {
-	type group struct {
-		n               int
-		slowest, beyond time.Duration
-	}
+// group is the deliveries whose wait overlapped the same number of spans:
+// how many, the slowest, and the most time one of them took beyond the
+// spans it overlapped.
+type group struct {
+	n               int
+	slowest, beyond time.Duration
+}
+
+// bySpans groups the deliveries by how many spans each overlapped between
+// its send and its apply, indexed by that number (nil where none).
+func bySpans(all []lat, spans []span) []*group {
 	groups := map[int]*group{}
 	most := 0
 	for _, l := range all {
 		from, to := l.a.Sent, l.a.Sent.Add(l.d)
 		k, in := 0, time.Duration(0)
-		for _, e := range elections {
+		for _, e := range spans {
 			if lo, hi := later(from, e.from), earlier(to, e.to); hi.After(lo) {
 				k++
 				in += hi.Sub(lo)
@@ -99,11 +100,39 @@ func byElections(all []lat, elections []span) string {
 		g.beyond = max(g.beyond, l.d-in)
 		most = max(most, k)
 	}
+	out := make([]*group, most+1)
+	for k, g := range groups {
+		out[k] = g
+	}
+	return out
+}
+
+// byElections gives, per number of elections a delivery's wait overlapped,
+// the slowest delivery and the most time one of them took beyond those
+// elections (what Baton added: a retry, a lease, another fault): "killing
+// a node costs at most an election plus one retry".
+func byElections(all []lat, elections []span) string {
+	groups := bySpans(all, elections)
 	parts := []string{fmt.Sprintf("%d NATS elections", len(elections))}
-	for k := 0; k <= most; k++ {
-		if g := groups[k]; g != nil {
+	for k, g := range groups {
+		if g != nil {
 			parts = append(parts, fmt.Sprintf("%d deliveries through %d of them: slowest %s, at most %s beyond them",
 				g.n, k, g.slowest.Round(time.Millisecond), g.beyond.Round(time.Millisecond)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// byFaults gives, per number of faults a delivery's wait overlapped (NATS
+// kills and owner faults, see world.natsFaults and ownerFaults), the
+// slowest delivery: what one fault costs a delivery, and what faults
+// striking one after another add up to.
+func byFaults(all []lat, faults []span) string {
+	groups := bySpans(all, faults)
+	parts := []string{fmt.Sprintf("%d faults", len(faults))}
+	for k, g := range groups {
+		if g != nil {
+			parts = append(parts, fmt.Sprintf("%d deliveries met %d of them: slowest %s", g.n, k, g.slowest.Round(time.Millisecond)))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -121,41 +150,4 @@ func earlier(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// byFaults groups the deliveries by how many faults' stretches (NATS kills
-// and owner faults, see world.natsFaults and ownerFaults) each overlapped between its send
-// and its apply, and gives the slowest of each group: what one fault costs
-// a delivery, and what faults striking one after another add up to.
-func byFaults(all []lat, faults []span) string {
-	type group struct {
-		n       int
-		slowest time.Duration
-	}
-	groups := map[int]*group{}
-	most := 0
-	for _, l := range all {
-		from, to := l.a.Sent, l.a.Sent.Add(l.d)
-		k := 0
-		for _, f := range faults {
-			if earlier(to, f.to).After(later(from, f.from)) {
-				k++
-			}
-		}
-		g := groups[k]
-		if g == nil {
-			g = &group{}
-			groups[k] = g
-		}
-		g.n++
-		g.slowest = max(g.slowest, l.d)
-		most = max(most, k)
-	}
-	parts := []string{fmt.Sprintf("%d faults", len(faults))}
-	for k := 0; k <= most; k++ {
-		if g := groups[k]; g != nil {
-			parts = append(parts, fmt.Sprintf("%d deliveries met %d of them: slowest %s", g.n, k, g.slowest.Round(time.Millisecond)))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
