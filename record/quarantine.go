@@ -216,7 +216,7 @@ func Retry(r SessionRecord, target string, force bool, writer string, ev Appende
 	if err := floor("retry", r, ev); err != nil {
 		return SessionRecord{}, err
 	}
-	r.State, r.Quarantine, r.Retry = StateHibernated, nil, nil
+	r.State, r.Quarantine, r.Retry, r.Finish = StateHibernated, nil, nil, nil
 	r.BootAttempts, r.LastBootError, r.BootAttemptAt = 0, "", time.Time{}
 	if target != r.DeploymentID {
 		r.Retry = &RetryTarget{DeploymentID: target, Force: force}
@@ -235,7 +235,7 @@ func Terminate(r SessionRecord, writer string, ev Appended) (SessionRecord, erro
 	if err := floor("terminate", r, ev); err != nil {
 		return SessionRecord{}, err
 	}
-	r.State = StateEnded
+	r.State, r.Finish = StateEnded, nil
 	return operated(r, writer, ev), nil
 }
 

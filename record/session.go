@@ -71,6 +71,10 @@ type SessionRecord struct {
 	// (adopted there by the target-driven path); nil for a retry in place.
 	// The claim that takes the session clears it.
 	Retry *RetryTarget `json:"retry,omitempty"`
+	// Finish is an operator's pending request to end or retry the
+	// quarantined session (record/finish.go); the owner that carries it
+	// out clears it.
+	Finish *FinishRequest `json:"finish,omitempty"`
 	// EventSeqFloor is the seq of the last event appended outside a commit
 	// (session.quarantined, session.retried, session.ended by an
 	// operator): every later boot continues from the larger of it and the
