@@ -91,6 +91,9 @@ const (
 	EndExpired = "expired"
 	EndFailed  = "failed"
 	EndClosed  = wire.EndClosed // a parent closed this child's handle
+	// EndTerminated: an operator ended the session while it was
+	// quarantined ([Terminate]).
+	EndTerminated = wire.EndTerminated
 )
 
 // Fields is a convenience body for an agent's own event kinds: keys marshal
