@@ -2,30 +2,26 @@ package ingress
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
-	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 )
 
 // The way out of a quarantine (docs/api.md, "Quarantine"): an operator
 // retries the session — on its own deployment or on another one, which
-// adopts it — or ends it. Both are record transitions by CAS at the
-// revision read from the stream leader, each carrying the event it appends
-// (session.retried, session.ended) as the session's new event-seq floor.
+// adopts it — or ends it. The ingress writes the request into the record
+// (kv.Store.RequestFinish: no run of a quarantined session is live) and an
+// owner carries it out (finish.go); the ingress appends no event and
+// writes no other part of the session's state.
 
 // Codes of the quarantine routes (409).
 const (
 	CodeNotQuarantined = "not_quarantined" // retry or end of a session that is not quarantined
 	CodeWaitsPending   = "waits_pending"   // retry on another deployment of a session with live waits, without force
+	CodeFinishPending  = "finish_pending"  // an end while a retry is pending, or the reverse
 )
 
 var adminRetryKeys = []string{"deploymentId", "force"}
@@ -72,9 +68,9 @@ func (s *Server) httpRetry(w http.ResponseWriter, r *http.Request) error {
 			return invalidDeployment(target, subjects.ValidateDeployment(target))
 		}
 	}
-	out, err := s.Retry(r.Context(), id, target, v.Force != nil && *v.Force)
-	if err != nil {
-		return err
+	out, pending, err := s.Retry(r.Context(), id, target, v.Force != nil && *v.Force)
+	if err != nil || pending {
+		return s.writePending(w, id, "retry", err)
 	}
 	s.log.Warn("admin: retry of a quarantined session", "session", id, "from", out.FromDeploymentID, "to", out.DeploymentID,
 		"force", out.Force, "wake", out.WakeOutcome, "wake_error", out.WakeError)
@@ -86,48 +82,58 @@ func (s *Server) httpEnd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.End(r.Context(), id)
-	if err != nil {
-		return err
+	out, pending, err := s.End(r.Context(), id)
+	if err != nil || pending {
+		return s.writePending(w, id, "end", err)
 	}
 	s.log.Warn("admin: end of a quarantined session", "session", id, "event_seq", out.EventSeq, "tombstoned", len(out.Tombstoned))
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// Retry clears a quarantined session's attempts and boots it again: on its
-// own deployment (target "" or the same), or adopted by target through the
-// target-driven adoption path (a live wait is cancelled only with force,
-// the rule of a forced move). It refuses, writing nothing: a session that
-// is not quarantined, a retired target, and without force a session whose
-// checkpoint shows — or, unreadable here, may hide — a live wait.
-func (s *Server) Retry(ctx context.Context, id, target string, force bool) (Retried, error) {
+// Retry asks an owner to clear a quarantined session's attempts and boot
+// it again: on its own deployment (target "" or the same), or adopted by
+// target through the target-driven adoption path (a live wait is
+// cancelled only with force, the rule of a forced move). It refuses,
+// writing nothing: a session that is not quarantined, a retired target,
+// and without force a session whose checkpoint shows — or, unreadable
+// here, may hide — a live wait. pending: no owner carried the retry out
+// within Config.FinishWait; one does when it runs.
+func (s *Server) Retry(ctx context.Context, id, target string, force bool) (Retried, bool, error) {
 	a, cur, err := s.quarantined(ctx, id)
 	if err != nil {
-		return Retried{}, err
+		return Retried{}, false, err
 	}
 	rec := cur.Record
 	dep := or(target, rec.DeploymentID)
 	if dep != rec.DeploymentID {
 		if err := s.checkRetryTarget(ctx, a, rec, dep, force); err != nil {
-			return Retried{}, err
+			return Retried{}, false, err
 		}
 	}
-	writer := "admin-" + ulid.Make().String()
-	next, seq, err := s.operate(ctx, rec, writer, wire.EventSessionRetried, wire.SessionRetried{DeploymentID: dep},
-		func(ev record.Appended) (record.SessionRecord, error) {
-			return record.Retry(rec, dep, force, writer, ev)
-		})
-	if err != nil {
-		return Retried{}, err
+	rep, pending, err := s.requestFinish(ctx, a, cur, record.FinishRequest{Op: record.FinishRetry, DeploymentID: dep, Force: force})
+	if err != nil || pending {
+		return Retried{}, pending, err
 	}
-	rev, err := s.casOperated(ctx, a, next, cur.Revision)
+	return Retried{SessionID: id, DeploymentID: rep.DeploymentID, FromDeploymentID: rep.FromDeploymentID, Force: rep.Force,
+		EventSeq: rep.EventSeq, Revision: rep.Revision, WakeOutcome: rep.WakeOutcome, WakeProcess: rep.WakeProcess, WakeError: rep.WakeError}, false, nil
+}
+
+// End asks an owner to end a quarantined session: session.ended {reason:
+// terminated} appended at the subject's end, its addresses tombstoned
+// (later deliveries get 410), its timer schedule purged and its family
+// told. pending: no owner carried the end out within Config.FinishWait;
+// one does when it runs.
+func (s *Server) End(ctx context.Context, id string) (Ended, bool, error) {
+	a, cur, err := s.quarantined(ctx, id)
 	if err != nil {
-		return Retried{}, err
+		return Ended{}, false, err
 	}
-	s.appendLogged(ctx, next)
-	out := Retried{SessionID: id, DeploymentID: dep, FromDeploymentID: rec.DeploymentID, Force: force, EventSeq: seq, Revision: rev}
-	out.WakeOutcome, out.WakeProcess, out.WakeError = s.wakeOnce(ctx, dep, id)
-	return out, nil
+	rep, pending, err := s.requestFinish(ctx, a, cur, record.FinishRequest{Op: record.FinishEnd})
+	if err != nil || pending {
+		return Ended{}, pending, err
+	}
+	return Ended{SessionID: id, DeploymentID: rep.DeploymentID, Reason: wire.EndTerminated, EventSeq: rep.EventSeq,
+		Revision: rep.Revision, Tombstoned: orEmpty(rep.Tombstoned), ChildrenEnded: rep.ChildrenEnded}, false, nil
 }
 
 // checkRetryTarget refuses a retry on another deployment that is retired,
@@ -154,42 +160,6 @@ func (s *Server) checkRetryTarget(ctx context.Context, a *attached, rec record.S
 	return nil
 }
 
-// End ends a quarantined session: no owner runs it, so the operator's
-// write ends it (record.Terminate by CAS), session.ended {reason:
-// terminated} is appended at the subject's end, its addresses are
-// tombstoned (later deliveries get 410) and its timer schedule purged.
-func (s *Server) End(ctx context.Context, id string) (Ended, error) {
-	a, cur, err := s.quarantined(ctx, id)
-	if err != nil {
-		return Ended{}, err
-	}
-	rec := cur.Record
-	writer := "admin-" + ulid.Make().String()
-	ev, err := wire.NewSessionEnded(wire.EndTerminated)
-	if err != nil {
-		return Ended{}, fail(ErrUnavailable, "session.ended: %v", err)
-	}
-	next, seq, err := s.operateEvent(ctx, rec, writer, ev,
-		func(ev record.Appended) (record.SessionRecord, error) { return record.Terminate(rec, writer, ev) })
-	if err != nil {
-		return Ended{}, err
-	}
-	rev, err := s.casOperated(ctx, a, next, cur.Revision)
-	if err != nil {
-		return Ended{}, err
-	}
-	s.appendLogged(ctx, next)
-	out := Ended{SessionID: id, DeploymentID: rec.DeploymentID, Reason: wire.EndTerminated, EventSeq: seq, Revision: rev}
-	if out.Tombstoned, err = s.tombstoneAll(ctx, a, rec); err != nil {
-		return Ended{}, fail(ErrUnavailable, "session %s ended; tombstoning its addresses failed (repeat the end): %v", id, err)
-	}
-	if err := a.inbox.Purge(ctx, jetstream.WithPurgeSubject(s.cfg.Names.Sched(id))); err != nil {
-		s.log.Warn("admin: end: purge the session's timer schedule", "session", id, "err", err)
-	}
-	out.ChildrenEnded = s.endFamily(ctx, a, rec)
-	return out, nil
-}
-
 // quarantined reads the session's record from the stream leader and
 // refuses one that is not quarantined (404, 409 not_quarantined). A
 // session an operator ended already answers 409 too.
@@ -212,106 +182,4 @@ func (s *Server) quarantined(ctx context.Context, id string) (*attached, record.
 			Message: "session " + id + " is " + string(cur.Record.State) + ", not quarantined"}
 	}
 	return a, cur, nil
-}
-
-// operate builds an operator transition carrying a new event of kind
-// (data version 1) at the seq after the subject's end and the floor.
-func (s *Server) operate(ctx context.Context, rec record.SessionRecord, writer, kind string, data any,
-	transition func(record.Appended) (record.SessionRecord, error)) (record.SessionRecord, uint64, error) {
-	ev, err := wire.NewEvent(kind, data)
-	if err != nil {
-		return record.SessionRecord{}, 0, fail(ErrUnavailable, "%s: %v", kind, err)
-	}
-	return s.operateEvent(ctx, rec, writer, ev, transition)
-}
-
-// operateEvent is operate for a built event.
-func (s *Server) operateEvent(ctx context.Context, rec record.SessionRecord, writer string, ev wire.Event,
-	transition func(record.Appended) (record.SessionRecord, error)) (record.SessionRecord, uint64, error) {
-	seq, err := s.settleFloor(ctx, rec)
-	if err != nil {
-		return record.SessionRecord{}, 0, fail(ErrUnavailable, "read the events of %s: %v", rec.SessionID, err)
-	}
-	ev.SessionID, ev.Seq, ev.Time, ev.OwnerRunID, ev.DeploymentID = rec.SessionID, seq, time.Now().UTC(), writer, rec.DeploymentID
-	data, err := wire.EncodeEvent(wire.DefaultEvents(), ev)
-	if err != nil {
-		return record.SessionRecord{}, 0, fail(ErrUnavailable, "%s: %v", ev.Kind, err)
-	}
-	next, err := transition(record.Appended{Seq: seq, Event: data})
-	if err != nil {
-		return record.SessionRecord{}, 0, fail(ErrConflict, "%v", err)
-	}
-	return next, seq, nil
-}
-
-// casOperated writes an operator transition at the revision read.
-func (s *Server) casOperated(ctx context.Context, a *attached, rec record.SessionRecord, rev uint64) (uint64, error) {
-	next, err := a.store.UpdateSession(ctx, rec, rev)
-	switch {
-	case errors.Is(err, record.ErrConflict):
-		return 0, fail(ErrConflict, "session %s changed meanwhile (revision %d moved on); nothing was written, retry", rec.SessionID, rev)
-	case err != nil:
-		return 0, fail(ErrUnavailable, "write session %s: %v", rec.SessionID, err)
-	}
-	return next, nil
-}
-
-// appendLogged appends the floor event the record now carries; if that
-// fails, the next reader of the record (an owner's wake or claim) does.
-func (s *Server) appendLogged(ctx context.Context, rec record.SessionRecord) {
-	if err := s.appendEvent(ctx, rec.SessionID, rec.EventSeqFloor, rec.FloorEvent); err != nil {
-		s.log.Warn("admin: event not appended; the session's next owner appends it", "session", rec.SessionID, "seq", rec.EventSeqFloor, "err", err)
-	}
-}
-
-// tombstoneAll tombstones every address of the session whose hook names
-// it: the stable one and the checkpoint's aliases (read leniently: the
-// checkpoint of a quarantined session may not decode here).
-func (s *Server) tombstoneAll(ctx context.Context, a *attached, rec record.SessionRecord) ([]string, error) {
-	addrs := []string{rec.SessionID}
-	if p, err := wire.PeekCheckpoint(rec.Checkpoint); err == nil && len(p.Tokens) > 1 {
-		addrs = append(addrs, p.Tokens[1:]...)
-	}
-	done := []string{}
-	for _, addr := range addrs {
-		tok, err := subjects.EncodeToken(addr)
-		if err != nil {
-			continue
-		}
-		h, rev, err := a.store.GetHook(ctx, tok)
-		switch {
-		case errors.Is(err, record.ErrNotFound) || err == nil && h.SessionID != rec.SessionID:
-			continue
-		case err != nil:
-			return done, err
-		case !h.Tombstone:
-			if _, err := a.store.Tombstone(ctx, tok, rev); err != nil && !errors.Is(err, record.ErrConflict) {
-				return done, err
-			}
-		}
-		done = append(done, addr)
-	}
-	return done, nil
-}
-
-// wakeOnce asks dep's pool to boot the session and reports its answer.
-func (s *Server) wakeOnce(ctx context.Context, dep, id string) (outcome, process, errText string) {
-	data, _ := json.Marshal(protocol.WakeRequest{SessionID: id})
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	msg, err := s.cfg.NC.RequestWithContext(wctx, s.cfg.Names.Wake(dep), data)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return "", "", "no owner of deployment " + dep + " is running; the session boots on the next wake"
-	}
-	if err != nil {
-		return "", "", err.Error()
-	}
-	var rep protocol.WakeReply
-	if err := json.Unmarshal(msg.Data, &rep); err != nil {
-		return "", "", "wake reply: " + err.Error()
-	}
-	if rep.Error != nil {
-		return string(rep.Outcome), rep.ProcessID, rep.Error.Error()
-	}
-	return string(rep.Outcome), rep.ProcessID, ""
 }

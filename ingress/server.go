@@ -19,6 +19,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultStartTimeout = 5 * time.Second
+	DefaultFinishWait   = 10 * time.Second
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultHubLinger    = 10 * time.Second
 	DefaultHubRing      = 256
@@ -39,6 +40,10 @@ type Config struct {
 	Limits      Limits
 	// StartTimeout bounds a start request to this deployment's owners.
 	StartTimeout time.Duration
+	// FinishWait bounds how long the admin end or retry of a quarantined
+	// session waits for an owner to carry it out before it answers
+	// 202 {"pending":true} (docs/api.md, "Quarantine").
+	FinishWait time.Duration
 	// Heartbeat is the interval of SSE comment lines on an idle stream.
 	Heartbeat time.Duration
 	// HubLinger keeps a session's event hub (and its one consumer) alive
@@ -62,6 +67,9 @@ func (c Config) withDefaults() Config {
 	c.Limits = c.Limits.withDefaults()
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.FinishWait <= 0 {
+		c.FinishWait = DefaultFinishWait
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = DefaultHeartbeat

@@ -35,6 +35,7 @@ const (
 	WakeTakeover WakeSource = "takeover" // adoption of a dead process's sessions
 	WakeRestart  WakeSource = "restart"  // a failed run restarted
 	WakeChild    WakeSource = "child"    // a parent or child session sent it a command
+	WakeFinish   WakeSource = "finish"   // an owner carried out an operator's retry
 	WakeOther    WakeSource = "other"    // counted for a request without a source
 )
 

@@ -41,9 +41,20 @@ forbid ./runtime/session "^$mod/(runtime/pool|kv)(/|\$)"
 # the remote agent is an agent: it knows the runtime's agent API, wire's
 # shapes and the subjects, nothing of the owner process or its stores
 check ./runtime/remote "^$mod/(wire|subjects|runtime)\$"
-owner_side="^$mod/(owner|runtime/pool|runtime/session|handoff|runtime/demo)(/|\$)"
+# the event appender is owner-side: an owner is the one writer of a
+# session's events (docs/architecture.md, "One writer"); it stores through kv
+check ./runtime/eventlog "^$mod/(kv|record|wire)\$"
+owner_side="^$mod/(owner|runtime/pool|runtime/session|runtime/eventlog|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"
 forbid ./cmd/ingress "$owner_side"
+# the ingress appends no event: it imports no event appender, not even
+# transitively (an operator's end or retry is a request an owner finishes)
+forbid ./ingress "^$mod/runtime/eventlog(/|\$)"
+for dir in $(go list -deps -f '{{if .Module}}{{if eq .Module.Path "'"$mod"'"}}{{.Dir}}{{end}}{{end}}' ./ingress); do
+  if grep -l "^func NewAppender" $(go list -f '{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}' "$dir") >/dev/null 2>&1; then
+    echo "deps: the ingress depends on $dir, which holds an event appender"; fail=1
+  fi
+done
 # internal/harness: test plumbing. Its core imports neither runtime/pool, runtime/session
 # nor handoff (so the owner packages' internal tests can import it; inproc
 # runs the driver's Owner), and no non-test package but cmd/e2e imports it.

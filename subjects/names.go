@@ -98,6 +98,21 @@ func (n Names) Wake(deploymentID string) string {
 	return n.prefix + ".deploy." + deploymentID + ".wake"
 }
 
+// Finish is the request subject on which a deployment's pool carries out
+// an operator's finish of a quarantined session:
+// baton.deploy.<deploymentID>.finish.
+func (n Names) Finish(deploymentID string) string {
+	return n.prefix + ".deploy." + deploymentID + ".finish"
+}
+
+// FinishAny is the finish subject every owner of every deployment serves
+// (queue group FinishQueueGroup), for a session whose deployment has no
+// live owner: baton.finish.
+func (n Names) FinishAny() string { return n.prefix + ".finish" }
+
+// FinishQueueGroup is the queue group of FinishAny.
+func (n Names) FinishQueueGroup() string { return n.prefix + "-finish" }
+
 // QueueGroup is the queue group of a deployment's owner pool.
 func (n Names) QueueGroup(deploymentID string) string {
 	return n.prefix + "-owner-" + deploymentID

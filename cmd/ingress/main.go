@@ -37,6 +37,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/ (one per line); without it the admin routes answer 403 admin_disabled")
 	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT/SIGHUP: stop taking requests (HTTP and NATS), end the event streams and let the requests in flight finish, for at most this long; requests still running then are logged and cut off, and the exit code is 1 (a second signal aborts)")
+	fs.DurationVar(&cfg.FinishWait, "finish-wait", ingress.DefaultFinishWait, "how long the admin end or retry of a quarantined session waits for an owner to carry it out; then it answers 202 {\"pending\":true} and an owner finishes it when one runs")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", ingress.DefaultMaxBodyBytes, "largest request body; larger is 413 too_large (capped below the server's max_payload)")
 	if err := app.ParseFlags(fs, args, about); err != nil {
 		return cfg, err
@@ -51,6 +52,9 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if cfg.DrainTimeout <= 0 {
 		return cfg, fmt.Errorf("%w: --drain-timeout %s: want a positive duration", app.ErrUsage, cfg.DrainTimeout)
+	}
+	if cfg.FinishWait <= 0 {
+		return cfg, fmt.Errorf("%w: --finish-wait %s: want a positive duration", app.ErrUsage, cfg.FinishWait)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		return cfg, fmt.Errorf("%w: --max-body-bytes %d: want a positive size", app.ErrUsage, cfg.MaxBodyBytes)

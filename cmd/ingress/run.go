@@ -29,6 +29,7 @@ type Config struct {
 	InsecureDev    bool
 	MaxBodyBytes   int64
 	DrainTimeout   time.Duration
+	FinishWait     time.Duration
 	Tokens         []string // read from AuthTokenFile
 	AdminTokens    []string // read from AdminTokenFile
 }
@@ -54,7 +55,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ing, err := ingress.New(ingress.Config{
 		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID,
-		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev,
+		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev, FinishWait: cfg.FinishWait,
 		Limits: ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
 	})
 	if err != nil {

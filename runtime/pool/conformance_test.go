@@ -5,6 +5,7 @@ import (
 
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/eventlog"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/runtime/session/conformance"
 	"github.com/oklog/ulid/v2"
@@ -36,7 +37,7 @@ func TestConformance(t *testing.T) {
 	events := kv.NewStream(js, names.EventsStream())
 	conformance.Appender(t, func(*testing.T) session.Appender {
 		id := ulid.Make().String()
-		return kv.NewAppender(js, events, names.Events(id), id)
+		return eventlog.NewAppender(js, events, names.Events(id), id)
 	})
 	conformance.Blobs(t, func(*testing.T) session.Blobs { return jsBlobs{obs: func() objectStore { return obs }} })
 	journal, err := kv.OpenJournal(t.Context(), js, names)

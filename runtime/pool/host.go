@@ -7,6 +7,7 @@ import (
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/eventlog"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go"
@@ -115,7 +116,7 @@ type host struct{ o *Owner }
 var (
 	_ session.Host     = host{}
 	_ session.Records  = (*kv.Store)(nil)
-	_ session.Appender = (*kv.Appender)(nil)
+	_ session.Appender = (*eventlog.Appender)(nil)
 )
 
 func (h host) LeaseValid() bool { return h.o.leaseValid() }

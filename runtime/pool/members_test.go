@@ -12,7 +12,8 @@ import (
 
 // A record holding members this build does not know (a later build's
 // write) keeps them through every write path of an owner: a claim (a
-// wake), commits, a hibernation, a fenced run's release and a quarantine.
+// wake), commits, a hibernation, a fenced run's release, a quarantine, and
+// an operator's end: its request, the finisher's claim and the end.
 // Each path rewrites the whole record, so a member dropped by any of them
 // could not come back.
 func TestRecordKeepsLaterMembers(t *testing.T) {
@@ -67,8 +68,21 @@ func TestRecordKeepsLaterMembers(t *testing.T) {
 
 	// A quarantine: the next boot cannot read the checkpoint.
 	e.breakCheckpoint(id)
-	e.owner("v1", "p3", quarantining(1))
+	p3 := e.owner("v1", "p3", quarantining(1))
 	e.Wake("v1", id)
 	e.waitQuarantined(id)
-	check("a quarantine")
+	cur = check("a quarantine")
+
+	// An operator's end: the request (the ingress's intent write), the
+	// finisher's claim and the end it writes.
+	if _, err := e.Store.RequestFinish(t.Context(), cur, record.FinishRequest{Op: record.FinishEnd, By: "admin-1", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	check("a finish request")
+	if rep := p3.Owner.Finish(t.Context(), id, false); rep.Error != nil || rep.Outcome != "ended" {
+		t.Fatalf("finish = %+v", rep)
+	}
+	if done := check("a finish's claim and end"); !done.Record.Terminated() {
+		t.Fatalf("record after the finish: %+v", done.Record)
+	}
 }

@@ -33,6 +33,7 @@ type metrics struct {
 	stepFailures *prometheus.CounterVec   // failed steps by code
 	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
 	sends        *prometheus.CounterVec   // commands for other sessions by kind and result
+	finishes     *prometheus.CounterVec   // operators' finishes of quarantined sessions by outcome
 	mu           sync.Mutex
 	stats        Stats
 }
@@ -101,7 +102,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_live_events_total",
 			Help: "Live events (message.delta, message.discarded) by result: published, failed (the connection refused the publish), dropped (a step's live buffer was full).",
 		}, []string{"result"}),
-		sends: newSendsMetric(),
+		sends: newSendsMetric(), finishes: newFinishesMetric(),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	m.renewals, m.fences, m.pauses = leaseMetrics()
@@ -109,7 +110,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.live, m.sends,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.live, m.sends, m.finishes,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -264,4 +265,19 @@ func newSendsMetric() *prometheus.CounterVec {
 // sent counts one send to another session by kind and result.
 func (m *metrics) sent(kind wire.Kind, result string) {
 	m.sends.WithLabelValues(string(kind), result).Inc()
+}
+
+func newFinishesMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_owner_finishes_total",
+		Help: "Operators' finishes of quarantined sessions this process carried out or tried, by outcome: ended, retried, or the error code (refused: none pending; conflict: another finisher won; unavailable).",
+	}, []string{"outcome"})
+}
+
+// finished counts one finish by its outcome, or its error's code.
+func (m *metrics) finished(outcome string, err *protocol.ReplyError) {
+	if err != nil {
+		outcome = string(err.Code)
+	}
+	m.finishes.WithLabelValues(outcome).Inc()
 }

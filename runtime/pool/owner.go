@@ -218,14 +218,17 @@ func (o *Owner) serve(parent context.Context) {
 			_ = s.Unsubscribe()
 		}
 	}()
+	pool := o.cfg.Names.QueueGroup(o.cfg.Deployment)
 	for _, s := range []struct {
-		subject string
-		handler nats.MsgHandler
+		subject, queue string
+		handler        nats.MsgHandler
 	}{
-		{o.cfg.Names.Start(o.cfg.Deployment), o.serveStart},
-		{o.cfg.Names.Wake(o.cfg.Deployment), o.serveWake},
+		{o.cfg.Names.Start(o.cfg.Deployment), pool, o.serveStart},
+		{o.cfg.Names.Wake(o.cfg.Deployment), pool, o.serveWake},
+		{o.cfg.Names.Finish(o.cfg.Deployment), pool, o.serveFinish(false)},
+		{o.cfg.Names.FinishAny(), o.cfg.Names.FinishQueueGroup(), o.serveFinish(true)},
 	} {
-		sub, err := o.cfg.NC.QueueSubscribe(s.subject, o.cfg.Names.QueueGroup(o.cfg.Deployment), s.handler)
+		sub, err := o.cfg.NC.QueueSubscribe(s.subject, s.queue, s.handler)
 		if err != nil {
 			o.log.Error("subscribe failed; fencing to retry", "subject", s.subject, "err", err)
 			o.fence(fmt.Errorf("subscribe %s: %w", s.subject, err))

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/eventlog"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -103,7 +103,7 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 // larger of the subject's last event (after what the stream lacks is
 // appended: c's committed outbox and the record's floor event), the floor
 // and c's event seq.
-func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.SessionRecord, c committed) (uint64, error) {
+func (o *Owner) nextSeq(ctx context.Context, app *eventlog.Appender, rec record.SessionRecord, c committed) (uint64, error) {
 	last, err := o.publishPending(ctx, app, rec, c.outbox)
 	if err != nil {
 		return 0, err
@@ -117,7 +117,7 @@ func (o *Owner) nextSeq(ctx context.Context, app *kv.Appender, rec record.Sessio
 func (o *Owner) parked(r record.SessionRecord, attempts int, cause string, seq uint64, lost *wire.BlobRef) (record.SessionRecord, error) {
 	writer := "quarantine-" + newID()
 	body := wire.LowestSessionQuarantined(wire.SessionQuarantined{Attempts: attempts, Error: cause, DeploymentID: o.cfg.Deployment}, lost)
-	data, err := o.operatorEvent(r.SessionID, seq, writer, body)
+	data, err := o.eventOf(r.SessionID, o.cfg.Deployment, seq, writer, body)
 	if err != nil {
 		return record.SessionRecord{}, err
 	}
@@ -169,7 +169,7 @@ func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uin
 // cannot fill (an outbox event after one that could not be read) is left:
 // the next event follows the last one on the subject. It returns the seq
 // of the subject's last event.
-func (o *Owner) publishPending(ctx context.Context, app *kv.Appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
+func (o *Owner) publishPending(ctx context.Context, app *eventlog.Appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
 	type pending struct {
 		seq  uint64
 		data []byte
@@ -199,18 +199,19 @@ func (o *Owner) publishPending(ctx context.Context, app *kv.Appender, rec record
 }
 
 // appender is a fresh appender of session id's events.
-func (o *Owner) appender(id string) *kv.Appender {
-	return kv.NewAppender(o.cfg.JS, o.events, o.cfg.Names.Events(id), id)
+func (o *Owner) appender(id string) *eventlog.Appender {
+	return eventlog.NewAppender(o.cfg.JS, o.events, o.cfg.Names.Events(id), id)
 }
 
-// operatorEvent encodes an event appended outside a commit, stamped with
-// the writer of the record transition that carries it.
-func (o *Owner) operatorEvent(id string, seq uint64, runID string, body wire.EventBody) ([]byte, error) {
+// eventOf encodes an event appended outside a commit, stamped with the
+// writer of the record transition that carries it and deployment dep (a
+// quarantine's: this one; a finish's: the session's own).
+func (o *Owner) eventOf(id, dep string, seq uint64, runID string, body wire.EventBody) ([]byte, error) {
 	e, err := wire.NewBodyEvent(body)
 	if err != nil {
 		return nil, err
 	}
-	e.SessionID, e.Seq, e.Time, e.OwnerRunID, e.DeploymentID = id, seq, o.now().UTC(), runID, o.cfg.Deployment
+	e.SessionID, e.Seq, e.Time, e.OwnerRunID, e.DeploymentID = id, seq, o.now().UTC(), runID, dep
 	return wire.EncodeEvent(o.cfg.Events, e)
 }
 

@@ -32,7 +32,9 @@ func needsOwner(st record.State) bool {
 // a process that died while nobody watched. Each dead owner is adopted
 // through its lease key (TakeoverLease, so a live one is never adopted). A
 // session whose record names this process but does not run here is
-// re-claimed. Records are read by direct get: hints, decided by CAS.
+// re-claimed. A quarantined session with a pending operator finish is
+// finished (finishAll). Records are read by direct get: hints, decided by
+// CAS.
 func (o *Owner) sweep(ctx context.Context) {
 	ids, err := o.cfg.Store.ListSessions(ctx)
 	if err != nil {
@@ -40,6 +42,7 @@ func (o *Owner) sweep(ctx context.Context) {
 		return
 	}
 	orphans := map[string][]string{}
+	var finishes []string
 	var hibernated, quarantined int
 	defer func() {
 		o.metrics.hibernatedG.Set(float64(hibernated))
@@ -55,6 +58,9 @@ func (o *Owner) sweep(ctx context.Context) {
 		// Counted by the deployment that quarantined it (an adopter of a
 		// retired deployment's session, or the session's own).
 		quarantined += b2i(r.Quarantined() && r.Quarantine != nil && r.Quarantine.DeploymentID == o.cfg.Deployment)
+		if r.FinishPending() && (r.OwnerProcess == "" || r.OwnerProcess == o.cfg.ProcessID || !o.peerLive(r.OwnerProcess)) {
+			finishes = append(finishes, id)
+		}
 		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {
 			continue
 		}
@@ -75,4 +81,16 @@ func (o *Owner) sweep(ctx context.Context) {
 		o.log.Debug("sweep: sessions whose owner process has no live lease", "dead", dead, "sessions", len(ids))
 		o.adopt(ctx, dead, ids)
 	}
+	o.finishAll(ctx, finishes)
+}
+
+// finishAll carries out the pending finishes a sweep found (an operator's
+// end or retry requested while no owner ran, or whose finisher died): a
+// session of another deployment is relayed to that deployment's pool and
+// finished here only when none of its owners answers (Finish).
+func (o *Owner) finishAll(ctx context.Context, ids []string) {
+	eachBounded(ctx, ids, 4, func(id string) {
+		rep := o.Finish(ctx, id, true)
+		o.log.Info("sweep: a pending finish of a quarantined session", "session", id, "outcome", rep.Outcome, "error", rep.Error)
+	})
 }

@@ -93,7 +93,7 @@ type Reader interface {
 
 // Appender appends a session's committed events to its event stream,
 // exactly once each and without gaps: an event already there is skipped, one
-// that would leave a hole is refused (kv.ErrEventGap). kv.Appender
+// that would leave a hole is refused (kv.ErrEventGap). eventlog.Appender
 // implements it.
 type Appender interface {
 	Append(ctx context.Context, seq uint64, data []byte) error

@@ -1,4 +1,4 @@
-package kv
+package eventlog
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 	"github.com/cenkalti/backoff/v4"
@@ -20,7 +21,7 @@ import (
 // the subject's last message decides (never a blind retry; docs/nats-layout.md, "NATS facts").
 type Appender struct {
 	js        jetstream.JetStream
-	events    Stream // leader reads of the events stream
+	events    kv.Stream // leader reads of the events stream
 	subject   string
 	sessionID string
 	streamSeq uint64 // stream sequence of the last event on the subject
@@ -30,9 +31,10 @@ type Appender struct {
 
 // NewAppender appends to subject (the session's event subject) of the events
 // stream read through events. The owner appends its commits' outboxes with
-// it; the ingress the events of a session no owner runs (an operator's end
-// of a quarantined session). It is not safe for concurrent use.
-func NewAppender(js jetstream.JetStream, events Stream, subject, sessionID string) *Appender {
+// it, and the events its finishes and quarantines append outside a commit
+// (session.quarantined, session.retried, session.ended {terminated}). It
+// is not safe for concurrent use.
+func NewAppender(js jetstream.JetStream, events kv.Stream, subject, sessionID string) *Appender {
 	return &Appender{js: js, events: events, subject: subject, sessionID: sessionID}
 }
 
@@ -57,7 +59,7 @@ func (a *Appender) load(ctx context.Context) error {
 	}
 	seq, err := strconv.ParseUint(m.Header.Get(wire.HeaderEventSeq), 10, 64)
 	if err != nil {
-		return fmt.Errorf("kv: event %d on %s has no %s header", m.Sequence, a.subject, wire.HeaderEventSeq)
+		return fmt.Errorf("eventlog: event %d on %s has no %s header", m.Sequence, a.subject, wire.HeaderEventSeq)
 	}
 	a.streamSeq, a.eventSeq, a.loaded = m.Sequence, seq, true
 	return nil
@@ -82,7 +84,7 @@ func (a *Appender) try(ctx context.Context, seq uint64, data []byte) error {
 	case seq <= a.eventSeq:
 		return nil // already published
 	case seq != a.eventSeq+1:
-		return backoff.Permanent(fmt.Errorf("%w: event %d after %d on %s", ErrEventGap, seq, a.eventSeq, a.subject))
+		return backoff.Permanent(fmt.Errorf("%w: event %d after %d on %s", kv.ErrEventGap, seq, a.eventSeq, a.subject))
 	}
 	ack, err := a.publish(ctx, seq, data)
 	if err != nil {

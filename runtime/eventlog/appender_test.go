@@ -1,4 +1,4 @@
-package kv_test
+package eventlog_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/runtime/eventlog"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,7 +23,7 @@ func TestAppenderExactlyOnceAndContiguous(t *testing.T) {
 	}
 	n := subjects.Default()
 	events := kv.NewStream(js, n.EventsStream())
-	a := kv.NewAppender(js, events, n.Events("S1"), "S1")
+	a := eventlog.NewAppender(js, events, n.Events("S1"), "S1")
 	for seq := uint64(1); seq <= 3; seq++ {
 		if err := a.Append(ctx, seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
 			t.Fatal(err)
@@ -33,7 +34,7 @@ func TestAppenderExactlyOnceAndContiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second appender with stale state (a successor) learns from the leader.
-	b := kv.NewAppender(js, events, n.Events("S1"), "S1")
+	b := eventlog.NewAppender(js, events, n.Events("S1"), "S1")
 	for seq := uint64(1); seq <= 5; seq++ {
 		if err := b.Append(ctx, seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
 			t.Fatal(err)
