@@ -40,9 +40,11 @@
 //     session whose checkpoint cannot be decoded, never a hot path.
 //   - Stream and Backlog are the same leader reads on any stream: a message
 //     by sequence, the last one on a subject, the next one on a subject
-//     from a sequence (the Appender's last event, an inbox command), and the
+//     from a sequence (runtime/eventlog's last event, an inbox command), and the
 //     handoff's backlog check over the inbox stream (Backlog implements
 //     handoff.Backlog).
+//   - RequestFinish is the ingress's narrow intent API: an operator's end or
+//     retry written into a quarantined record, which an owner carries out.
 //   - An uncertain write (lost reply) is settled by Settle: a leader read of
 //     the record's writer run ID and write counter. Never retry blindly at
 //     the same revision: a landed write would make the retry conflict with

@@ -2,12 +2,16 @@
 // one deployment, and runs each session it loads (package runtime/session)
 // in its own goroutine, over the JetStream implementations of the
 // session's ports (inbox consumers, the state object store, message
-// schedules for timers; kv for records and event appends).
+// schedules for timers; kv for records, runtime/eventlog for event
+// appends).
 //
 // It answers start requests on baton.deploy.<deploymentID>.start (queue
 // group of the deployment's pool; a new session or a handoff successor, as
-// protocol.DecodeStart tells them apart) and wake requests, and holds
-// what belongs to the process: the lease and its peers, the sweepers,
+// protocol.DecodeStart tells them apart), wake requests, and finish
+// requests (baton.deploy.<deploymentID>.finish, and baton.finish for any
+// owner: Owner.Finish carries out an operator's end or retry of a
+// quarantined session, finish.go), and holds what belongs to the process:
+// the lease and its peers, the sweepers,
 // retired-deployment adoption, tasks, the loaded-session cap and
 // hibernation scheduling, drain, metrics and fault injection.
 //
