@@ -14,7 +14,8 @@ const (
 	// (fenced, the store failed); the sender may retry. In a handoff start
 	// reply it is definite: the candidate did not activate.
 	CodeUnavailable Code = "unavailable"
-	// CodeConflict (wake): the claim lost its CAS on every try; retry.
+	// CodeConflict (wake, finish): the claim lost its CAS on every try, or
+	// another finisher's claim won; retry.
 	CodeConflict Code = "conflict"
 	// CodeAtCapacity (wake): the owner holds its maximum of loaded sessions
 	// and none could hibernate in time; retry.
@@ -24,7 +25,8 @@ const (
 	CodeWaitsPending Code = "waits_pending"
 	// CodeRefused (handoff start): not staged, stale, the wrong target or an
 	// unreadable checkpoint; the candidate did not activate and will not for
-	// this request.
+	// this request. (finish): no finish is pending in the session's record
+	// (none was asked, or another owner carried it out).
 	CodeRefused Code = "refused"
 	// CodeUncertain (handoff start): the claim may have landed; the only
 	// code of a handoff start reply that is not definite.

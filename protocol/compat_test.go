@@ -44,6 +44,12 @@ var fixtures = []struct {
 	{"wake_reply_quarantined.json", protocol.WakeReply{SessionID: sid, Outcome: protocol.WakeQuarantined}},
 	{"wake_reply_deferred.json", protocol.WakeReply{SessionID: sid, Outcome: protocol.WakeDeferred, ProcessID: "p1"}},
 	{"wake_reply_error.json", protocol.WakeReply{SessionID: sid, Error: &protocol.ReplyError{Code: protocol.CodeAtCapacity, Message: "driver: at capacity"}}},
+	{"finish_request.json", protocol.FinishRequest{SessionID: sid}},
+	{"finish_reply_ended.json", protocol.FinishReply{SessionID: sid, Outcome: protocol.FinishEnded, DeploymentID: "v1", EventSeq: 11, Revision: 9,
+		Tombstoned: []string{sid, "ticket-7"}, ChildrenEnded: []string{sid + "-h1-1"}, How: "machine"}},
+	{"finish_reply_retried.json", protocol.FinishReply{SessionID: sid, Outcome: protocol.FinishRetried, DeploymentID: "v2", FromDeploymentID: "v1",
+		Force: true, EventSeq: 9, Revision: 20, WakeOutcome: "loaded", WakeProcess: "p2"}},
+	{"finish_reply_error.json", protocol.FinishReply{SessionID: sid, Error: &protocol.ReplyError{Code: protocol.CodeRefused, Message: "session has no pending finish (ended)"}}},
 }
 
 func readFixture(t *testing.T, name string) []byte {
@@ -95,6 +101,22 @@ func TestFrozenDispatch(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v %v, want %+v", f.file, got, err, want)
 		}
+	}
+}
+
+// TestFrozenFinishes: the frozen finish request decodes with DecodeFinish.
+func TestFrozenFinishes(t *testing.T) {
+	for _, f := range fixtures {
+		want, ok := f.want.(protocol.FinishRequest)
+		if !ok {
+			continue
+		}
+		if got, err := protocol.DecodeFinish(readFixture(t, f.file)); err != nil || got != want {
+			t.Errorf("%s: %+v %v", f.file, got, err)
+		}
+	}
+	if _, err := protocol.DecodeFinish([]byte(`{"sessionId":`)); err == nil {
+		t.Error("a broken finish request decoded")
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package protocol owns the request/reply bodies that owner processes and
 // ingresses exchange over core NATS: the start of a new session, the start
-// of a handoff successor, the wake, their replies, and the refusal every
+// of a handoff successor, the wake, the finish of an operator's request
+// (FinishRequest), their replies, and the refusal every
 // reply can carry with its [Code]. These are the only definitions of those
 // shapes; the owner side (runtime/pool, runtime/session, handoff) and the ingress both use
 // them, so the ingress needs no owner-side package to speak to an owner.
