@@ -40,6 +40,18 @@ func TestBadInput(t *testing.T) {
 	// An idempotency key used once, for the text "first".
 	first := e.deliver(`{"sessionId":"` + live + `","text":"first","idempotencyKey":"idem-1"}`)
 	e.eventually(10*time.Second, "the keyed delivery applied", func() bool { return e.status(live).Idle })
+	// A commit's events reach the stream after its CAS: the checks below
+	// compare the streams before and after each request, so every
+	// committed event must be on them first.
+	e.eventually(10*time.Second, "every committed event on its stream", func() bool {
+		for _, id := range []string{live, gone, asker, authz} {
+			evs := e.events(id, 0)
+			if len(evs) == 0 || evs[len(evs)-1].Seq < e.status(id).EventSeq {
+				return false
+			}
+		}
+		return true
+	})
 	unknown := "01JZZZZZZZZZZZZZZZZZZZZZZZ"
 	big := `{"alias":"live-alias","text":"` + strings.Repeat("x", ingress.DefaultMaxBodyBytes) + `"}`
 	manyPayloads := `{"alias":"live-alias","payloads":[` + strings.TrimSuffix(strings.Repeat(`{"message":"x"},`, ingress.DefaultMaxPayloads+1), ",") + `]}`
