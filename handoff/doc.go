@@ -27,7 +27,7 @@
 //
 // # Candidate side
 //
-// A start responder calls Activate (or Responder.Handle): load the record at
+// A start responder calls Activate: load the record at
 // exactly the expected revision (kv.SessionAt: a leader read that waits for
 // the revision, so a stale replica never refuses), verify the record and the
 // marker name this handoff and this deployment, validate the checkpoint,
@@ -44,6 +44,8 @@
 // and mid-handoff, never as "no session". The crash-point table, with the
 // recovery rule at each point, is in docs/handoff.md.
 //
-// handoff imports kv only for its record types; Store and Reader are the
-// subsets of *kv.Store it uses.
+// handoff never imports kv: it declares Store and Reader, the subsets of a
+// record store it uses (kv.Store implements them; runtime/pool holds the
+// compile-time check), and imports record, subjects and protocol only
+// (scripts/deps.sh).
 package handoff

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,7 +63,7 @@ func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 		return Created{}, aliasTaken(r.Alias, rep.SessionID, rep.Ended)
 	}
 	s.met.created.Inc()
-	out := Created{SessionID: rep.SessionID, DeploymentID: or(rep.DeploymentID, s.cfg.Deployment), Created: true}
+	out := Created{SessionID: rep.SessionID, DeploymentID: cmp.Or(rep.DeploymentID, s.cfg.Deployment), Created: true}
 	if data == nil {
 		return out, nil
 	}
@@ -102,7 +103,7 @@ func aliasTaken(alias, holder string, ended bool) error {
 
 // Deliver sends a delivery (resume-first): to the session it names, or to
 // the session that holds its alias, or to a new session that claims the
-// alias. See docs/api.md and docs/api.md.
+// alias. See docs/api.md.
 func (s *Server) Deliver(ctx context.Context, r Request) (Receipt, error) {
 	return s.send(ctx, r, r.Alias != "")
 }

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -104,7 +105,7 @@ func (s *Server) Retry(ctx context.Context, id, target string, force bool) (Retr
 		return Retried{}, false, err
 	}
 	rec := cur.Record
-	dep := or(target, rec.DeploymentID)
+	dep := cmp.Or(target, rec.DeploymentID)
 	if dep != rec.DeploymentID {
 		if err := s.checkRetryTarget(ctx, a, rec, dep, force); err != nil {
 			return Retried{}, false, err

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -126,7 +127,7 @@ func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok stri
 	}
 	if rep.Created {
 		s.met.created.Inc()
-		return target{sessionID: rep.SessionID, token: tok, wireV: versionOr(rep.WireV), deployment: or(rep.DeploymentID, s.cfg.Deployment), created: true}, nil
+		return target{sessionID: rep.SessionID, token: tok, wireV: versionOr(rep.WireV), deployment: cmp.Or(rep.DeploymentID, s.cfg.Deployment), created: true}, nil
 	}
 	if rep.Ended {
 		return target{}, fail(ErrGone, "alias %q belongs to session %s, which has ended", clip(r.Alias), rep.SessionID)
@@ -171,13 +172,6 @@ func (s *Server) start(ctx context.Context, alias, timeout string) (protocol.Sta
 		return protocol.StartReply{}, fail(ErrUnavailable, "start reply names no session")
 	}
 	return rep, nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func versionOr(v int) int {

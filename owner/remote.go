@@ -1,6 +1,7 @@
 package owner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -74,7 +75,7 @@ func (c RemoteConfig) check() error {
 	case c.HeartbeatInterval < 0 || c.HeartbeatTimeout < 0 || c.InlineBytes < 0:
 		return errors.New("--agent-heartbeat-interval, --agent-heartbeat-timeout, --agent-inline-bytes: not negative")
 	}
-	interval, timeout := or(c.HeartbeatInterval, remote.DefaultHeartbeatInterval), or(c.HeartbeatTimeout, remote.DefaultHeartbeatTimeout)
+	interval, timeout := cmp.Or(c.HeartbeatInterval, remote.DefaultHeartbeatInterval), cmp.Or(c.HeartbeatTimeout, remote.DefaultHeartbeatTimeout)
 	if timeout < 2*interval {
 		return fmt.Errorf("--agent-heartbeat-timeout %v: at least twice --agent-heartbeat-interval (%v)", timeout, interval)
 	}
@@ -84,13 +85,6 @@ func (c RemoteConfig) check() error {
 		}
 	}
 	return nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // agentFlags are the flags of the agent's mode: --agent and the remote

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -246,7 +247,7 @@ func (m *Machine) openHandle(d *Delegate) (int, bool) {
 	if i >= 0 {
 		gen = m.snap.Handles[i].Generation + 1
 	}
-	h := Handle{Handle: d.Handle, Generation: gen, DeploymentID: or(d.DeploymentID, m.cfg.Deployment),
+	h := Handle{Handle: d.Handle, Generation: gen, DeploymentID: cmp.Or(d.DeploymentID, m.cfg.Deployment),
 		ChildSessionID: wire.ChildSessionID(m.cfg.SessionID, d.Handle, gen)}
 	if i >= 0 {
 		m.snap.Handles[i] = h

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -142,9 +143,9 @@ func (m *Machine) outcome(t *Turn, r StepResult) {
 	case OutcomeDone:
 		m.completeTurn(t)
 	case OutcomeInput:
-		m.waitInput(t, or(r.RequestID, key+"-input"), r.Question)
+		m.waitInput(t, cmp.Or(r.RequestID, key+"-input"), r.Question)
 	case OutcomeAuthorize:
-		m.waitAuth(t, or(r.AttemptID, key+"-auth"))
+		m.waitAuth(t, cmp.Or(r.AttemptID, key+"-auth"))
 	case OutcomeTask:
 		m.startTask(r.Task, key+"-task")
 		m.completeTurn(t)
@@ -190,15 +191,8 @@ func (m *Machine) startTask(spec *TaskSpec, id string) {
 	if spec != nil {
 		s = *spec
 	}
-	s.ID = or(s.ID, id)
+	s.ID = cmp.Or(s.ID, id)
 	m.snap.Waits.Tasks = append(m.snap.Waits.Tasks, Task{ID: s.ID, Duration: s.Duration, Kind: s.Kind, Input: slices.Clone(s.Input)})
 	m.emit(wire.TaskStarted{TaskID: s.ID})
 	m.st.after = append(m.st.after, StartTask{Task: s})
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ func NewChecker(reg *wire.EventRegistry, agentKinds []string) *Checker {
 // MaxErrorMessageBytes.
 func (c *Checker) Check(r StepResult) StepResult {
 	if r.Error != "" || r.Fatal {
-		f := StepResult{Error: cut(or(r.Error, "fatal step failure")), Code: r.Code, Fatal: r.Fatal}
+		f := StepResult{Error: cut(cmp.Or(r.Error, "fatal step failure")), Code: r.Code, Fatal: r.Fatal}
 		if r.Usage.Validate() == nil {
 			f.Usage = r.Usage // what the failed step consumed still counts
 		}

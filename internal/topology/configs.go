@@ -28,9 +28,9 @@ func inboxConfig(c Config) jetstream.StreamConfig {
 	}
 }
 
-// eventsConfig: the public per-session event streams. Events live until
-// their session ends plus the retention period; the pool's janitor purges
-// baton.events.<id> of ended sessions (docs/nats-layout.md).
+// eventsConfig: the public per-session event streams. Events never expire
+// and nothing purges an ended session's subject yet (docs/nats-layout.md,
+// "Events").
 func eventsConfig(c Config) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              c.Names.EventsStream(),

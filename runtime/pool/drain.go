@@ -8,7 +8,7 @@ import (
 
 // ErrDraining reports that this owner process is draining: it takes no new
 // session.
-var ErrDraining = errors.New("driver: owner process draining")
+var ErrDraining = errors.New("pool: owner process draining")
 
 // drain is the graceful shutdown (Config.DrainTimeout): stop taking new
 // work (serve unsubscribes start and wake, no new task is fetched, reserve

@@ -21,11 +21,11 @@ var (
 	// ErrQuarantined reports a session that is quarantined (by this
 	// attempt or before): no owner runs it until an operator retries or
 	// ends it.
-	ErrQuarantined = errors.New("driver: session quarantined")
+	ErrQuarantined = errors.New("pool: session quarantined")
 	// ErrDeferred reports a boot attempt not made yet: the session's last
 	// attempts failed and the quarantine backoff has not passed. The
 	// process that deferred it tries again when it has.
-	ErrDeferred = errors.New("driver: boot attempt deferred (quarantine backoff)")
+	ErrDeferred = errors.New("pool: boot attempt deferred (quarantine backoff)")
 	// ErrFenced reports that this owner process does not hold a valid
 	// lease: it could not renew it in time, or another process took it
 	// over. A fenced process runs no step, commits nothing and serves no
@@ -33,5 +33,5 @@ var (
 	ErrFenced = session.ErrFenced
 	// errTerminated: an operator ended the session while it was
 	// quarantined; nothing is left to run (the wake outcome "ended").
-	errTerminated = errors.New("driver: session ended by an operator")
+	errTerminated = errors.New("pool: session ended by an operator")
 )

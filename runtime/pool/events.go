@@ -20,7 +20,7 @@ func agentEvents(a runtime.Agent) (*wire.EventRegistry, error) {
 	reg := wire.DefaultEvents()
 	for _, k := range a.EventKinds() {
 		if err := wire.RegisterEvent[agentData](reg, k, nil); err != nil {
-			return nil, fmt.Errorf("driver: agent event kind %q: %w", k, err)
+			return nil, fmt.Errorf("pool: agent event kind %q: %w", k, err)
 		}
 	}
 	return reg, nil

@@ -71,7 +71,7 @@ func (o *Owner) adoptable(ctx context.Context, rec record.SessionRecord) bool {
 // wait (input, authorization, task, an active child or a descendant's
 // wait): only an operator's forced move takes it across deployments,
 // cancelling its waits (and its children's turns).
-var ErrWaitsPending = errors.New("driver: session of a retired deployment has pending waits; move it with force")
+var ErrWaitsPending = errors.New("pool: session of a retired deployment has pending waits; move it with force")
 
 // adoptRetired claims a session of a retired deployment, or one an
 // operator retried on this deployment, for this process (epoch+1, this

@@ -25,7 +25,7 @@ type loaded struct {
 func (o *Owner) resumeIndex(ctx context.Context) error {
 	ids, err := o.listIndex(ctx)
 	if err != nil && !errors.Is(err, record.ErrNotFound) {
-		return fmt.Errorf("driver: list index: %w", err)
+		return fmt.Errorf("pool: list index: %w", err)
 	}
 	// A few at a time: a process resuming hundreds of sessions after a
 	// fence must not take a round trip chain per session in series.

@@ -38,7 +38,7 @@ func (o *Owner) startTask(ctx context.Context, sessionID string, spec runtime.Ta
 	}
 	_, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Tasks(o.cfg.Deployment), data, jetstream.WithMsgID("task/"+sessionID+"/"+spec.ID))
 	if err != nil {
-		return fmt.Errorf("driver: start task %s: %w", spec.ID, err)
+		return fmt.Errorf("pool: start task %s: %w", spec.ID, err)
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func (o *Owner) consumeTasks(ctx context.Context) error {
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.cfg.TaskAckWait, MaxAckPending: 256,
 	})
 	if err != nil {
-		return fmt.Errorf("driver: task consumer: %w", err)
+		return fmt.Errorf("pool: task consumer: %w", err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) { go o.runTask(ctx, m) })
 	if err != nil {
@@ -75,7 +75,7 @@ func (o *Owner) consumeTasks(ctx context.Context) error {
 		cc.Drain()
 		return nil
 	case <-cc.Closed():
-		return errors.New("driver: task consumer closed")
+		return errors.New("pool: task consumer closed")
 	}
 }
 
@@ -204,7 +204,7 @@ func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, 
 		AcceptedDeploymentID: o.cfg.Deployment, AcceptedAt: o.now().UTC(), TaskResult: body,
 	})
 	if err != nil {
-		return errors.Join(errors.New("driver: encode task.result"), err)
+		return errors.Join(errors.New("pool: encode task.result"), err)
 	}
 	if _, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(t.SessionID)), data, jetstream.WithMsgID(id)); err != nil {
 		return err
