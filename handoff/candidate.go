@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
@@ -33,7 +34,9 @@ type Candidate struct {
 	// (a store failure, not a refusal). The driver waits there for its
 	// index entry, written concurrently with the reads.
 	BeforeClaim func() error
-	Hooks       Hooks // fault injection (tests)
+	// Failpoints are the armed fault injection points (tests only; nil
+	// arms none): failpoint.HandoffCandidateBefore and After.
+	Failpoints *failpoint.Registry
 }
 
 // Activation is the result of Activate.
@@ -175,11 +178,11 @@ func deref(a *Activation) Activation {
 
 // step runs a hook-wrapped step body.
 func (a *activator) step(s Step, body func() error) error {
-	if err := a.c.Hooks.before(s); err != nil {
+	if err := a.hooks().runBefore(s); err != nil {
 		return err
 	}
 	err := body()
-	if herr := a.c.Hooks.after(s, &err); herr != nil {
+	if herr := a.hooks().runAfter(s, &err); herr != nil {
 		return herr
 	}
 	return err

@@ -3,6 +3,7 @@ package handoff_test
 import (
 	"context"
 	"errors"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"testing"
 	"time"
 
@@ -101,7 +102,7 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 	var killed time.Time
 	elected := make(chan time.Time, 1)
 	txn := natsTxn(src)
-	txn.Hooks.After = func(s handoff.Step) error {
+	txn.Failpoints = stepPoints(failpoint.HandoffSourceBefore, failpoint.HandoffSourceAfter, nil, func(s handoff.Step) error {
 		if s != handoff.StepStage || !killed.IsZero() {
 			return nil
 		}
@@ -109,7 +110,7 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 		go func() { elected <- natstest.NewLeader(survivors, stream, killed.Add(time.Minute)) }()
 		c.Stop(lead)
 		return handoff.ErrReplyLost
-	}
+	})
 	// As the owner runs it: no deadline but the transaction's own timeouts.
 	res, err := txn.Run(context.Background(), req)
 	done := time.Now()

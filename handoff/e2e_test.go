@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"strings"
 	"sync"
 	"testing"
@@ -75,12 +76,12 @@ func TestOverNATS(t *testing.T) {
 		req := natsRequest(t, n, b)
 		txn := natsTxn(n)
 		var mid handoff.Status
-		txn.Hooks.Before = func(s handoff.Step) error {
+		txn.Failpoints = stepPoints(failpoint.HandoffSourceBefore, failpoint.HandoffSourceAfter, func(s handoff.Step) error {
 			if s == handoff.StepStart {
 				mid, _ = handoff.Resolve(testCtx(t), n.st, req.SessionID)
 			}
 			return nil
-		}
+		}, nil)
 		res, err := txn.Run(testCtx(t), req)
 		if err != nil || res.Outcome != handoff.Moved {
 			t.Fatalf("%+v %v", res, err)

@@ -37,7 +37,7 @@ var (
 	// the record (the store stayed unreachable, or an injected crash). The
 	// source must stop the session without writing; see docs/handoff.md.
 	ErrUnresolved = errors.New("handoff: outcome unresolved")
-	// ErrReplyLost is returned by a Hooks.After function (tests) to make
+	// ErrReplyLost is returned by an after failpoint's action (tests) to make
 	// the write just performed look as if its reply was lost: the landed
 	// write is then settled the way a real lost reply is.
 	ErrReplyLost = errors.New("handoff: reply lost (injected)")

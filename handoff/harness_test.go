@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,7 +257,7 @@ func (sc *scenario) faultAt(p point) fault {
 func (sc *scenario) txn() handoff.Txn {
 	return handoff.Txn{
 		Store: sc.srcView, Starter: sc, Backlog: sc.b.backlog,
-		Hooks: handoff.Hooks{Before: sc.sourceHook(false), After: sc.sourceHook(true)},
+		Failpoints: stepPoints(failpoint.HandoffSourceBefore, failpoint.HandoffSourceAfter, sc.sourceHook(false), sc.sourceHook(true)),
 	}
 }
 
@@ -331,7 +332,7 @@ func (sc *scenario) publishExtra() {
 func (sc *scenario) candidate() handoff.Candidate {
 	return handoff.Candidate{
 		Deployment: candDeployment, ProcessID: "p-green", RunID: candRun, WireV: 1, Validate: validate,
-		Hooks: handoff.Hooks{Before: sc.candidateHook(false), After: sc.candidateHook(true)},
+		Failpoints: stepPoints(failpoint.HandoffCandidateBefore, failpoint.HandoffCandidateAfter, sc.candidateHook(false), sc.candidateHook(true)),
 	}
 }
 
@@ -435,4 +436,16 @@ func (sc *scenario) String() string {
 	defer sc.mu.Unlock()
 	return fmt.Sprintf("[%s mode=%s faults=%s result=%s/%v err=%v steps=%v]",
 		sc.b.name, sc.mode, strings.Join(sc.fired, ","), sc.res.Outcome, sc.res.Failure, sc.err, sc.res.Steps)
+}
+
+// stepPoints arms a transaction's (or an activation's) before and after
+// failpoints with functions of the step (nil: not armed).
+func stepPoints(before, after failpoint.Name, onBefore, onAfter func(handoff.Step) error) *failpoint.Registry {
+	step := func(f func(handoff.Step) error) failpoint.Action {
+		if f == nil {
+			return nil
+		}
+		return func(a failpoint.Args) error { return f(handoff.Step(a.Detail)) }
+	}
+	return failpoint.New().On(before, step(onBefore)).On(after, step(onAfter))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"time"
 
 	"github.com/baton-rt/baton/protocol"
@@ -42,7 +43,9 @@ type Txn struct {
 	// context.WithoutCancel, so a cancelled ctx still leaves a settled
 	// record behind whenever the store answers.
 	ResolveTimeout time.Duration
-	Hooks          Hooks // fault injection (tests)
+	// Failpoints are the armed fault injection points (tests only; nil
+	// arms none): failpoint.HandoffSourceBefore and After.
+	Failpoints *failpoint.Registry
 }
 
 // Result is the outcome of Run.
@@ -128,7 +131,7 @@ func (x *run) result(o Outcome) Result {
 }
 
 func (x *run) do(ctx context.Context, a Action) (Observation, error) {
-	if err := x.t.Hooks.before(a.Step); err != nil {
+	if err := x.hooks().runBefore(a.Step); err != nil {
 		return Observation{}, err
 	}
 	switch a.Step {
@@ -157,7 +160,7 @@ func (x *run) stage(ctx context.Context, a Action) (Observation, error) {
 		return Observation{Signal: SigFailed, Reason: "stage: " + err.Error()}, nil
 	}
 	rev, err := x.t.Store.UpdateSession(ctx, rec, a.Revision)
-	if herr := x.t.Hooks.after(StepStage, &err); herr != nil {
+	if herr := x.hooks().runAfter(StepStage, &err); herr != nil {
 		return Observation{}, herr
 	}
 	if err != nil {
@@ -180,7 +183,7 @@ func (x *run) mark(ctx context.Context, a Action) (Observation, error) {
 		Target: x.req.Target, TriggerSeq: x.req.Trigger.Seq, TriggerCommandID: x.req.Trigger.CommandID,
 		StagedRevision: a.Revision}
 	_, err := x.t.Store.CreateMarker(ctx, m)
-	if herr := x.t.Hooks.after(StepMark, &err); herr != nil {
+	if herr := x.hooks().runAfter(StepMark, &err); herr != nil {
 		return Observation{}, herr
 	}
 	var owned *record.OwnedError
@@ -202,7 +205,7 @@ func (x *run) ownMarker(ctx context.Context, staged uint64) bool {
 
 func (x *run) checkBacklog(ctx context.Context) (Observation, error) {
 	seq, err := x.t.Backlog.After(ctx, x.req.Tokens, x.req.Trigger.Seq)
-	if herr := x.t.Hooks.after(StepCheckBacklog, &err); herr != nil {
+	if herr := x.hooks().runAfter(StepCheckBacklog, &err); herr != nil {
 		return Observation{}, herr
 	}
 	switch {
@@ -217,7 +220,7 @@ func (x *run) checkBacklog(ctx context.Context) (Observation, error) {
 func (x *run) start(ctx context.Context, a Action) (Observation, error) {
 	req := protocol.HandoffStart{DeploymentID: x.req.Target, HandoffID: x.req.HandoffID, SessionID: x.req.SessionID, ExpectedRevision: a.Revision}
 	reply, err := x.startAttempts(ctx, req)
-	if herr := x.t.Hooks.after(StepStart, &err); herr != nil {
+	if herr := x.hooks().runAfter(StepStart, &err); herr != nil {
 		return Observation{}, herr
 	}
 	return startSignal(req, reply, err), nil
@@ -267,7 +270,7 @@ func startSignal(req protocol.HandoffStart, reply protocol.HandoffStartReply, er
 // confirm reads the record: the activation must be in it.
 func (x *run) confirm(ctx context.Context) (Observation, error) {
 	o, err := x.read(ctx, nil)
-	if herr := x.t.Hooks.after(StepConfirm, &err); herr != nil {
+	if herr := x.hooks().runAfter(StepConfirm, &err); herr != nil {
 		return Observation{}, herr
 	}
 	if errors.Is(err, ErrReplyLost) {
@@ -289,7 +292,7 @@ func (x *run) reclaim(ctx context.Context, a Action) (Observation, error) {
 		return Observation{}, fmt.Errorf("handoff: %w", err)
 	}
 	rev, err := x.t.Store.UpdateSession(rctx, rec, a.Revision)
-	if herr := x.t.Hooks.after(StepReclaim, &err); herr != nil {
+	if herr := x.hooks().runAfter(StepReclaim, &err); herr != nil {
 		return Observation{}, herr
 	}
 	if err != nil {
@@ -305,7 +308,7 @@ func (x *run) cleanup(ctx context.Context) (Observation, error) {
 	rctx, cancel := x.resolveCtx(ctx)
 	defer cancel()
 	err := unmark(rctx, x.t.Store, x.req.SessionID, x.req.HandoffID)
-	if herr := x.t.Hooks.after(StepCleanup, &err); herr != nil {
+	if herr := x.hooks().runAfter(StepCleanup, &err); herr != nil {
 		return Observation{}, herr
 	}
 	x.cleanupErr = err

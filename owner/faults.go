@@ -2,6 +2,7 @@ package owner
 
 import (
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"os"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/baton-rt/baton/internal/app"
-	"github.com/baton-rt/baton/runtime/pool"
 )
 
 // faultUsage documents --fault. It is for crash tests only: each point
@@ -22,12 +22,12 @@ const faultUsage = "TEST ONLY — never in production: SIGKILL this process at a
 	"crash-after-journal:N (right after the Nth journal entry of a step was written, before StepInput.Do returns), " +
 	"crash-before-commit:N (when the Nth step result reached its session, before the commit that folds it)"
 
-// parseFaults turns a --fault spec into driver fault hooks; "" is nil.
-func parseFaults(spec string, log *slog.Logger) (*pool.Faults, error) {
+// parseFaults turns a --fault spec into armed failpoints; "" is nil.
+func parseFaults(spec string, log *slog.Logger) (*failpoint.Registry, error) {
 	if spec == "" {
 		return nil, nil
 	}
-	f := &pool.Faults{}
+	f := failpoint.New()
 	for _, part := range strings.Split(spec, ",") {
 		name, arg, hasArg := strings.Cut(strings.TrimSpace(part), ":")
 		n := 1
@@ -38,33 +38,32 @@ func parseFaults(spec string, log *slog.Logger) (*pool.Faults, error) {
 			}
 			n = v
 		}
-		hook := killAt(name, n, log)
-		switch name {
-		case "crash-after-commit":
-			f.AfterCommit = hook
-		case "crash-after-index":
-			f.AfterIndex = hook
-		case "crash-after-claim":
-			f.AfterClaim = hook
-		case "crash-after-journal":
-			f.AfterJournal = hook
-		case "crash-before-commit":
-			f.BeforeCommit = hook
-		default:
+		point, ok := crashPoints[name]
+		if !ok {
 			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim, crash-after-journal, crash-before-commit)", app.ErrUsage, name)
 		}
+		f.On(point, killAt(name, n, log))
 	}
 	return f, nil
 }
 
-// killAt returns a hook that SIGKILLs the process the nth time it runs.
-func killAt(name string, n int, log *slog.Logger) func(string) {
+// crashPoints are the failpoints --fault kills the process at, by name.
+var crashPoints = map[string]failpoint.Name{
+	"crash-after-commit":  failpoint.AfterCommit,
+	"crash-after-index":   failpoint.AfterIndex,
+	"crash-after-claim":   failpoint.AfterClaim,
+	"crash-after-journal": failpoint.AfterJournal,
+	"crash-before-commit": failpoint.BeforeCommit,
+}
+
+// killAt returns an action that SIGKILLs the process the nth time it runs.
+func killAt(name string, n int, log *slog.Logger) failpoint.Action {
 	var count atomic.Int64
-	return func(sessionID string) {
+	return func(a failpoint.Args) error {
 		if count.Add(1) != int64(n) {
-			return
+			return nil
 		}
-		log.Warn("fault injected: killing this process", "fault", name, "n", n, app.KeySession, sessionID)
+		log.Warn("fault injected: killing this process", "fault", name, "n", n, app.KeySession, a.SessionID)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // never returns: the signal is on its way
 	}

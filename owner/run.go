@@ -3,6 +3,7 @@ package owner
 import (
 	"context"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"os"
 	"slices"
@@ -183,14 +184,14 @@ func (x extras) openExecLog(processID string, undo *cleanup) error {
 
 // poolConfig is the pool's configuration of r.
 func (r resolved) poolConfig(nc *nats.Conn, js jetstream.JetStream, store *kv.Store, agent runtime.Agent,
-	log *slog.Logger, reg prometheus.Registerer, faults *pool.Faults) pool.Config {
+	log *slog.Logger, reg prometheus.Registerer, faults *failpoint.Registry) pool.Config {
 	return pool.Config{
 		NC: nc, JS: js, Store: store, Names: r.names, Deployment: r.DeploymentID,
 		ProcessID: r.ProcessID, Agent: agent, Log: log,
 		LeaseTTL: r.LeaseTTL, SweepInterval: r.SweepInterval, TaskAckWait: r.TaskAckWait, StepTimeout: r.StepTimeout,
 		ChildSendTimeout: r.ChildSendTimeout,
 		HibernateAfter:   r.HibernateAfter, MaxLoaded: r.MaxLoaded, InboxSweepInterval: r.InboxSweepInterval,
-		DrainTimeout: r.DrainTimeout, Registerer: reg, Faults: faults,
+		DrainTimeout: r.DrainTimeout, Registerer: reg, Failpoints: faults,
 		QuarantineAfter: r.QuarantineAfter, QuarantineBackoff: slices.Clone(r.QuarantineBackoff),
 		MaxStepsPerTurn: r.MaxStepsPerTurn, MaxTokensPerTurn: r.MaxTokensPerTurn, MaxTokensPerSession: r.MaxTokensPerSession,
 		Tasks: r.Tasks,

@@ -33,10 +33,12 @@ check ./wire '^$'
 check ./runtime "^$mod/(wire|subjects|record)\$"
 check ./record "^$mod/(subjects|wire)\$"
 check ./kv "^$mod/(subjects|wire|record)\$"
-check ./handoff "^$mod/(record|subjects|protocol)\$"
+check ./handoff "^$mod/(record|subjects|protocol|internal/failpoint)\$"
 check ./protocol "^$mod/(wire|subjects)\$"
+# failpoints: a leaf the owner side names its fault points in
+check ./internal/failpoint '^$'
 # the per-session driver never reaches back into the process pool
-check ./runtime/session "^$mod/(wire|subjects|record|runtime|handoff)\$"
+check ./runtime/session "^$mod/(wire|subjects|record|runtime|handoff|internal/failpoint)\$"
 forbid ./runtime/session "^$mod/(runtime/pool|kv)(/|\$)"
 # the remote agent is an agent: it knows the runtime's agent API, wire's
 # shapes and the subjects, nothing of the owner process or its stores

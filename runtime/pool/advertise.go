@@ -45,10 +45,7 @@ func (o *Owner) reads() (wireVersions, stateVersions []int) {
 	for v := 1; v <= wire.CurrentVersion; v++ {
 		wireVersions = append(wireVersions, v)
 	}
-	top := wire.CurrentStateVersion
-	if o.faults != nil && o.faults.ReadStateVersion > 0 {
-		top = min(top, o.faults.ReadStateVersion)
-	}
+	top := o.readStateVersion()
 	for v := wire.MinStateVersion; v <= top; v++ {
 		stateVersions = append(stateVersions, v)
 	}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"maps"
 	"slices"
@@ -134,8 +135,9 @@ type Config struct {
 	// negative: refused by New).
 	MaxTokensPerTurn    int64
 	MaxTokensPerSession int64
-	// Faults injects failures in tests; nil in production.
-	Faults *Faults
+	// Failpoints are the armed fault injection points (internal/failpoint;
+	// tests and bin/owner --fault only); nil in production.
+	Failpoints *failpoint.Registry
 	// Now is the machine's clock (default time.Now). Leases always use the
 	// real monotonic clock.
 	Now func() time.Time
@@ -200,23 +202,23 @@ func (c Config) withDefaults() Config {
 func (c Config) validateDurability() error {
 	switch {
 	case c.LeaseTTL < kv.MinLeaseTTL || c.LeaseTTL%time.Second != 0:
-		return fmt.Errorf("driver: lease TTL %v: must be a whole number of seconds, at least %v", c.LeaseTTL, kv.MinLeaseTTL)
+		return fmt.Errorf("pool: lease TTL %v: must be a whole number of seconds, at least %v", c.LeaseTTL, kv.MinLeaseTTL)
 	case c.LeaseRenew <= 0 || c.LeaseRenew >= c.fenceAfter():
-		return fmt.Errorf("driver: lease renewal period %v: must be positive and shorter than %v (TTL − TTL/4)", c.LeaseRenew, c.fenceAfter())
+		return fmt.Errorf("pool: lease renewal period %v: must be positive and shorter than %v (TTL − TTL/4)", c.LeaseRenew, c.fenceAfter())
 	case c.InboxSweepInterval > 5*time.Second:
-		return fmt.Errorf("driver: inbox sweep interval %v: at most 5s (the bound on a lost wake)", c.InboxSweepInterval)
+		return fmt.Errorf("pool: inbox sweep interval %v: at most 5s (the bound on a lost wake)", c.InboxSweepInterval)
 	case c.MaxLoaded < 0:
-		return fmt.Errorf("driver: max loaded sessions %d: must not be negative", c.MaxLoaded)
+		return fmt.Errorf("pool: max loaded sessions %d: must not be negative", c.MaxLoaded)
 	case c.StepTimeout < 0:
-		return fmt.Errorf("driver: step timeout %v: must not be negative", c.StepTimeout)
+		return fmt.Errorf("pool: step timeout %v: must not be negative", c.StepTimeout)
 	case c.ChildSendTimeout < 0:
-		return fmt.Errorf("driver: child send timeout %v: must not be negative", c.ChildSendTimeout)
+		return fmt.Errorf("pool: child send timeout %v: must not be negative", c.ChildSendTimeout)
 	case c.SweepInterval < 0 || c.TaskAckWait < time.Second:
-		return fmt.Errorf("driver: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
+		return fmt.Errorf("pool: sweep interval %v / task ack wait %v out of range", c.SweepInterval, c.TaskAckWait)
 	case c.QuarantineAfter < 1:
-		return fmt.Errorf("driver: quarantine after %d attempts: must be at least 1", c.QuarantineAfter)
+		return fmt.Errorf("pool: quarantine after %d attempts: must be at least 1", c.QuarantineAfter)
 	case slices.ContainsFunc(c.QuarantineBackoff, func(d time.Duration) bool { return d < 0 }):
-		return fmt.Errorf("driver: quarantine backoff %v: no step may be negative", c.QuarantineBackoff)
+		return fmt.Errorf("pool: quarantine backoff %v: no step may be negative", c.QuarantineBackoff)
 	}
 	return c.validateLimits()
 }
@@ -225,11 +227,11 @@ func (c Config) validateDurability() error {
 func (c Config) validateLimits() error {
 	switch {
 	case c.MaxStepsPerTurn < 0:
-		return fmt.Errorf("driver: max steps per turn %d: must not be negative", c.MaxStepsPerTurn)
+		return fmt.Errorf("pool: max steps per turn %d: must not be negative", c.MaxStepsPerTurn)
 	case c.MaxTokensPerTurn < 0:
-		return fmt.Errorf("driver: max tokens per turn %d: must not be negative", c.MaxTokensPerTurn)
+		return fmt.Errorf("pool: max tokens per turn %d: must not be negative", c.MaxTokensPerTurn)
 	case c.MaxTokensPerSession < 0:
-		return fmt.Errorf("driver: max tokens per session %d: must not be negative", c.MaxTokensPerSession)
+		return fmt.Errorf("pool: max tokens per session %d: must not be negative", c.MaxTokensPerSession)
 	}
 	return nil
 }

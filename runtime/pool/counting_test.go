@@ -2,6 +2,7 @@ package pool
 
 import (
 	"errors"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -31,7 +31,7 @@ func TestSelfFencesNotCounted(t *testing.T) {
 	var frozen atomic.Bool
 	p1 := e.owner("v1", "p1", quarantining(2, 50*time.Millisecond), func(c *Config) {
 		c.LeaseTTL = 3 * time.Second
-		c.Faults = &Faults{HoldLeaseRenewal: frozen.Load}
+		c.Failpoints = failpoint.New().On(failpoint.HoldLeaseRenewal, failpoint.If(frozen.Load))
 	})
 	id := e.Start("v1").SessionID
 	cmd := harness.Deliver("/sleep 5s")
@@ -68,7 +68,7 @@ func TestSelfFencesAdoptedNotCounted(t *testing.T) {
 	start := func(pid string) *owner {
 		return e.owner("v1", pid, quarantining(2, 50*time.Millisecond), func(c *Config) {
 			c.LeaseTTL = 3 * time.Second
-			c.Faults = &Faults{HoldLeaseRenewal: frozen[pid].Load}
+			c.Failpoints = failpoint.New().On(failpoint.HoldLeaseRenewal, failpoint.If(frozen[pid].Load))
 		})
 	}
 	owners := map[string]*owner{"p1": start("p1")}
@@ -113,12 +113,12 @@ func TestFailedRunsOfALivingProcessNotCounted(t *testing.T) {
 	_ = first.Stop()
 	var failed atomic.Int32
 	p1 := e.owner("v1", "p1", quarantining(2, 50*time.Millisecond), func(c *Config) {
-		c.Faults = &Faults{AfterConsumer: func(sid string, _ runtime.BootReason) error {
-			if sid == id && failed.Add(1) <= 3 {
+		c.Failpoints = failpoint.New().On(failpoint.AfterConsumer, func(a failpoint.Args) error {
+			if a.SessionID == id && failed.Add(1) <= 3 {
 				return errors.New("injected: the run fails before its boot")
 			}
 			return nil
-		}}
+		})
 	})
 	e.Send(id, harness.Deliver("again"))
 	e.WaitOutput(id, "again")

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -141,13 +142,13 @@ func TestLostLeaseRenewalRepliesAreSettled(t *testing.T) {
 	var renewals, lost atomic.Int64
 	e.owner("v1", "p1", func(c *Config) {
 		c.LeaseTTL, c.LeaseRenew = 2*time.Second, 300*time.Millisecond
-		c.Faults = &Faults{LoseLeaseReply: func() bool {
+		c.Failpoints = failpoint.New().On(failpoint.LoseLeaseReply, failpoint.If(func() bool {
 			if renewals.Add(1)%2 == 0 {
 				lost.Add(1)
 				return true
 			}
 			return false
-		}}
+		}))
 	})
 	id := e.Start("v1").SessionID
 	for i := range 8 {

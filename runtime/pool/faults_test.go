@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -18,13 +19,13 @@ func TestLostCommitRepliesAreSettled(t *testing.T) {
 	e := newEnv(t)
 	var commits, lost atomic.Int64
 	e.owner("v1", "p1", func(c *Config) {
-		c.Faults = &Faults{LoseCommitReply: func(string) bool {
+		c.Failpoints = failpoint.New().On(failpoint.LoseCommitReply, failpoint.If(func() bool {
 			if commits.Add(1)%3 == 0 {
 				lost.Add(1)
 				return true
 			}
 			return false
-		}}
+		}))
 	})
 	id := e.Start("v1").SessionID
 
@@ -80,13 +81,13 @@ func TestDroppedCommitsAreSentAgain(t *testing.T) {
 	e := newEnv(t)
 	var commits, dropped atomic.Int64
 	e.owner("v1", "p1", func(c *Config) {
-		c.Faults = &Faults{DropCommit: func(string) bool {
+		c.Failpoints = failpoint.New().On(failpoint.DropCommit, failpoint.If(func() bool {
 			if commits.Add(1)%3 == 0 {
 				dropped.Add(1)
 				return true
 			}
 			return false
-		}}
+		}))
 	})
 	id := e.Start("v1").SessionID
 	var want []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ import (
 // source owner, crash of the candidate owner, a stall past the timeout, a
 // new command arriving, the source cut off and coming back late}, with real
 // owners on an embedded server. Faults are injected at the named steps
-// (Faults.HandoffSource / HandoffCandidate / AfterConsumer), never by
+// (the failpoints HandoffSource*, HandoffCandidate*, AfterConsumer), never by
 // sleeping for a race.
 //
 // A crash closes the owner's NATS connection and cancels its Run at the
@@ -239,23 +240,19 @@ func (sc *mxScenario) errorf(format string, args ...any) {
 // start runs an owner process instance with the scenario's fault hooks.
 func (sc *mxScenario) start(dep, pid string) *mxInst {
 	in := &mxInst{sc: sc, pid: pid, dep: dep}
-	f := &Faults{
-		HandoffSource: handoff.Hooks{
-			Before: func(s handoff.Step) error { return in.at(mxPoint{onSource, false, s}) },
-			After:  func(s handoff.Step) error { return in.at(mxPoint{onSource, true, s}) },
-		},
-		HandoffCandidate: handoff.Hooks{
-			Before: func(s handoff.Step) error { return in.at(mxPoint{onCandidate, false, s}) },
-			After:  func(s handoff.Step) error { return in.at(mxPoint{onCandidate, true, s}) },
-		},
-		AfterConsumer:    func(_ string, reason runtime.BootReason) error { return in.atConsumer(reason) },
-		HoldLeaseRenewal: in.frozen.Load,
-		RefuseActivation: func(string) bool { return sc.refuses() && dep == "v2" },
-	}
+	step := func(a failpoint.Args) handoff.Step { return handoff.Step(a.Detail) }
+	f := failpoint.New().
+		On(failpoint.HandoffSourceBefore, func(a failpoint.Args) error { return in.at(mxPoint{onSource, false, step(a)}) }).
+		On(failpoint.HandoffSourceAfter, func(a failpoint.Args) error { return in.at(mxPoint{onSource, true, step(a)}) }).
+		On(failpoint.HandoffCandidateBefore, func(a failpoint.Args) error { return in.at(mxPoint{onCandidate, false, step(a)}) }).
+		On(failpoint.HandoffCandidateAfter, func(a failpoint.Args) error { return in.at(mxPoint{onCandidate, true, step(a)}) }).
+		On(failpoint.AfterConsumer, func(a failpoint.Args) error { return in.atConsumer(runtime.BootReason(a.Detail)) }).
+		On(failpoint.HoldLeaseRenewal, failpoint.If(in.frozen.Load)).
+		On(failpoint.RefuseActivation, failpoint.If(func() bool { return sc.refuses() && dep == "v2" }))
 	in.w = sc.e.owner(dep, pid, func(c *Config) {
 		c.LeaseTTL, c.LeaseRenew = mxLeaseTTL, mxLeaseRenew
 		c.HandoffStartTimeout = mxStartTimeout
-		c.Faults = f
+		c.Failpoints = f
 	})
 	sc.mu.Lock()
 	sc.insts = append(sc.insts, in)

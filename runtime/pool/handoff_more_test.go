@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -30,7 +31,7 @@ func TestHandoffUnreadableCheckpointRecoversSource(t *testing.T) {
 	e.owner("v1", "p1")
 	var refused atomic.Int32
 	e.owner("v2", "p2", func(c *Config) {
-		c.Faults = &Faults{RefuseActivation: func(string) bool { refused.Add(1); return true }}
+		c.Failpoints = failpoint.New().On(failpoint.RefuseActivation, failpoint.If(func() bool { refused.Add(1); return true }))
 	})
 	id := e.Start("v1").SessionID
 	e.Send(id, stamped("u1", "v1", "before"))
@@ -367,13 +368,12 @@ func TestHandoffActivatedWhileStoppingIsResumed(t *testing.T) {
 	e.owner("v1", "p1")
 	held, hold := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	faults := &Faults{HandoffCandidate: handoff.Hooks{After: func(s handoff.Step) error {
-		if s == handoff.StepUnmark {
+	faults := failpoint.New().On(failpoint.HandoffCandidateAfter, failpoint.Do(func(a failpoint.Args) {
+		if handoff.Step(a.Detail) == handoff.StepUnmark {
 			once.Do(func() { close(held); <-hold })
 		}
-		return nil
-	}}}
-	p2 := e.owner("v2", "p2", func(c *Config) { c.Faults = faults })
+	}))
+	p2 := e.owner("v2", "p2", func(c *Config) { c.Failpoints = faults })
 	other := e.Start("v2").SessionID // p2 is busy stopping it while the activation completes
 	id := e.Start("v1").SessionID
 	e.Send(id, stamped("t1", "v2", "moved"))
@@ -417,12 +417,12 @@ func TestHandoffEventsSurviveSuccessorDeath(t *testing.T) {
 	e.owner("v1", "p1")
 	var failed atomic.Bool
 	e.owner("v2", "p2", func(c *Config) {
-		c.Faults = &Faults{AfterConsumer: func(id string, reason runtime.BootReason) error {
-			if reason == runtime.BootHandoff && failed.CompareAndSwap(false, true) {
+		c.Failpoints = failpoint.New().On(failpoint.AfterConsumer, func(a failpoint.Args) error {
+			if runtime.BootReason(a.Detail) == runtime.BootHandoff && failed.CompareAndSwap(false, true) {
 				return errors.New("fault: the successor dies before its first commit")
 			}
 			return nil
-		}}
+		})
 	})
 	id := e.Start("v1").SessionID
 	e.Send(id, harness.Deliver("hello"))

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -111,7 +112,8 @@ func TestHibernatePublishRace(t *testing.T) {
 	var mu sync.Mutex
 	inject := map[string]string{} // session → the step to publish at
 	var sent atomic.Int64
-	faults := &Faults{Hibernating: func(id, step string) {
+	faults := failpoint.New().On(failpoint.Hibernating, failpoint.Do(func(a failpoint.Args) {
+		id, step := a.SessionID, a.Detail
 		mu.Lock()
 		at := inject[id]
 		if at == step {
@@ -124,9 +126,9 @@ func TestHibernatePublishRace(t *testing.T) {
 			}
 			e.Wake("v1", id)
 		}
-	}}
+	}))
 	e.owner("v1", "p1", hibernating(50*time.Millisecond, 0), func(c *Config) {
-		c.InboxSweepInterval, c.Faults = -1, faults
+		c.InboxSweepInterval, c.Failpoints = -1, faults
 	})
 	rounds := testsize.Pick(4, 40)
 	for r := range rounds {
@@ -196,17 +198,17 @@ func TestHibernateManySessions(t *testing.T) {
 	const maxLoaded = 50
 	e := newEnv(t)
 	var dropped atomic.Int64
-	faults := &Faults{DropWake: func(req protocol.WakeRequest) bool {
+	faults := failpoint.New().On(failpoint.DropWake, failpoint.When(func(a failpoint.Args) bool {
 		h := fnv.New32a()
-		h.Write([]byte(req.SessionID))
-		if req.Source == protocol.WakeIngress && h.Sum32()%3 == 0 {
+		h.Write([]byte(a.SessionID))
+		if protocol.WakeSource(a.Detail) == protocol.WakeIngress && h.Sum32()%3 == 0 {
 			dropped.Add(1)
 			return true
 		}
 		return false
-	}}
+	}))
 	cfg := func(c *Config) {
-		c.HibernateAfter, c.MaxLoaded, c.InboxSweepInterval, c.Faults = 300*time.Millisecond, maxLoaded, time.Second, faults
+		c.HibernateAfter, c.MaxLoaded, c.InboxSweepInterval, c.Failpoints = 300*time.Millisecond, maxLoaded, time.Second, faults
 		c.TickInterval = 100 * time.Millisecond
 	}
 	owners := []*owner{e.owner("v1", "p1", cfg), e.owner("v1", "p2", cfg)}

@@ -39,7 +39,7 @@ func (o *Owner) newEnv() error {
 		ChildSendTimeout: cfg.ChildSendTimeout,
 		Limits: runtime.Limits{MaxStepsPerTurn: cfg.MaxStepsPerTurn, MaxTokensPerTurn: cfg.MaxTokensPerTurn,
 			MaxTokensPerSession: cfg.MaxTokensPerSession},
-		Faults: cfg.Faults.session(),
+		Failpoints: cfg.Failpoints,
 	}
 	if err := env.Ready(); err != nil {
 		return err
@@ -73,7 +73,7 @@ func (l lazyJournal) store() (*kv.Journal, error) {
 	if j := l.o.journal.Load(); j != nil {
 		return j, nil
 	}
-	return nil, errors.New("driver: the journal bucket is not open yet")
+	return nil, errors.New("pool: the journal bucket is not open yet")
 }
 
 func (l lazyJournal) Get(ctx context.Context, key string) ([]byte, uint64, error) {

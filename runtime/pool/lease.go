@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -136,7 +137,7 @@ func (o *Owner) fence(cause error) {
 
 // errLeaseLost: the lease is not this run's any more (taken over, expired,
 // or written by another run of the same process ID).
-var errLeaseLost = errors.New("driver: lease lost")
+var errLeaseLost = errors.New("pool: lease lost")
 
 // acquire creates this process's lease. A live lease under its key — a
 // previous run that crashed, a duplicate process, or a peer that took it
@@ -148,7 +149,7 @@ func (o *Owner) acquire(ctx context.Context) error {
 	poll := o.cfg.leasePoll()
 	var waitingFor string
 	for {
-		if o.faults.holdLeaseRenewal() {
+		if o.holdLeaseRenewal() {
 			// Frozen (a test's fault): no lease write at all, so the
 			// server expires the lease and a peer may take it over.
 			if sleep(ctx, poll); ctx.Err() != nil {
@@ -243,7 +244,7 @@ func (o *Owner) renewLoop(ctx context.Context) {
 				"fence_after", o.cfg.fenceAfter())
 			uncertain = true // settle by reading the lease back
 		}
-		if o.faults.holdLeaseRenewal() {
+		if o.holdLeaseRenewal() {
 			if !pausedAt.IsZero() {
 				// A test's fault: a process that cannot renew at all
 				// fences at its deadline, so the releases of its runs
@@ -298,8 +299,8 @@ func (o *Owner) renewLoop(ctx context.Context) {
 // renewOnce renews at the last known revision, or, after an uncertain
 // renewal or a conflict, at the revision of this run's lease as read back.
 func (o *Owner) renewOnce(ctx context.Context, uncertain bool) (uint64, error) {
-	if o.faults.failLeaseRenewal() {
-		return 0, errors.New("driver: lease renewal failed (injected: the bucket has no leader)")
+	if o.failLeaseRenewal() {
+		return 0, errors.New("pool: lease renewal failed (injected: the bucket has no leader)")
 	}
 	rev := o.leaseRev()
 	if uncertain {
@@ -310,13 +311,13 @@ func (o *Owner) renewOnce(ctx context.Context, uncertain bool) (uint64, error) {
 		case err != nil:
 			return 0, err
 		case cur.Instance != o.instance || cur.Holder != "":
-			return 0, fmt.Errorf("%w: held by %s (instance %q)", errLeaseLost, or(cur.Holder, cur.ProcessID), cur.Instance)
+			return 0, fmt.Errorf("%w: held by %s (instance %q)", errLeaseLost, cmp.Or(cur.Holder, cur.ProcessID), cur.Instance)
 		}
 		rev = crev
 	}
 	nrev, err := o.cfg.Store.RenewLease(ctx, o.leaseValue(), rev, o.cfg.LeaseTTL)
-	if err == nil && o.faults.loseLeaseReply() {
-		return 0, errors.New("driver: lease renewal reply lost (injected)")
+	if err == nil && o.loseLeaseReply() {
+		return 0, errors.New("pool: lease renewal reply lost (injected)")
 	}
 	if errors.Is(err, record.ErrConflict) {
 		if uncertain {
@@ -367,11 +368,4 @@ func (o *Owner) ownLeaseEvent(ev kv.LeaseEvent) {
 		return // this run's own renewal
 	}
 	o.fence(fmt.Errorf("%w: the lease watch shows it expired or taken at revision %d", errLeaseLost, ev.Revision))
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -40,14 +40,14 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
 		return false, err
 	}
-	o.faults.afterIndex(id)
+	o.afterIndex(id)
 	cur, err := o.leaderRecord(ctx, id, seen)
 	if err != nil {
-		return false, fmt.Errorf("driver: load %s: %w", id, err)
+		return false, fmt.Errorf("pool: load %s: %w", id, err)
 	}
 	from := cur.Record.DeploymentID
 	if from != o.cfg.Deployment && adopt == nil {
-		return false, fmt.Errorf("driver: session %s belongs to deployment %q", id, from)
+		return false, fmt.Errorf("pool: session %s belongs to deployment %q", id, from)
 	}
 	if !o.leaseValid() {
 		return false, ErrFenced
@@ -62,7 +62,7 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	if err != nil {
 		return false, err
 	}
-	o.faults.afterClaim(id)
+	o.afterClaim(id)
 	switch {
 	case adopt != nil:
 		a := *adopt
@@ -149,7 +149,7 @@ func (o *Owner) gate(ctx context.Context, cur record.Session, d *session.Checkpo
 	}
 	if _, err := o.publishPending(ctx, o.appender(id), cur.Record, nil); err != nil {
 		o.dropSuspect(id)
-		return fmt.Errorf("driver: claim %s: floor event: %w", id, err)
+		return fmt.Errorf("pool: claim %s: floor event: %w", id, err)
 	}
 	return nil
 }
@@ -164,7 +164,7 @@ func (o *Owner) claimCAS(ctx context.Context, cur record.Session, boot record.Bo
 	}
 	rev, err := o.casRecord(ctx, rec, cur.Revision)
 	if err != nil {
-		return claimedRec{}, fmt.Errorf("driver: claim %s: %w", rec.SessionID, err)
+		return claimedRec{}, fmt.Errorf("pool: claim %s: %w", rec.SessionID, err)
 	}
 	o.forgetStop(rec.SessionID)
 	if rec.BootAttempts > cur.Record.BootAttempts {
@@ -225,7 +225,7 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 		case errors.As(err, &owned):
 			o.log.Warn("alias held by another session; not filtered", "session", id, "alias", a, "owner", owned.SessionID)
 		default:
-			return nil, fmt.Errorf("driver: alias %q of %s: %w", a, id, err)
+			return nil, fmt.Errorf("pool: alias %q of %s: %w", a, id, err)
 		}
 	}
 	return tokens, nil

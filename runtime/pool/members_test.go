@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"github.com/baton-rt/baton/internal/failpoint"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,7 @@ func TestRecordKeepsLaterMembers(t *testing.T) {
 	var frozen atomic.Bool
 	p2 := e.owner("v1", "p2", func(c *Config) {
 		c.LeaseTTL = 3 * time.Second
-		c.Faults = &Faults{HoldLeaseRenewal: frozen.Load}
+		c.Failpoints = failpoint.New().On(failpoint.HoldLeaseRenewal, failpoint.If(frozen.Load))
 	})
 	e.Send(id, harness.Deliver("third"))
 	e.Wake("v1", id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"slices"
 	"testing"
 	"time"
@@ -106,7 +107,8 @@ func TestAliasPublishedBeforeConsumerRecreated(t *testing.T) {
 	e := newEnv(t)
 	hooked := make(chan struct{}, 1)
 	e.owner("v1", "p1", func(c *Config) {
-		c.Faults = &Faults{AliasHooked: func(sessionID, alias string) {
+		c.Failpoints = failpoint.New().On(failpoint.AliasHooked, failpoint.Do(func(a failpoint.Args) {
+			sessionID, alias := a.SessionID, a.Detail
 			defer func() { hooked <- struct{}{} }()
 			ctx := context.Background()
 			tok, _ := subjects.EncodeToken(alias)
@@ -137,7 +139,7 @@ func TestAliasPublishedBeforeConsumerRecreated(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			t.Errorf("old consumer never delivered seq %d", seq)
-		}}
+		}))
 	})
 	id := e.Start("v1").SessionID
 	e.Send(id, harness.Deliver("/alias race-X0"))

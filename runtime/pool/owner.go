@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ import (
 type Owner struct {
 	cfg      Config
 	log      *slog.Logger
-	faults   *Faults
+	fp       *failpoint.Registry
 	instance string    // nonce of this Run, written into the lease
 	born     time.Time // monotonic origin of validUntil
 
@@ -69,10 +70,10 @@ func New(cfg Config) (*Owner, error) {
 		return nil, err
 	}
 	if err := subjects.ValidateSessionID(cfg.ProcessID); err != nil {
-		return nil, fmt.Errorf("driver: process ID: %w", err)
+		return nil, fmt.Errorf("pool: process ID: %w", err)
 	}
 	if cfg.NC == nil || cfg.JS == nil || cfg.Store == nil || cfg.Agent == nil {
-		return nil, errors.New("driver: NC, JS, Store and Agent are required")
+		return nil, errors.New("pool: NC, JS, Store and Agent are required")
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validateDurability(); err != nil {
@@ -85,7 +86,7 @@ func New(cfg Config) (*Owner, error) {
 		}
 		cfg.Events = reg
 	}
-	o := &Owner{cfg: cfg, faults: cfg.Faults, born: time.Now(),
+	o := &Owner{cfg: cfg, fp: cfg.Failpoints, born: time.Now(),
 		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{}, retrying: map[string]bool{},
 		stops: map[string]string{},
 		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
@@ -95,15 +96,15 @@ func New(cfg Config) (*Owner, error) {
 	}
 	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
 	if err != nil {
-		return nil, fmt.Errorf("driver: metrics: %w", err)
+		return nil, fmt.Errorf("pool: metrics: %w", err)
 	}
 	o.metrics = m
 	if !cfg.DisableHandoff {
 		o.txn = &handoff.Txn{
 			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
-			Starter: handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
-			Backlog: o.backlog,
-			Hooks:   cfg.Faults.handoffSource(),
+			Starter:    handoff.NATSStarter{NC: cfg.NC, Names: cfg.Names},
+			Backlog:    o.backlog,
+			Failpoints: cfg.Failpoints,
 		}
 	}
 	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
@@ -147,7 +148,7 @@ func (o *Owner) Run(ctx context.Context) error {
 		return nil // stopped while starting: a clean shutdown
 	}
 	if err != nil {
-		return fmt.Errorf("driver: state object store: %w", err)
+		return fmt.Errorf("pool: state object store: %w", err)
 	}
 	o.state = state
 	journal, err := kv.OpenJournal(ctx, o.cfg.JS, o.cfg.Names)
@@ -155,7 +156,7 @@ func (o *Owner) Run(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("driver: %w", err)
+		return fmt.Errorf("pool: %w", err)
 	}
 	o.journal.Store(journal)
 	// With a drain timeout, the end of ctx starts a graceful drain; the

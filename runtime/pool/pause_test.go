@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"github.com/baton-rt/baton/internal/failpoint"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestLeasePauseGoesOn(t *testing.T) {
 	// ends each pause within half a second.
 	p1 := e.owner("v1", "p1", func(c *Config) {
 		c.LeaseTTL = 8 * time.Second
-		c.Faults = &Faults{FailLeaseRenewal: fail.Load}
+		c.Failpoints = failpoint.New().On(failpoint.FailLeaseRenewal, failpoint.If(fail.Load))
 	})
 	id := e.Start("v1").SessionID
 	pause := func(n uint64) {
@@ -92,7 +93,7 @@ func TestLeasePauseExpiresAndFences(t *testing.T) {
 	e := newEnv(t)
 	var fail atomic.Bool
 	p1 := e.owner("v1", "p1", func(c *Config) {
-		c.Faults = &Faults{FailLeaseRenewal: fail.Load}
+		c.Failpoints = failpoint.New().On(failpoint.FailLeaseRenewal, failpoint.If(fail.Load))
 	}) // LeaseTTL 4 s
 	id := e.Start("v1").SessionID
 	before := e.Record(id)

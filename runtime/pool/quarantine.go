@@ -74,18 +74,18 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 	app := o.appender(id)
 	c, err := o.committedOf(ctx, cur.Record, d)
 	if err != nil {
-		return fmt.Errorf("driver: quarantine %s: %w", id, err)
+		return fmt.Errorf("pool: quarantine %s: %w", id, err)
 	}
 	seq, err := o.nextSeq(ctx, app, cur.Record, c)
 	if err != nil {
-		return fmt.Errorf("driver: quarantine %s: events: %w", id, err)
+		return fmt.Errorf("pool: quarantine %s: events: %w", id, err)
 	}
 	rec, err := o.parked(cur.Record, attempts, cause, seq, c.lost)
 	if err != nil {
 		return err
 	}
 	if _, err := o.casRecord(ctx, rec, cur.Revision); err != nil {
-		return fmt.Errorf("driver: quarantine %s: %w", id, err)
+		return fmt.Errorf("pool: quarantine %s: %w", id, err)
 	}
 	if err := app.Append(ctx, seq, rec.FloorEvent); err != nil {
 		o.log.Debug("session.quarantined not appended; the next reader of the record appends it", "session", id, "err", err)

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,7 +57,7 @@ func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.S
 	if !o.leaseValid() {
 		return refuseStart(protocol.CodeUnavailable, ErrFenced)
 	}
-	id := or(req.SessionID, newID())
+	id := cmp.Or(req.SessionID, newID())
 	if req.SessionID != "" { // a child's: it may exist (a retried creation)
 		if cur, err := o.cfg.Store.GetSession(ctx, id); err == nil {
 			return o.existing(id, cur.Record.State == record.StateEnded)
@@ -211,10 +212,10 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 	waitIndex := sync.OnceValue(func() error { return <-indexed })
 	var d session.Checkpoint
 	validate := func(cp []byte) error {
-		if o.faults.refuseActivation(id) {
+		if o.refuseActivation(id) {
 			return errors.New("fault: checkpoint refused")
 		}
-		if err := o.faults.readable(cp); err != nil {
+		if err := o.readable(cp); err != nil {
 			return err
 		}
 		dd, err := session.ReadCheckpoint(ctx, o.env, id, cp)
@@ -229,7 +230,7 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 	}
 	act, err := handoff.Activate(ctx, o.cfg.Store, handoff.ActivateRequestFrom(req), handoff.Candidate{
 		Deployment: o.cfg.Deployment, ProcessID: o.cfg.ProcessID, RunID: newID(),
-		WireV: wire.CurrentVersion, Validate: validate, Hooks: o.faults.handoffCandidate(),
+		WireV: wire.CurrentVersion, Validate: validate, Failpoints: o.fp,
 		BeforeClaim: waitIndex,
 	})
 	_ = waitIndex() // settled before a refusal removes the entry

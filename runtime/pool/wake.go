@@ -35,7 +35,7 @@ func (o *Owner) serveWake(msg *nats.Msg) {
 			respond(msg, protocol.WakeReply{Error: protocol.Refuse(protocol.CodeBadRequest, err)})
 			return
 		}
-		if o.faults.dropWake(req) {
+		if o.dropWake(req) {
 			return
 		}
 		o.wakeSem <- struct{}{}
@@ -198,11 +198,11 @@ func (o *Owner) requestWake(ctx context.Context, req protocol.WakeRequest) (prot
 	defer cancel()
 	msg, err := o.cfg.NC.RequestWithContext(ctx, o.cfg.Names.Wake(o.cfg.Deployment), data)
 	if err != nil {
-		return protocol.WakeReply{}, fmt.Errorf("driver: wake %s: %w", req.SessionID, err)
+		return protocol.WakeReply{}, fmt.Errorf("pool: wake %s: %w", req.SessionID, err)
 	}
 	var rep protocol.WakeReply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
-		return protocol.WakeReply{}, fmt.Errorf("driver: wake %s reply: %w", req.SessionID, err)
+		return protocol.WakeReply{}, fmt.Errorf("pool: wake %s reply: %w", req.SessionID, err)
 	}
 	return rep, nil
 }

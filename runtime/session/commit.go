@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"strconv"
 	"time"
 
@@ -183,9 +184,7 @@ func (s *Session) claimAlias(ctx context.Context, alias string) error {
 	if err != nil && !errors.As(err, &owned) {
 		return fmt.Errorf("session: claim alias %q: %w", alias, err)
 	}
-	if f := s.env.Faults; f != nil && f.AliasHooked != nil {
-		f.AliasHooked(s.id, alias)
-	}
+	s.env.Failpoints.Run(failpoint.AliasHooked, failpoint.Args{SessionID: s.id, Detail: alias})
 	s.tokens = appendUnique(s.tokens, tok)
 	return s.reopen(ctx)
 }

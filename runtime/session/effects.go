@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/record"
@@ -119,9 +120,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 		}
 		s.committedState()
 		s.env.Observer.Committed(outbox)
-		if f := s.env.Faults; f != nil && f.AfterCommit != nil {
-			f.AfterCommit(s.id)
-		}
+		s.env.Failpoints.Run(failpoint.AfterCommit, failpoint.Args{SessionID: s.id})
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, record.ErrConflict):
 		s.env.Observer.Conflict("commit")
@@ -277,13 +276,11 @@ func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 }
 
 func (s *Session) dropCommit() bool {
-	f := s.env.Faults
-	return f != nil && f.DropCommit != nil && f.DropCommit(s.id)
+	return s.env.Failpoints.Hit(failpoint.DropCommit, failpoint.Args{SessionID: s.id})
 }
 
 func (s *Session) loseCommitReply() bool {
-	f := s.env.Faults
-	return f != nil && f.LoseCommitReply != nil && f.LoseCommitReply(s.id)
+	return s.env.Failpoints.Hit(failpoint.LoseCommitReply, failpoint.Args{SessionID: s.id})
 }
 
 func newID() string { return ulid.Make().String() }

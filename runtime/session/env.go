@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"time"
 
@@ -43,10 +44,12 @@ type Env struct {
 	// start (0: DefaultChildSendTimeout).
 	ChildSendTimeout time.Duration
 	// Limits are this deployment's maximums (runtime.Limits; zero: none).
-	Limits   runtime.Limits
-	Faults   *Faults
-	segments *segmentCache
-	blobs    *blobStore
+	Limits runtime.Limits
+	// Failpoints are the armed fault injection points (tests and --fault
+	// only; nil arms none).
+	Failpoints *failpoint.Registry
+	segments   *segmentCache
+	blobs      *blobStore
 }
 
 // DefaultChildSendTimeout bounds a pending child send by default.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"time"
 
 	"github.com/baton-rt/baton/record"
@@ -215,9 +216,7 @@ func (s *Session) Recheck(ctx context.Context) (bool, error) {
 }
 
 func (s *Session) hibernating(step string) {
-	if f := s.env.Faults; f != nil && f.Hibernating != nil {
-		f.Hibernating(s.id, step)
-	}
+	s.env.Failpoints.Run(failpoint.Hibernating, failpoint.Args{SessionID: s.id, Detail: step})
 }
 
 // drainable: while draining, a session hibernates as soon as no step runs,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -57,7 +58,7 @@ type journal struct {
 	store   JournalStore
 	blobs   *blobStore
 	log     *slog.Logger
-	faults  *Faults
+	fp      *failpoint.Registry
 	session string
 	in      runtime.StepInput
 	rerun   bool // the step was in flight at boot: read what was recorded
@@ -81,7 +82,7 @@ func (s *Session) newJournal(in runtime.StepInput, rerun bool) *journal {
 	if s.env.Journal == nil {
 		return nil
 	}
-	return &journal{store: s.env.Journal, blobs: s.env.blobs, log: s.log, faults: s.env.Faults,
+	return &journal{store: s.env.Journal, blobs: s.env.blobs, log: s.log, fp: s.env.Failpoints,
 		session: s.id, in: in, rerun: rerun}
 }
 
@@ -165,9 +166,7 @@ func (j *journal) record(ctx context.Context, n int, name string, res []byte, fe
 	if err != nil {
 		return nil, j.fail(runtime.CodeJournalUnavailable, fmt.Errorf("record call %d (%s): %w", n, name, err))
 	}
-	if f := j.faults; f != nil && f.AfterJournal != nil {
-		f.AfterJournal(j.session)
-	}
+	j.fp.Run(failpoint.AfterJournal, failpoint.Args{SessionID: j.session})
 	return res, ferr
 }
 

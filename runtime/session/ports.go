@@ -205,33 +205,3 @@ func (Nop) StepFailed(string)                        {}
 func (Nop) Hibernated()                              {}
 func (Nop) InboxLag(time.Duration)                   {}
 func (Nop) LiveDropped(int)                          {}
-
-// Faults are the deterministic fault injection points of a session (tests;
-// nil in production). The owner process's Faults map onto them.
-type Faults struct {
-	// LoseCommitReply reports, per commit, whether to drop the reply of a
-	// commit CAS that landed.
-	LoseCommitReply func(sessionID string) bool
-	// DropCommit reports, per commit, whether to not send the commit CAS
-	// and report its outcome uncertain (a stream without a leader that
-	// never answered it).
-	DropCommit func(sessionID string) bool
-	// AliasHooked runs after a new alias's hook was created and before the
-	// cursor is recreated over it.
-	AliasHooked func(sessionID, alias string)
-	// AfterCommit runs right after a commit CAS succeeded, before any of
-	// its events is published.
-	AfterCommit func(sessionID string)
-	// AfterConsumer runs when a run created its cursor, before it deletes
-	// the predecessor's and boots the machine; an error stops the run.
-	AfterConsumer func(sessionID string, reason runtime.BootReason) error
-	// Hibernating runs at each step of a hibernation: "cas", "consumer"
-	// and, from Recheck, "left".
-	Hibernating func(sessionID, step string)
-	// AfterJournal runs right after a journal entry was written, before
-	// Do returns its result.
-	AfterJournal func(sessionID string)
-	// BeforeCommit runs when a step's result reached the session, before
-	// the commit that folds it.
-	BeforeCommit func(sessionID string)
-}

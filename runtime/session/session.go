@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -121,10 +122,8 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	if err := s.openCursor(ctx, true); err != nil {
 		return err
 	}
-	if f := s.env.Faults; f != nil && f.AfterConsumer != nil {
-		if err := f.AfterConsumer(s.id, reason); err != nil {
-			return err
-		}
+	if err := s.env.Failpoints.Eval(failpoint.AfterConsumer, failpoint.Args{SessionID: s.id, Detail: string(reason)}); err != nil {
+		return err
 	}
 	// Off the path to the first step: the predecessor's cursor is only a
 	// cursor (its reader stopped before the handoff or died with its
@@ -179,9 +178,7 @@ func (s *Session) loop(ctx context.Context) error {
 		case d := <-s.steps:
 			s.cancel = nil
 			s.Touch()
-			if f := s.env.Faults; f != nil && f.BeforeCommit != nil {
-				f.BeforeCommit(s.id)
-			}
+			s.env.Failpoints.Run(failpoint.BeforeCommit, failpoint.Args{SessionID: s.id})
 			err = s.handle(ctx, d)
 		case <-s.hib:
 			err = s.maybeHibernate(ctx, true)

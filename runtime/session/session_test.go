@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/failpoint"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -321,11 +322,11 @@ func TestHibernationRecheckFindsALateCommand(t *testing.T) {
 			var r *rig
 			r = newRig(t, func(env *session.Env) {
 				env.HibernateAfter = 20 * time.Millisecond
-				env.Faults = &session.Faults{Hibernating: func(_, step string) {
-					if late && step == "consumer" {
+				env.Failpoints = failpoint.New().On(failpoint.Hibernating, failpoint.Do(func(a failpoint.Args) {
+					if late && a.Detail == "consumer" {
 						r.send(deliver("late"))
 					}
-				}}
+				}))
 			})
 			r.start()
 			r.send(deliver("one"))

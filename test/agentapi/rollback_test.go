@@ -1,6 +1,7 @@
 package agentapi_test
 
 import (
+	"github.com/baton-rt/baton/internal/failpoint"
 	"testing"
 
 	"github.com/baton-rt/baton/internal/harness"
@@ -17,7 +18,7 @@ import (
 // and answers the trigger there.
 func TestRollbackToPreviousStateVersion(t *testing.T) {
 	e := newEnv(t)
-	e.owner("v1", "old", func(c *pool.Config) { c.Faults = &pool.Faults{ReadStateVersion: 2} })
+	e.owner("v1", "old", func(c *pool.Config) { c.Failpoints = failpoint.New().Set(failpoint.ReadStateVersion, 2) })
 	e.owner("v2", "new")
 
 	plain := e.create("v2")
