@@ -98,7 +98,7 @@ func (m *Machine) canSteer() bool {
 func (m *Machine) admitFIFO() {
 	for m.snap.Ended == "" && !m.snap.Paused && m.snap.Turn == nil && len(m.queue) > 0 {
 		i := 0
-		if m.brokenAdmitOutOfOrder {
+		if isBroken(broken.admitNewest, m) {
 			i = len(m.queue) - 1
 		}
 		if classOf(&m.queue[i]) != classFIFO || !m.bud.roomFor(&m.queue[i]) {

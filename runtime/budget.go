@@ -37,13 +37,13 @@ type budget struct {
 	above     int    // applied sequences above the lowest unapplied one, at the start
 	priority  bool   // a cancel, reset or clear was admitted
 	deferred  uint64 // the first immediate command left for the next boundary (0: none)
-	unlimited bool   // test-only: no budget (Machine.brokenNoBudget)
+	unlimited bool   // test-only: no budget (broken.noBudget)
 }
 
 // openBudget starts the boundary's account after the step is folded: only
 // what the admitted commands add is counted.
 func (m *Machine) openBudget() {
-	m.bud = budget{events: len(m.st.events), sends: len(m.st.sends), above: m.appliedAbove(), unlimited: m.brokenNoBudget}
+	m.bud = budget{events: len(m.st.events), sends: len(m.st.sends), above: m.appliedAbove(), unlimited: isBroken(broken.noBudget, m)}
 	if t := m.snap.Turn; t != nil {
 		m.bud.turn, m.bud.inputs, m.bud.turnBytes = t.ID, len(t.Inputs), turnInputBytes(t)
 	}

@@ -65,10 +65,17 @@ type Machine struct {
 	bud             budget          // what the current boundary's admissions add
 	forgetting      map[uint64]bool // applied sequences a Forget asked to delete
 	forgotten       []uint64        // deleted from the inbox: dropped at the next flush
-
-	brokenAdmitOutOfOrder bool // test-only: admit the newest FIFO command
-	brokenNoBudget        bool // test-only: admit without a budget
 }
+
+// broken is the seam runtime's own tests break the machine through, to
+// prove the property tests catch a broken rule (export_test.go). Outside
+// those tests both are nil, and the machine checks a nil func.
+var broken struct {
+	admitNewest func(*Machine) bool // admit the newest FIFO command
+	noBudget    func(*Machine) bool // admit without a budget
+}
+
+func isBroken(f func(*Machine) bool, m *Machine) bool { return f != nil && f(m) }
 
 // stage collects one boundary's changes; flush turns them into a Commit.
 type stage struct {
