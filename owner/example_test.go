@@ -47,7 +47,7 @@ func ExampleMain() {
 func ExampleMain_testAids() {
 	agent := &demo.Agent{}
 	owner.Main(agent, owner.WithFaultFlag(),
-		owner.WithExecLog(func(l runtime.ExecLog, processID string) { agent.Log, agent.Process = l, processID }))
+		owner.WithExecLog(func(l owner.ExecLog, processID string) { agent.Log, agent.Process = l, processID }))
 }
 
 // An owner binary whose steps run on remote workers (any language, over

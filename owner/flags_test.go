@@ -91,8 +91,8 @@ func TestUsageErrors(t *testing.T) {
 
 // The test aids are flags only of a binary that opts into them.
 func TestTestAidOptions(t *testing.T) {
-	var got runtime.ExecLog
-	o := mustOptions(t, WithFaultFlag(), WithExecLog(func(l runtime.ExecLog, _ string) { got = l }))
+	var got ExecLog
+	o := mustOptions(t, WithFaultFlag(), WithExecLog(func(l ExecLog, _ string) { got = l }))
 	f, err := parseFlags([]string{"--deployment-id", "v1", "--fault", "crash-after-claim:2", "--exec-log", "x.jsonl"}, o)
 	if err != nil || f.fault != "crash-after-claim:2" || f.execLog != "x.jsonl" {
 		t.Fatalf("parse: %v, %+v", err, f)

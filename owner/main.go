@@ -65,11 +65,11 @@ type Option func(*options) error
 type options struct {
 	name   string // usage line and error prefix
 	about  string
-	fault  bool                                      // --fault
-	attach func(l runtime.ExecLog, processID string) // --exec-log
-	own    []ownFlags                                // WithFlags, in order
-	tasks  map[string]runtime.TaskHandler            // WithTask
-	clean  []func()                                  // WithCleanup, in order
+	fault  bool                              // --fault
+	attach func(l ExecLog, processID string) // --exec-log
+	own    []ownFlags                        // WithFlags, in order
+	tasks  map[string]runtime.TaskHandler    // WithTask
+	clean  []func()                          // WithCleanup, in order
 }
 
 func newOptions(opts []Option) (options, error) {
@@ -182,14 +182,20 @@ func WithFaultFlag() Option {
 	}
 }
 
+// ExecLog is the execution log WithExecLog hands an agent: Record notes
+// that the step stepKey of session sessionID runs in process (the demo
+// agent's Log takes it as it is).
+type ExecLog interface {
+	Record(sessionID, stepKey, process string)
+}
+
 // WithExecLog adds the test aid --exec-log <file>: when the flag is given,
-// Run opens the file (created or appended to; one JSON line per step, as
-// runtime/demo's FileLog writes and ReadFileLog reads) before the owner
-// starts, calls attach with it and the process ID, and closes it when the
-// owner has stopped. attach hands the log to the agent, which records each
-// step it runs (runtime.ExecLog), so tests that kill processes can check
+// Run opens the file (created or appended to; one JSON line per step)
+// before the owner starts, calls attach with it and the process ID, and
+// closes it when the owner has stopped. attach hands the log to the agent,
+// which records each step it runs, so tests that kill processes can check
 // from outside that no committed step ran twice.
-func WithExecLog(attach func(log runtime.ExecLog, processID string)) Option {
+func WithExecLog(attach func(log ExecLog, processID string)) Option {
 	return func(o *options) error {
 		if attach == nil {
 			return fmt.Errorf("%w: WithExecLog: a nil hook", ErrOption)

@@ -3,6 +3,7 @@ package owner
 import (
 	"context"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"github.com/baton-rt/baton/internal/lockfile"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
-	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/runtime/remote"
 	"github.com/nats-io/nats.go"
@@ -36,9 +36,9 @@ func Run(ctx context.Context, cfg Config, agent runtime.Agent) error {
 
 // extras are what Main's test options add to a run.
 type extras struct {
-	fault   string                                    // --fault spec ("": none)
-	execLog string                                    // --exec-log path ("": none)
-	attach  func(l runtime.ExecLog, processID string) // WithExecLog's hook
+	fault   string                            // --fault spec ("": none)
+	execLog string                            // --exec-log path ("": none)
+	attach  func(l ExecLog, processID string) // WithExecLog's hook
 }
 
 func run(ctx context.Context, cfg Config, agent runtime.Agent, x extras) error {
@@ -173,7 +173,7 @@ func (x extras) openExecLog(processID string, undo *cleanup) error {
 	if x.execLog == "" || x.attach == nil {
 		return nil
 	}
-	l, err := demo.OpenFileLog(x.execLog)
+	l, err := execlog.OpenFileLog(x.execLog)
 	if err != nil {
 		return err
 	}

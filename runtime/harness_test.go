@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +26,7 @@ type harness struct {
 	pending   *runtime.Snapshot
 	stream    []runtime.Command
 	run       *runtime.RunStep
-	log       *runtime.MemLog
+	log       *execlog.MemLog
 	runs      int
 	trigger   *runtime.Handoff // the last Handoff effect
 }
@@ -41,7 +42,7 @@ func (h *harness) handoffDone(args map[string]string) runtime.HandoffDone {
 	return d
 }
 
-func newHarness(t *testing.T) *harness { return &harness{t: t, log: &runtime.MemLog{}} }
+func newHarness(t *testing.T) *harness { return &harness{t: t, log: &execlog.MemLog{}} }
 
 // do runs one directive and returns its output.
 func (h *harness) do(line string) string {

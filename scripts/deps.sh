@@ -69,6 +69,9 @@ fi
 # no test plumbing: not internal/harness, natstest, natsproc, proctest or
 # testsize, not even through another package.
 forbid ./owner "^$mod/internal/(harness|natstest|natsproc|proctest|testsize)(/|\$)"
+# nor the demo agent: --exec-log is internal/execlog's, a leaf
+forbid ./owner "^$mod/runtime/demo(/|\$)"
+check ./internal/execlog '^$'
 check ./cmd/owner "^$mod/(owner|runtime|runtime/demo)\$"
 # test/remote/worker is a worker as any language writes it: no Baton package
 forbid ./test/remote/worker "^$mod/(wire|subjects|runtime|record|kv|protocol|owner|ingress|internal)(/|\$)"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/baton-rt/baton/internal/bench"
 	"github.com/baton-rt/baton/protocol"
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -224,14 +224,14 @@ func (f *foRig) ranBy(sid, key, not string) string {
 }
 
 // foReadLog reads an execution log, tolerating a partly written last line.
-func foReadLog(path string) ([]runtime.Exec, error) {
+func foReadLog(path string) ([]execlog.Exec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []runtime.Exec
+	var out []execlog.Exec
 	for line := range strings.SplitSeq(string(b), "\n") {
-		var e runtime.Exec
+		var e execlog.Exec
 		if json.Unmarshal([]byte(line), &e) == nil {
 			out = append(out, e)
 		}

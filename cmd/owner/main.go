@@ -11,7 +11,6 @@ import (
 	"fmt"
 
 	"github.com/baton-rt/baton/owner"
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
 )
 
@@ -19,7 +18,7 @@ func main() {
 	agent := &demo.Agent{}
 	var effectsLog string
 	owner.Main(agent, owner.WithAbout(about), owner.WithFaultFlag(),
-		owner.WithExecLog(func(l runtime.ExecLog, processID string) { agent.Log, agent.Process = l, processID }),
+		owner.WithExecLog(func(l owner.ExecLog, processID string) { agent.Log, agent.Process = l, processID }),
 		owner.WithTask(demo.TaskFetch, agent.Fetch),
 		owner.WithFlags(func(fs *flag.FlagSet) {
 			fs.StringVar(&effectsLog, "effects-log", "", "TEST ONLY: append one JSON line per real execution of a demo /effects call to this file ({\"sessionId\",\"stepKey\",\"call\",\"key\"}; replayed calls are not logged)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-rt/baton/runtime"
-	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -22,11 +21,11 @@ func ExecLogPath(dir, process string) string { return filepath.Join(dir, process
 
 // ReadExecs reads every execution log (<process>.jsonl) in dir: one line
 // per step the demo agent ran, written before it runs it.
-func ReadExecs(dir string) ([]runtime.Exec, error) {
+func ReadExecs(dir string) ([]execlog.Exec, error) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	var out []runtime.Exec
+	var out []execlog.Exec
 	for _, f := range files {
-		es, err := demo.ReadFileLog(f)
+		es, err := execlog.ReadFileLog(f)
 		if err != nil && !os.IsNotExist(err) {
 			return out, err
 		}
@@ -37,7 +36,7 @@ func ReadExecs(dir string) ([]runtime.Exec, error) {
 
 // Runs maps each step key of the session to the processes that ran it, one
 // entry per run.
-func Runs(execs []runtime.Exec, sessionID string) map[string][]string {
+func Runs(execs []execlog.Exec, sessionID string) map[string][]string {
 	out := map[string][]string{}
 	for _, e := range execs {
 		if e.SessionID == sessionID {
@@ -48,7 +47,7 @@ func Runs(execs []runtime.Exec, sessionID string) map[string][]string {
 }
 
 // RunsByStep maps every <session>/<step key> to the processes that ran it.
-func RunsByStep(execs []runtime.Exec) map[string][]string {
+func RunsByStep(execs []execlog.Exec) map[string][]string {
 	out := map[string][]string{}
 	for _, e := range execs {
 		k := e.SessionID + "/" + e.StepKey
@@ -58,8 +57,8 @@ func RunsByStep(execs []runtime.Exec) map[string][]string {
 }
 
 // Ran reports whether process ran step key of sessionID.
-func Ran(execs []runtime.Exec, sessionID, key, process string) bool {
-	return slices.ContainsFunc(execs, func(e runtime.Exec) bool {
+func Ran(execs []execlog.Exec, sessionID, key, process string) bool {
+	return slices.ContainsFunc(execs, func(e execlog.Exec) bool {
 		return e.SessionID == sessionID && e.StepKey == key && e.Process == process
 	})
 }
@@ -69,7 +68,7 @@ func Ran(execs []runtime.Exec, sessionID, key, process string) bool {
 // process, except those in interrupted (an uncommitted run the test's own
 // crash cut short), which ran exactly twice. A test that cannot name its
 // interrupted steps uses CheckStepRuns with the stops it observed.
-func CheckCommittedStepsRanOnce(execs []runtime.Exec, sessionID string, evs []wire.Event, interrupted ...string) error {
+func CheckCommittedStepsRanOnce(execs []execlog.Exec, sessionID string, evs []wire.Event, interrupted ...string) error {
 	keys, err := StepKeys(evs)
 	if err != nil {
 		return err
@@ -91,7 +90,7 @@ func CheckCommittedStepsRanOnce(execs []runtime.Exec, sessionID string, evs []wi
 // the read that started at NotBefore and present in the one that ended at
 // By, so the agent recorded the step (and then ran it) in (NotBefore, By].
 type ExecObs struct {
-	runtime.Exec
+	execlog.Exec
 	NotBefore, By time.Time
 }
 
@@ -138,7 +137,7 @@ func (t *ExecTail) read(path, proc string, notBefore time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range lines[:len(lines)-1] {
-		var e runtime.Exec
+		var e execlog.Exec
 		if json.Unmarshal([]byte(l), &e) == nil {
 			e.Process = proc
 			t.obs = append(t.obs, ExecObs{Exec: e, NotBefore: notBefore, By: by})

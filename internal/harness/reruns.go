@@ -3,13 +3,13 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -27,7 +27,7 @@ type Stop struct {
 
 // covers: s evidences that run, which started at run.At, was stopped before
 // next (the start of the step's next run; zero = none) began.
-func (s Stop) covers(run runtime.Exec, next time.Time) bool {
+func (s Stop) covers(run execlog.Exec, next time.Time) bool {
 	return (s.Process == "" || s.Process == run.Process) &&
 		(s.Session == "" || s.Session == run.SessionID) &&
 		(s.Step == "" || s.Step == run.StepKey) &&
@@ -150,15 +150,15 @@ func InterruptedStops(sessionID string, evs []wire.Event) []Stop {
 
 // StepRuns are the runs of each step of sessionID, in the order they
 // started.
-func StepRuns(execs []runtime.Exec, sessionID string) map[string][]runtime.Exec {
-	out := map[string][]runtime.Exec{}
+func StepRuns(execs []execlog.Exec, sessionID string) map[string][]execlog.Exec {
+	out := map[string][]execlog.Exec{}
 	for _, e := range execs {
 		if e.SessionID == sessionID {
 			out[e.StepKey] = append(out[e.StepKey], e)
 		}
 	}
 	for _, rs := range out {
-		slices.SortStableFunc(rs, func(a, b runtime.Exec) int { return a.At.Compare(b.At) })
+		slices.SortStableFunc(rs, func(a, b execlog.Exec) int { return a.At.Compare(b.At) })
 	}
 	return out
 }
@@ -171,7 +171,7 @@ func StepRuns(execs []runtime.Exec, sessionID string) map[string][]runtime.Exec 
 // Never unconditionally, never by another process's log. runs are one
 // step's runs in start order; the last may still be running or committed.
 // It returns the evidence of each run but the last.
-func RerunEvidence(runs []runtime.Exec, stops []Stop) ([]Stop, error) {
+func RerunEvidence(runs []execlog.Exec, stops []Stop) ([]Stop, error) {
 	var ev []Stop
 	for i := 0; i+1 < len(runs); i++ {
 		run, next := runs[i], runs[i+1].At
@@ -188,7 +188,7 @@ func RerunEvidence(runs []runtime.Exec, stops []Stop) ([]Stop, error) {
 // UncommittedEvidence checks a step that ran but never committed: every
 // run of it was stopped (RerunEvidence, and the last run's stop at any
 // time after it started).
-func UncommittedEvidence(runs []runtime.Exec, stops []Stop) error {
+func UncommittedEvidence(runs []execlog.Exec, stops []Stop) error {
 	if _, err := RerunEvidence(runs, stops); err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func UncommittedEvidence(runs []runtime.Exec, stops []Stop) error {
 // committed step (turn.step) ran, and ran more than once only as
 // RerunEvidence allows. It returns the committed steps that ran more than
 // once.
-func CheckStepRuns(execs []runtime.Exec, sessionID string, evs []wire.Event, stops []Stop) ([]string, error) {
+func CheckStepRuns(execs []execlog.Exec, sessionID string, evs []wire.Event, stops []Stop) ([]string, error) {
 	keys, err := StepKeys(evs)
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func CheckStepRuns(execs []runtime.Exec, sessionID string, evs []wire.Event, sto
 	return reran, nil
 }
 
-func fmtRuns(runs []runtime.Exec) string {
+func fmtRuns(runs []execlog.Exec) string {
 	parts := make([]string, len(runs))
 	for i, r := range runs {
 		parts[i] = r.Process + "@" + r.At.Format(time.StampMicro)

@@ -2,10 +2,10 @@ package harness
 
 import (
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestRerunEvidence(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	runs := []runtime.Exec{{SessionID: "s", StepKey: "t1/1", Process: "a", At: at(0)}, {SessionID: "s", StepKey: "t1/1", Process: "b", At: at(100)}}
+	runs := []execlog.Exec{{SessionID: "s", StepKey: "t1/1", Process: "a", At: at(0)}, {SessionID: "s", StepKey: "t1/1", Process: "b", At: at(100)}}
 	for _, tc := range []struct {
 		name string
 		stop []Stop
@@ -35,7 +35,7 @@ func TestRerunEvidence(t *testing.T) {
 			t.Errorf("%s: %v, want ok=%v", tc.name, err, tc.ok)
 		}
 	}
-	three := append(runs, runtime.Exec{SessionID: "s", StepKey: "t1/1", Process: "a", At: at(200)})
+	three := append(runs, execlog.Exec{SessionID: "s", StepKey: "t1/1", Process: "a", At: at(200)})
 	if _, err := RerunEvidence(three, []Stop{{Process: "a", At: at(50)}}); err == nil {
 		t.Error("a third run with the second unstopped passed")
 	}
@@ -58,7 +58,7 @@ func TestCheckStepRuns(t *testing.T) {
 		return ev(seq, wire.EventTurnStep, wire.TurnStep{TurnID: "t1", Step: n})
 	}
 	evs := []wire.Event{step(1, 1), step(2, 2)}
-	execs := []runtime.Exec{
+	execs := []execlog.Exec{
 		{SessionID: "s", StepKey: "t1/2", Process: "b", At: t0.Add(3 * time.Second)},
 		{SessionID: "s", StepKey: "t1/1", Process: "a", At: t0},
 		{SessionID: "s", StepKey: "t1/2", Process: "a", At: t0.Add(time.Second)},
@@ -85,7 +85,7 @@ func TestThawStops(t *testing.T) {
 	line := func(ms int, msg, session string) string {
 		return fmt.Sprintf(`{"time":%q,"msg":%q,"session":%q}`+"\n", at(ms).Format(time.RFC3339Nano), msg, session)
 	}
-	runs := []runtime.Exec{{SessionID: "s", StepKey: "t1/1", Process: "a", At: at(0)}, {SessionID: "s", StepKey: "t1/1", Process: "b", At: at(3000)}}
+	runs := []execlog.Exec{{SessionID: "s", StepKey: "t1/1", Process: "a", At: at(0)}, {SessionID: "s", StepKey: "t1/1", Process: "b", At: at(3000)}}
 	from, to := at(1000), at(5000)
 	for _, tc := range []struct {
 		name string

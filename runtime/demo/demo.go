@@ -14,11 +14,18 @@ import (
 // EventSlept is the demo's own event kind, emitted after a /sleep step.
 const EventSlept = "demo.slept"
 
+// ExecLog records which step ran in which process (the test aids'
+// execution log: internal/execlog's MemLog and FileLog, bin/owner
+// --exec-log), so tests can prove that no committed step ran twice.
+type ExecLog interface {
+	Record(sessionID, stepKey, process string)
+}
+
 // Agent is the demo agent. The zero value works: it sleeps on a real timer
 // and keeps no execution log.
 type Agent struct {
-	Log     runtime.ExecLog // optional
-	Process string          // recorded in Log
+	Log     ExecLog // optional
+	Process string  // recorded in Log
 	// Sleep replaces the real sleep (tests); it must honour ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Exit replaces os.Exit for the /crash directive (in-process tests);

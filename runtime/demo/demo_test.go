@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/baton-rt/baton/internal/execlog"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -105,7 +106,7 @@ func TestContinuationAndAnswers(t *testing.T) {
 }
 
 func TestExecLog(t *testing.T) {
-	log := &runtime.MemLog{}
+	log := &execlog.MemLog{}
 	a := &demo.Agent{Log: log, Process: "p1", Sleep: func(context.Context, time.Duration) error { return nil }}
 	_, _ = step(t, a, deliver("/sleep 1h"))
 	_, _ = step(t, a, deliver("x"))

@@ -37,6 +37,6 @@
 //	/manyevents <n>  n more small message.output events in one step
 //
 // A step without inputs (the continuation after /sleep) ends the turn. Each
-// step is recorded in the [runtime.ExecLog] with the agent's process name, so
+// step is recorded in the [ExecLog] with the agent's process name, so
 // tests can prove no committed step ran twice. See docs/agent.md.
 package demo

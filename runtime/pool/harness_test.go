@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"github.com/baton-rt/baton/internal/execlog"
 	"log/slog"
 	"testing"
 	"time"
@@ -24,13 +25,13 @@ const wait = 60 * time.Second
 type env struct {
 	harness.Test
 	t   *testing.T
-	log *runtime.MemLog
+	log *execlog.MemLog
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	h := harness.For(t)
-	return &env{Test: h.Bind(h.Env(h.Server().URL()), wait), t: t, log: &runtime.MemLog{}}
+	return &env{Test: h.Bind(h.Env(h.Server().URL()), wait), t: t, log: &execlog.MemLog{}}
 }
 
 // owner is one running Owner with its own connection and store, and the

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,8 +16,6 @@ import (
 
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/proctest"
-	"github.com/baton-rt/baton/runtime"
-	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -188,13 +187,13 @@ func (w *world) signal(o *owner, sig syscall.Signal) error {
 
 // execs reads every incarnation's execution log, each line's Process set
 // to the incarnation's name.
-func (w *world) execs() []runtime.Exec {
+func (w *world) execs() []execlog.Exec {
 	w.t.Helper()
 	files, err := filepath.Glob(filepath.Join(w.logs, "*.jsonl"))
 	w.h.Check(err)
-	var out []runtime.Exec
+	var out []execlog.Exec
 	for _, f := range files {
-		es, err := demo.ReadFileLog(f)
+		es, err := execlog.ReadFileLog(f)
 		if err != nil && !os.IsNotExist(err) {
 			w.t.Fatal(err)
 		}

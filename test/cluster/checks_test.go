@@ -1,11 +1,11 @@
 package cluster_test
 
 import (
+	"github.com/baton-rt/baton/internal/execlog"
 	"testing"
 	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
-	"github.com/baton-rt/baton/runtime"
 )
 
 // TestProblems: the one-owner-at-a-time check of TestLeaseAcrossElection
@@ -15,10 +15,10 @@ func TestProblems(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	obs := []harness.ExecObs{
-		{Exec: runtime.Exec{SessionID: "s", StepKey: "k1", Process: "o1"}, NotBefore: at(0), By: at(20)},
-		{Exec: runtime.Exec{SessionID: "s", StepKey: "k2", Process: "o2"}, NotBefore: at(500), By: at(520)},
-		{Exec: runtime.Exec{SessionID: "t", StepKey: "k1", Process: "o1"}, NotBefore: at(0), By: at(20)},
-		{Exec: runtime.Exec{SessionID: "t", StepKey: "k2", Process: "o1"}, NotBefore: at(500), By: at(520)},
+		{Exec: execlog.Exec{SessionID: "s", StepKey: "k1", Process: "o1"}, NotBefore: at(0), By: at(20)},
+		{Exec: execlog.Exec{SessionID: "s", StepKey: "k2", Process: "o2"}, NotBefore: at(500), By: at(520)},
+		{Exec: execlog.Exec{SessionID: "t", StepKey: "k1", Process: "o1"}, NotBefore: at(0), By: at(20)},
+		{Exec: execlog.Exec{SessionID: "t", StepKey: "k2", Process: "o1"}, NotBefore: at(500), By: at(520)},
 	}
 	if p := problems(obs, nil); len(p) != 1 {
 		t.Fatalf("a move without a fence: %d problems %v, want 1", len(p), p)

@@ -3,6 +3,7 @@ package durability_test
 import (
 	"context"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"testing"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -156,7 +156,7 @@ func (c *cluster) waitOwner(id, pid string) record.SessionRecord {
 }
 
 // execs reads every owner's execution log.
-func (c *cluster) execs() []runtime.Exec {
+func (c *cluster) execs() []execlog.Exec {
 	c.t.Helper()
 	es, err := harness.ReadExecs(c.logs)
 	c.h.Check(err)

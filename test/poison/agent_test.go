@@ -26,7 +26,7 @@ import (
 //	hang        blocks until the step's context ends (the step timeout)
 //	error       returns an error
 //	fatal       a fatal step failure (the session ends)
-type scripted struct{ log runtime.ExecLog }
+type scripted struct{ log *stepLog }
 
 const eventNote = "poison.note"
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/proctest"
-	"github.com/baton-rt/baton/runtime"
 )
 
 const (
@@ -211,7 +211,7 @@ func (w *world) follow(ctx context.Context, sid string) *harness.Follower {
 // ---- execution logs ----
 
 // execs reads every owner's execution log.
-func (w *world) execs() []runtime.Exec {
+func (w *world) execs() []execlog.Exec {
 	w.t.Helper()
 	es, err := harness.ReadExecs(w.logs)
 	w.h.Check(err)

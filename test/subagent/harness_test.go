@@ -3,6 +3,7 @@ package subagent
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/baton-rt/baton/internal/execlog"
 	"slices"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func newWorld(t *testing.T) *world {
 // agent logging executions to the world's logs, then mutate.
 func (w *world) owner(dep, pid string, mutate ...func(*pool.Config)) *inproc.Owner {
 	w.t.Helper()
-	l, err := demo.OpenFileLog(harness.ExecLogPath(w.logs, pid))
+	l, err := execlog.OpenFileLog(harness.ExecLogPath(w.logs, pid))
 	w.Check(err)
 	w.t.Cleanup(func() { _ = l.Close() })
 	return inproc.Run(w.t, w.Env, dep, pid, append([]func(*pool.Config){func(c *pool.Config) {
@@ -158,7 +159,7 @@ func (w *world) children(parent string) []string {
 }
 
 // execs reads every owner's execution log.
-func (w *world) execs() []runtime.Exec {
+func (w *world) execs() []execlog.Exec {
 	w.t.Helper()
 	es, err := harness.ReadExecs(w.logs)
 	w.Check(err)

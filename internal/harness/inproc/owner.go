@@ -2,11 +2,11 @@ package inproc
 
 import (
 	"context"
+	"github.com/baton-rt/baton/internal/execlog"
 	"log/slog"
 	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
-	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
 	"github.com/baton-rt/baton/runtime/pool"
 )
@@ -24,7 +24,7 @@ type Owner struct {
 func Config(e *harness.Env, deployment, process string) pool.Config {
 	return pool.Config{
 		NC: e.NC, JS: e.JS, Store: e.Store, Names: e.Names, Deployment: deployment, ProcessID: process,
-		Agent: &demo.Agent{Log: &runtime.MemLog{}, Process: process}, TickInterval: 50 * time.Millisecond,
+		Agent: &demo.Agent{Log: &execlog.MemLog{}, Process: process}, TickInterval: 50 * time.Millisecond,
 	}
 }
 
