@@ -30,7 +30,7 @@ RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HT
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
-.PHONY: all build run deployment stop llm test soak bench lint fmt-check vet deps sizes fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop llm test soak bench lint staticcheck fmt-check vet deps sizes fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
@@ -76,7 +76,7 @@ soak:
 bench:
 	$(GO) run ./cmd/bench
 
-lint: fmt-check vet deps sizes
+lint: fmt-check vet staticcheck deps sizes
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -84,6 +84,11 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+## staticcheck: honnef.co/go/tools at a pinned version, fetched by go run
+STATICCHECK_VERSION ?= v0.8.2
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 ## deps: the package dependency arrows (scripts/deps.sh)
 deps:

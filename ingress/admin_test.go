@@ -230,9 +230,9 @@ func TestAdminRelease(t *testing.T) {
 		return err == nil && now.Record.OwnerProcess == rel.WakeProcess && now.Record.Epoch == cur.Record.Epoch+1
 	})
 	e.deliver(`{"alias":"rl-1","text":"after release"}`)
-	evs := e.waitEvents(id, "the answer after release", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "after release") })
+	e.waitEvents(id, "the answer after release", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "after release") })
 	time.Sleep(500 * time.Millisecond)
-	evs = e.events(id, 0)
+	evs := e.events(id, 0)
 	n := 0
 	for _, o := range harness.Outputs(evs) {
 		if o == "after release" {

@@ -33,9 +33,9 @@ func (e *env) quarantinedAlone(alias string) string {
 // session.ended {terminated} (data version 2) as its last event, at seq.
 func checkEndedOnce(t *testing.T, e *env, id string, seq uint64) {
 	t.Helper()
-	evs := e.waitEvents(id, "session.ended", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventSessionEnded) >= 1 })
+	e.waitEvents(id, "session.ended", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventSessionEnded) >= 1 })
 	time.Sleep(300 * time.Millisecond) // a second append would be on the stream by now
-	evs = e.waitEvents(id, "the stream", func([]wire.Event) bool { return true })
+	evs := e.waitEvents(id, "the stream", func([]wire.Event) bool { return true })
 	contiguous(t, evs, 0)
 	if n := harness.Count(evs, wire.EventSessionEnded); n != 1 {
 		t.Fatalf("%d session.ended events, want 1: %v", n, kindsOf(evs))

@@ -363,7 +363,7 @@ func (m *Machine) childWaiting(c Command) {
 		return
 	}
 	m.snap.ChildWaits = append(m.snap.ChildWaits, w)
-	m.emit(wire.ChildWaitingEvent{Handle: w.Handle, ChildSessionID: w.ChildSessionID, RequestID: w.RequestID, AttemptID: w.AttemptID, Question: w.Question})
+	m.emit(wire.ChildWaitingEvent(w))
 	m.forwardWait(KindChildWaiting, c.ID, w)
 }
 

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/baton-rt/baton/wire"
@@ -86,5 +85,3 @@ type Ref struct {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

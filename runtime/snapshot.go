@@ -118,8 +118,6 @@ type Waits struct {
 	Tasks []Task     `json:"tasks,omitempty"`
 }
 
-func (w *Waits) empty() bool { return w.Input == nil && w.Auth == nil && len(w.Tasks) == 0 }
-
 // InputWait is a pending human-input request.
 type InputWait struct {
 	RequestID string `json:"requestId"`

@@ -112,14 +112,6 @@ func (s *jscan) key() []byte {
 	return k
 }
 
-// isNull consumes a null literal if one is next.
-func (s *jscan) isNull() bool {
-	if s.peek() == 'n' {
-		return s.lit("null")
-	}
-	return false
-}
-
 func (s *jscan) lit(word string) bool {
 	if len(s.b)-s.i >= len(word) && string(s.b[s.i:s.i+len(word)]) == word {
 		s.i += len(word)

@@ -89,12 +89,6 @@ func (p *probe) expect(id string) chan time.Time {
 	return ch
 }
 
-func (p *probe) stepCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.steps
-}
-
 // rig is an owner of deployment "bench" running in this process over its
 // own TCP connection, plus a client connection that publishes.
 type rig struct {

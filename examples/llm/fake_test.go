@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -248,8 +247,6 @@ func (s *sink) all() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.deltas...)
 }
-
-func (s *sink) joined() string { return strings.Join(s.all(), "") }
 
 // timer is a backoff.Timer that fires at once and records each wait.
 type timer struct {

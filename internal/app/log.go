@@ -31,7 +31,7 @@ func (c *Common) Logger(w io.Writer) *slog.Logger {
 	level, _ := parseLevel(c.LogLevel)
 	term := isTerminal(w)
 	if c.LogFormat == "text" || c.LogFormat == "" && term {
-		return slog.New(newTidy(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: TextTime, NoColor: !term})))
+		return slog.New(newTidy(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: TextTime, NoColor: !term})))
 	}
 	return slog.New(newTidy(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationString})))
 }

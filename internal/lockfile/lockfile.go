@@ -49,7 +49,8 @@ func Acquire(path, holder string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("lockfile: %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(holder+"\n"), 0)
 	}
 	if err != nil {

@@ -163,7 +163,7 @@ func TestInputResponse(t *testing.T) {
 	e.WaitApplied(id, "stale")
 	e.Send(id, harness.InputResponse(req.RequestID, `"blue"`))
 	want := "input " + req.RequestID + `: "blue"`
-	evs = e.WaitOutput(id, want)
+	e.WaitOutput(id, want)
 	evs = e.WaitKind(id, wire.EventTurnCompleted, 1)
 	e.CheckStream(evs)
 	if got := harness.Outputs(evs); !slices.Equal(got, []string{"/ask what colour?", want}) {

@@ -69,7 +69,7 @@ func TestGracefulDrain(t *testing.T) {
 		t.Fatalf("lease of the drained process: %+v %v", l, err)
 	}
 	// The sleep step finished and committed on p1: it never runs again.
-	evs = e.WaitKind(busy, wire.EventTurnCompleted, 1)
+	e.WaitKind(busy, wire.EventTurnCompleted, 1)
 	if keys := e.stepRuns(busy); len(keys) == 0 || keys[0] != "t1/1 p1" || hasDup(keys) {
 		t.Fatalf("steps of the busy session: %v (want t1/1 on p1, each once)", keys)
 	}

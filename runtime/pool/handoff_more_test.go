@@ -40,7 +40,7 @@ func TestHandoffUnreadableCheckpointRecoversSource(t *testing.T) {
 	nExec := len(e.execs(id))
 
 	e.Send(id, stamped("u2", "v2", "unreadable"))
-	evs := e.WaitOutput(id, "unreadable")
+	e.WaitOutput(id, "unreadable")
 	e.WaitKind(id, wire.EventTurnCompleted, 2)
 	if refused.Load() == 0 {
 		t.Fatal("the target was never asked to activate")
@@ -52,7 +52,7 @@ func TestHandoffUnreadableCheckpointRecoversSource(t *testing.T) {
 			after.Record.DeploymentID, after.Record.Epoch, after.Record.OwnerRunID, after.Record.State,
 			before.Record.Epoch, before.Record.OwnerRunID)
 	}
-	evs = e.Events(id)
+	evs := e.Events(id)
 	applied := harness.ByID(e.CheckStream(evs))
 	if _, ok := applied["u2"]; !ok {
 		t.Fatal("trigger not applied")

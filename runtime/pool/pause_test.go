@@ -47,7 +47,7 @@ func TestLeasePauseGoesOn(t *testing.T) {
 	pause(1)
 	time.Sleep(300 * time.Millisecond) // a while paused, the step still running
 	fail.Store(false)
-	evs := e.WaitKind(id, wire.EventTurnCompleted, 1)
+	e.WaitKind(id, wire.EventTurnCompleted, 1)
 	after, _ := e.session(id)
 	if runs := firstStepRuns(e, id); len(runs) != 1 {
 		t.Fatalf("the step ran %v: want once across the pause", e.stepRuns(id))
@@ -68,7 +68,7 @@ func TestLeasePauseGoesOn(t *testing.T) {
 		t.Fatalf("the record moved during the pause: revision %d → %d", still.Revision, cur.Revision)
 	}
 	fail.Store(false)
-	evs = e.WaitKind(id, wire.EventTurnCompleted, 2)
+	evs := e.WaitKind(id, wire.EventTurnCompleted, 2)
 	e.CheckStream(evs)
 	all, err := harness.Applied(evs)
 	e.Check(err)

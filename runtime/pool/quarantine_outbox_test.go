@@ -21,9 +21,9 @@ func (e *env) quarantinedAfterBreak(broken func(cp []byte, last wire.Event) []by
 	e.owner("v1", "p1", hibernating(100*time.Millisecond, 0), quarantining(1))
 	id := e.Start("v1").SessionID
 	e.Send(id, harness.Deliver("hello"))
-	evs := e.WaitOutput(id, "hello")
+	e.WaitOutput(id, "hello")
 	e.waitHibernated(id)
-	evs = e.Events(id)
+	evs := e.Events(id)
 	cur := e.Record(id)
 	rec := cur.Record
 	rec.Checkpoint = broken(rec.Checkpoint, evs[len(evs)-1])

@@ -174,7 +174,7 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 	// fresh lease (b released the key after adopting).
 	c.waitLogCount(a, "owner serving", 2)
 	c.send(id, harness.WithID("three", harness.Deliver("three")))
-	evs := c.waitOutput(id, "three")
+	c.waitOutput(id, "three")
 	time.Sleep(500 * time.Millisecond) // room for a stray side effect to show
 
 	if !a.Contains("fenced: stopping every session") {
@@ -186,7 +186,7 @@ func TestFrozenOwnerIsFenced(t *testing.T) {
 	if a.Contains("inbox consumer recreated") {
 		t.Fatal("a recreated a consumer after it was fenced")
 	}
-	evs = c.events(id)
+	evs := c.events(id)
 	if applied := checkStream(t, evs); !slices.Equal(applied, []string{"one", "sleep", "two", "three"}) {
 		t.Fatalf("applied %v", applied)
 	}

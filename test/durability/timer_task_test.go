@@ -75,11 +75,11 @@ func TestTaskOfKilledOwnerCompletes(t *testing.T) {
 	b := c.owner("b")
 	c.kill(a)
 
-	evs := c.waitKind(id, wire.EventTaskCompleted, 1)
+	c.waitKind(id, wire.EventTaskCompleted, 1)
 	c.send(id, harness.WithID("after", harness.Deliver("after the task")))
-	evs = c.waitOutput(id, "after the task")
+	c.waitOutput(id, "after the task")
 	time.Sleep(time.Second) // room for a duplicate result to show
-	evs = c.events(id)
+	evs := c.events(id)
 	applied := checkStream(t, evs)
 	if n := harness.Count(evs, wire.EventTaskCompleted); n != 1 {
 		t.Fatalf("%d task.completed events", n)

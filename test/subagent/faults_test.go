@@ -32,11 +32,11 @@ func TestKillParentOwner(t *testing.T) {
 	w.kill(p1)
 
 	w.WaitRecord(parent, func(r record.SessionRecord) bool { return r.OwnerProcess == "p2" })
-	evs := w.WaitFor(parent, "the child's result applied after the takeover", func(evs []wire.Event) bool {
+	w.WaitFor(parent, "the child's result applied after the takeover", func(evs []wire.Event) bool {
 		return harness.OutputCommitted("child r: /sleep 2s")(evs) && settled(evs)
 	})
 	w.Send(parent, stamped("after", "v1", "after"))
-	evs = w.WaitOutput(parent, "after")
+	evs := w.WaitOutput(parent, "after")
 	kevs := w.WaitFor(kid, "the child settled", settled)
 	w.checkOnce(parent, kid, evs, kevs)
 	if r := w.Record(kid).Record; r.DeploymentID != "v1b" || r.OwnerProcess != "b1" {
@@ -66,11 +66,11 @@ func TestKillChildOwner(t *testing.T) {
 	w.kill(p1)
 
 	w.WaitRecord(kid, func(r record.SessionRecord) bool { return r.OwnerProcess == "p2" })
-	evs := w.WaitFor(parent, "the child's result after its takeover", func(evs []wire.Event) bool {
+	w.WaitFor(parent, "the child's result after its takeover", func(evs []wire.Event) bool {
 		return harness.OutputCommitted("child r: /sleep 2s")(evs) && settled(evs)
 	})
 	w.Send(parent, stamped("after", "v1b", "after"))
-	evs = w.WaitOutput(parent, "after")
+	evs := w.WaitOutput(parent, "after")
 	kevs := w.WaitFor(kid, "the child settled", settled)
 	w.checkOnce(parent, kid, evs, kevs)
 	runs := harness.Runs(w.execs(), kid)["t2/1"]

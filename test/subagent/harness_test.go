@@ -97,19 +97,6 @@ func (w *world) checkpoint(id string) (record.SessionRecord, runtime.Snapshot) {
 	return cur.Record, cp.Snap
 }
 
-// handle is the parent's handle name in its checkpoint.
-func (w *world) handle(parent, name string) runtime.Handle {
-	w.t.Helper()
-	_, snap := w.checkpoint(parent)
-	for _, h := range snap.Handles {
-		if h.Handle == name {
-			return h
-		}
-	}
-	w.t.Fatalf("session %s has no handle %s: %+v", parent, name, snap.Handles)
-	return runtime.Handle{}
-}
-
 // waitHandle waits until the parent's checkpoint shows handle name in state.
 func (w *world) waitHandle(parent, name, state string) runtime.Handle {
 	w.t.Helper()
@@ -171,14 +158,6 @@ func (w *world) waitExec(id, key, pid string) {
 	w.t.Helper()
 	w.Eventually(wait, fmt.Sprintf("step %s of %s running in %s", key, id, pid), func() bool {
 		return harness.Ran(w.execs(), id, key, pid)
-	})
-}
-
-// waitRunning waits until some step of the session has run.
-func (w *world) waitRunning(id string) {
-	w.t.Helper()
-	w.Eventually(wait, "a step of "+id+" running", func() bool {
-		return len(harness.Runs(w.execs(), id)) > 0
 	})
 }
 

@@ -32,9 +32,9 @@ func TestSpawnCreatesOneChild(t *testing.T) {
 	w.Check(err)
 	w.Send(parent, spawn)
 	w.republish(parent, sent, "spawn-copy")
-	evs := w.WaitOutput(parent, "child r: hello")
+	w.WaitOutput(parent, "child r: hello")
 	w.Send(parent, stamped("after", "v1", "after"))
-	evs = w.WaitFor(parent, "after answered and settled", func(evs []wire.Event) bool {
+	evs := w.WaitFor(parent, "after answered and settled", func(evs []wire.Event) bool {
 		return harness.OutputCommitted("after")(evs) && settled(evs)
 	})
 
