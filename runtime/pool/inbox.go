@@ -41,13 +41,8 @@ func (r *jsReader) Deliveries() <-chan session.Delivery { return r.out }
 func (r *jsReader) Lost() <-chan error                  { return r.lost }
 
 const (
-	inboxPullExpiry = 5 * time.Second
-	inboxHeartbeat  = time.Second
-	// inboxMissesLost: a reader is lost after this many windows of two
-	// heartbeats in a row with neither a message nor a heartbeat (4 s):
-	// the iterator re-pulls after each window itself, so a lost pull costs
-	// one window (2 s), and only a consumer that stays silent is reopened.
-	inboxMissesLost  = 2
+	inboxPullExpiry  = 5 * time.Second
+	inboxHeartbeat   = time.Second
 	consumerInactive = 10 * time.Minute
 	consumerAckWait  = 5 * time.Second
 )
@@ -183,16 +178,8 @@ func unused(c jetstream.Consumer) bool {
 
 func (r *jsReader) read() {
 	defer close(r.done)
-	missed := 0
 	for {
 		msg, err := r.iter.Next()
-		if errors.Is(err, jetstream.ErrNoHeartbeat) && missed < inboxMissesLost-1 {
-			// The iterator has already sent a new pull (a lost one is the
-			// common cause). A process that stalled for two heartbeats
-			// (a loaded machine) misses one window without losing anything.
-			missed++
-			continue
-		}
 		if err != nil {
 			select {
 			case <-r.stop: // closed by the session
@@ -201,7 +188,6 @@ func (r *jsReader) read() {
 			}
 			return
 		}
-		missed = 0
 		meta, err := msg.Metadata()
 		if err != nil {
 			continue
