@@ -46,7 +46,7 @@ func StartCluster(base string, n int, syncAlways bool) ([]*server.Server, error)
 		Shutdown(nodes...)
 		return nil, err
 	}
-	if err := ProbePlacement(nodes[0].ClientURL(), n, jetstream.MemoryStorage, 1, 20*time.Second); err != nil {
+	if err := ProbePlacement(nodes[0].ClientURL(), n, jetstream.FileStorage, 3, 20*time.Second); err != nil {
 		Shutdown(nodes...)
 		return nil, err
 	}
