@@ -224,10 +224,13 @@ func Retry(r SessionRecord, target string, force bool, writer string, ev Appende
 	return operated(r, writer, ev), nil
 }
 
-// Terminate is an operator's end of a quarantined session: no owner runs
-// it, so the operator's write ends it (state ended; ev, session.ended with
-// reason terminated, as the new event-seq floor). The checkpoint is left
-// as it was (it may be unreadable): an ended record is never run again.
+// Terminate carries out an operator's end of a quarantined session, as the
+// owner that finishes the request writes it (record/finish.go): no run is
+// live, so the record ends without the machine (state ended; ev,
+// session.ended with reason terminated, as the new event-seq floor; the
+// request cleared). The checkpoint is left as it was (it may be
+// unreadable, and no state version expresses terminated): an ended record
+// is never run again.
 func Terminate(r SessionRecord, writer string, ev Appended) (SessionRecord, error) {
 	if err := inQuarantine("terminate", r); err != nil {
 		return SessionRecord{}, err
