@@ -29,6 +29,7 @@ var _ session.Inbox = jsInbox{}
 // jsReader is one open consumer.
 type jsReader struct {
 	iter jetstream.MessagesContext
+	cons jetstream.Consumer
 	out  chan session.Delivery
 	stop chan struct{}
 	done chan struct{}
@@ -105,7 +106,7 @@ func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, e
 	if err != nil {
 		return nil, fmt.Errorf("pool: consume %s: %w", c.Name, err)
 	}
-	r := &jsReader{iter: iter, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
+	r := &jsReader{iter: iter, cons: cons, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
 		done: make(chan struct{}), lost: make(chan error, 1)}
 	go r.read()
 	return r, nil
@@ -180,6 +181,9 @@ func (r *jsReader) read() {
 	defer close(r.done)
 	for {
 		msg, err := r.iter.Next()
+		if errors.Is(err, jetstream.ErrNoHeartbeat) && r.alive() {
+			continue
+		}
 		if err != nil {
 			select {
 			case <-r.stop: // closed by the session
@@ -199,6 +203,27 @@ func (r *jsReader) read() {
 			return
 		}
 	}
+}
+
+// alive reports whether the consumer still answers after a window of two
+// heartbeats with neither a message nor a heartbeat. The iterator has
+// already sent a new pull by then: a window missed because this process
+// or its server stalled (a loaded machine), or because a pull was lost,
+// costs the window and nothing else. Only a consumer that is gone or does
+// not answer within consumerAttempt loses the reader (a consumer deleted
+// while it is read ends it at once, by the server's status).
+func (r *jsReader) alive() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), consumerAttempt)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_, err := r.cons.Info(ctx)
+	return err == nil
 }
 
 // Close stops delivery (the consumer stays until Delete or its inactivity
