@@ -45,7 +45,7 @@ func (o *Owner) reads() (wireVersions, stateVersions []int) {
 	for v := 1; v <= wire.CurrentVersion; v++ {
 		wireVersions = append(wireVersions, v)
 	}
-	top := o.readStateVersion()
+	top := o.fp.readStateVersion()
 	for v := wire.MinStateVersion; v <= top; v++ {
 		stateVersions = append(stateVersions, v)
 	}

@@ -7,21 +7,6 @@ import (
 	"time"
 )
 
-// goBG runs f in a tracked goroutine of the current lease period, unless
-// that period (ctx) is over.
-func (o *Owner) goBG(ctx context.Context, f func()) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ctx.Err() != nil {
-		return
-	}
-	o.bg.Add(1)
-	go func() {
-		defer o.bg.Done()
-		f()
-	}()
-}
-
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()

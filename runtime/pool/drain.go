@@ -25,13 +25,7 @@ func (o *Owner) drain(ctx context.Context) {
 	deadline := time.NewTimer(o.cfg.DrainTimeout)
 	defer deadline.Stop()
 	for {
-		o.mu.Lock()
-		n := len(o.sessions) + len(o.loading) + o.settling
-		for _, l := range o.sessions {
-			l.askHibernate()
-		}
-		room := o.room
-		o.mu.Unlock()
+		n, room := o.reg.hibernateAll()
 		if n == 0 {
 			o.log.Info("drained: every session hibernated", "took", time.Since(began).Round(time.Millisecond))
 			return

@@ -96,7 +96,7 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 	}
 
 	second := e.owner("v1", "p2")
-	e.Eventually(wait, "p2 to hold its lease", second.leaseValid)
+	e.Eventually(wait, "p2 to hold its lease", second.lease.valid)
 	if err := second.Load(t.Context(), id, runtime.BootHandoff); err != nil {
 		t.Fatal(err)
 	}

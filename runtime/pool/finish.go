@@ -31,8 +31,8 @@ const finishRelayTimeout = 5 * time.Second
 // (anyOwner) on the subject every owner serves.
 func (o *Owner) serveFinish(anyOwner bool) nats.MsgHandler {
 	return func(msg *nats.Msg) {
-		ctx := o.servingCtx()
-		o.goBG(ctx, func() {
+		ctx := o.reg.serving()
+		o.reg.goBG(ctx, func() {
 			req, err := protocol.DecodeFinish(msg.Data)
 			if err != nil {
 				respond(msg, protocol.FinishReply{Error: protocol.Refuse(protocol.CodeBadRequest, err)})
@@ -108,16 +108,16 @@ func (o *Owner) relayFinish(ctx context.Context, dep, id string) (protocol.Finis
 func (o *Owner) finish(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
 	rec := cur.Record
 	id := rec.SessionID
-	if !o.leaseValid() {
+	if !o.lease.valid() {
 		return protocol.FinishReply{}, ErrFenced
 	}
 	if p := rec.OwnerProcess; p != "" && p != o.cfg.ProcessID && o.peerLive(p) {
 		return protocol.FinishReply{}, fmt.Errorf("session %s is being finished by process %s", id, p)
 	}
-	if !o.beginLoad(id) {
+	if !o.reg.beginLoad(id) {
 		return protocol.FinishReply{}, fmt.Errorf("session %s is being finished here", id)
 	}
-	defer o.endLoad(id)
+	defer o.reg.endLoad(id)
 	claimed, err := record.ClaimFinish(rec, o.cfg.ProcessID, "finish-"+newID())
 	if err != nil {
 		return protocol.FinishReply{}, err

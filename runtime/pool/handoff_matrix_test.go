@@ -410,7 +410,7 @@ func (sc *mxScenario) awaitLateAdoption(src *mxInst) {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		cur, err := sc.e.Store.LeaderSession(context.Background(), sc.id)
-		if err == nil && cur.Record.OwnerProcess != "p1" && !src.w.leaseValid() {
+		if err == nil && cur.Record.OwnerProcess != "p1" && !src.w.lease.valid() {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -461,7 +461,7 @@ func (sc *mxScenario) run() {
 			e.Eventually(wait, "the late source's lease to expire and the session to be adopted", func() bool {
 				cur, err := e.Store.LeaderSession(t.Context(), id)
 				return err == nil && cur.Record.OwnerProcess != "p1" && cur.Record.State == record.StateActive &&
-					!src.w.leaseValid()
+					!src.w.lease.valid()
 			})
 			close(sc.free)
 		}

@@ -70,7 +70,7 @@ func (o *Owner) sweepInbox(ctx context.Context) ([]string, error) {
 	for subj := range info.State.Subjects {
 		tok := strings.TrimPrefix(subj, prefix)
 		h, _, err := o.cfg.Store.GetHook(ctx, tok)
-		if err != nil || h.Tombstone || woken[h.SessionID] || o.isLoaded(h.SessionID) {
+		if err != nil || h.Tombstone || woken[h.SessionID] || o.reg.isLoaded(h.SessionID) {
 			continue
 		}
 		// Per token: a session's command may be on any of its addresses.

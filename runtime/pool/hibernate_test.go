@@ -47,10 +47,11 @@ func (e *env) waitHibernated(id string) record.Session {
 func (e *env) waitRechecked(o *Owner, id string) {
 	e.t.Helper()
 	e.Eventually(wait, "the re-check of "+id+"'s hibernation", func() bool {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		_, loaded := o.sessions[id]
-		return !loaded && o.settling == 0
+		r := o.reg
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		_, loaded := r.sessions[id]
+		return !loaded && r.settling == 0
 	})
 }
 

@@ -119,9 +119,9 @@ var (
 	_ session.Appender = (*eventlog.Appender)(nil)
 )
 
-func (h host) LeaseValid() bool { return h.o.leaseValid() }
+func (h host) LeaseValid() bool { return h.o.lease.valid() }
 
-func (h host) AwaitLease(ctx context.Context) error { return h.o.awaitLease(ctx) }
+func (h host) AwaitLease(ctx context.Context) error { return h.o.lease.await(ctx) }
 
 func (h host) Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error) {
 	if h.o.txn == nil {
@@ -139,12 +139,12 @@ func (h host) RemoveIndex(ctx context.Context, sessionID string) error {
 }
 
 func (h host) Go(f func(ctx context.Context)) {
-	ctx := h.o.servingCtx()
-	h.o.goBG(ctx, func() { f(ctx) })
+	ctx := h.o.reg.serving()
+	h.o.reg.goBG(ctx, func() { f(ctx) })
 }
 
-func (h host) Reconnected() <-chan struct{} { return h.o.reconnected() }
+func (h host) Reconnected() <-chan struct{} { return h.o.reconn.next() }
 
 func (h host) Draining() bool { return h.o.draining.Load() }
 
-func (h host) Settled(sessionID string) { h.o.dropSuspect(sessionID) }
+func (h host) Settled(sessionID string) { h.o.gate.dropSuspect(sessionID) }

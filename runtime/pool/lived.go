@@ -18,35 +18,12 @@ import (
 // A process frozen or cut off past its lease cannot: to the peer it is a
 // dead one, and the peer's claim counts the run as a death's may be.
 
-// sawStop remembers that run runID of session id stopped while this
-// process lived (not hibernated, not ended: those settle the record).
-func (o *Owner) sawStop(id, runID string) {
-	o.mu.Lock()
-	o.stops[id] = runID
-	o.mu.Unlock()
-}
-
-// forgetStop drops what sawStop kept for session id: a claim took it, or
-// it runs elsewhere now.
-func (o *Owner) forgetStop(id string) {
-	o.mu.Lock()
-	delete(o.stops, id)
-	o.mu.Unlock()
-}
-
-// lived reports whether this process saw run runID of session id stop.
-func (o *Owner) lived(id, runID string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return runID != "" && o.stops[id] == runID
-}
-
 // bootOf is what this process's claim of rec knows (record.Boot): the
 // state the checkpoint settles to, whether it has a step in flight, and
 // whether the run the record names stopped here while this process lived.
 func (o *Owner) bootOf(rec record.SessionRecord, d session.Checkpoint) record.Boot {
 	return record.Boot{Settled: session.SettledState(d.Snap), InFlight: session.InFlight(d.Snap),
-		Lived: o.lived(rec.SessionID, rec.OwnerRunID), At: o.now().UTC()}
+		Lived: o.reg.lived(rec.SessionID, rec.OwnerRunID), At: o.now().UTC()}
 }
 
 // releaseWait bounds a fenced run's release: it must land before the

@@ -30,17 +30,17 @@ func (o *Owner) Load(ctx context.Context, id string, reason runtime.BootReason) 
 // adopt, for BootAdopt only, takes a session of a retired deployment
 // (retired.go); its ID, source and epoch are filled in from the claim.
 func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, seen *record.Session, adopt *runtime.AdoptInfo) (bool, error) {
-	if !o.leaseValid() {
+	if !o.lease.valid() {
 		return false, ErrFenced
 	}
-	if ok, err := o.reserve(ctx, id); !ok {
+	if ok, err := o.reg.reserve(ctx, id); !ok {
 		return false, err
 	}
-	defer o.endLoad(id)
+	defer o.reg.endLoad(id)
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
 		return false, err
 	}
-	o.afterIndex(id)
+	o.fp.afterIndex(id)
 	cur, err := o.leaderRecord(ctx, id, seen)
 	if err != nil {
 		return false, fmt.Errorf("pool: load %s: %w", id, err)
@@ -49,7 +49,7 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	if from != o.cfg.Deployment && adopt == nil {
 		return false, fmt.Errorf("pool: session %s belongs to deployment %q", id, from)
 	}
-	if !o.leaseValid() {
+	if !o.lease.valid() {
 		return false, ErrFenced
 	}
 	b, err := o.claim(ctx, cur)
@@ -62,7 +62,7 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	if err != nil {
 		return false, err
 	}
-	o.afterClaim(id)
+	o.fp.afterClaim(id)
 	switch {
 	case adopt != nil:
 		a := *adopt
@@ -78,13 +78,6 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 	}
 	o.spawn(s, reason)
 	return true, nil
-}
-
-func (o *Owner) isLoaded(id string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	_, ok := o.sessions[id]
-	return ok
 }
 
 // claim CASes the record to this run: epoch+1, this process, a new consumer.
@@ -104,7 +97,7 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (session.Boot, er
 	}
 	d.SetFloor(cur.Record)
 	boot := o.bootOf(cur.Record, d)
-	if err := o.gate(ctx, cur, &d, boot); err != nil {
+	if err := o.admit(ctx, cur, &d, boot); err != nil {
 		return session.Boot{}, err
 	}
 	rec, err := o.claimCAS(ctx, cur, boot)
@@ -113,7 +106,7 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (session.Boot, er
 		b, err = o.claimed(ctx, cur, rec, d)
 	}
 	if err != nil {
-		o.dropSuspect(cur.Record.SessionID)
+		o.gate.dropSuspect(cur.Record.SessionID)
 	}
 	return b, err
 }
@@ -130,17 +123,17 @@ func (o *Owner) mayBoot(ctx context.Context, rec record.SessionRecord) error {
 	return o.deferBoot(rec)
 }
 
-// gate decides a readable record's attempt (record.Attempt): the one that
+// admit decides a readable record's attempt (record.Attempt): the one that
 // reaches QuarantineAfter quarantines the session, a suspect that must run
 // alone (record.Alone) waits for this process's suspect slot
 // (quarantine.go), and the floor event goes on the stream before this
 // run's first event.
-func (o *Owner) gate(ctx context.Context, cur record.Session, d *session.Checkpoint, boot record.Boot) error {
+func (o *Owner) admit(ctx context.Context, cur record.Session, d *session.Checkpoint, boot record.Boot) error {
 	id := cur.Record.SessionID
 	switch n := record.Attempt(cur.Record, boot); {
 	case n >= o.cfg.QuarantineAfter:
 		return o.quarantine(ctx, cur, n, record.Failure(cur.Record), d)
-	case record.Alone(boot, n, o.cfg.QuarantineAfter) && !o.takeSuspect(id):
+	case record.Alone(boot, n, o.cfg.QuarantineAfter) && !o.gate.takeSuspect(id):
 		o.retryAt(id, cur.Record.OwnerProcess, suspectRetry+jitter(id, n, suspectRetry))
 		return ErrDeferred
 	}
@@ -148,7 +141,7 @@ func (o *Owner) gate(ctx context.Context, cur record.Session, d *session.Checkpo
 		return nil
 	}
 	if _, err := o.publishPending(ctx, o.appender(id), cur.Record, nil); err != nil {
-		o.dropSuspect(id)
+		o.gate.dropSuspect(id)
 		return fmt.Errorf("pool: claim %s: floor event: %w", id, err)
 	}
 	return nil
@@ -166,7 +159,7 @@ func (o *Owner) claimCAS(ctx context.Context, cur record.Session, boot record.Bo
 	if err != nil {
 		return claimedRec{}, fmt.Errorf("pool: claim %s: %w", rec.SessionID, err)
 	}
-	o.forgetStop(rec.SessionID)
+	o.reg.forgetStop(rec.SessionID)
 	if rec.BootAttempts > cur.Record.BootAttempts {
 		o.log.Info("claimed a session whose last owner vanished unsettled", "session", rec.SessionID,
 			"attempt", rec.BootAttempts, "quarantine_after", o.cfg.QuarantineAfter)
@@ -232,7 +225,7 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 }
 
 // IsLoaded reports whether the session runs in this owner process.
-func (o *Owner) IsLoaded(id string) bool { return o.isLoaded(id) }
+func (o *Owner) IsLoaded(id string) bool { return o.reg.isLoaded(id) }
 
 // leaderRecord returns seen, or reads the record from the leader.
 func (o *Owner) leaderRecord(ctx context.Context, id string, seen *record.Session) (record.Session, error) {

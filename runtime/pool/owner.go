@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -23,27 +22,16 @@ import (
 
 // Owner runs the sessions of one owner process.
 type Owner struct {
-	cfg      Config
-	log      *slog.Logger
-	fp       *failpoint.Registry
-	instance string    // nonce of this Run, written into the lease
-	born     time.Time // monotonic origin of validUntil
+	cfg Config
+	log *slog.Logger
+	fp  points
 
-	mu        sync.Mutex
-	sessions  map[string]*loaded
-	loading   map[string]bool   // claims in progress (create or Load)
-	restarts  map[string]int    // consecutive failed runs per session
-	retrying  map[string]bool   // boot attempts scheduled after the quarantine backoff
-	suspect   string            // the counted boot this process runs now (quarantine.go)
-	stops     map[string]string // per session, its run this process saw stop (lived.go)
-	suspectAt time.Time
-	wg        sync.WaitGroup             // session goroutines
-	bg        sync.WaitGroup             // adoption, wake and restart goroutines
-	ctx       context.Context            // the serving context of the current lease period
-	state     jetstream.ObjectStore      // baton_state (set by Run)
-	journal   atomic.Pointer[kv.Journal] // baton_journal (set by Run)
-	txn       *handoff.Txn               // nil: handoff disabled
-	env       *session.Env               // what every session of this process shares
+	reg     *registry                  // the loaded sessions of the current lease period
+	gate    *gate                      // the quarantine gate: suspect slot, backoff, retries
+	state   jetstream.ObjectStore      // baton_state (set by Run)
+	journal atomic.Pointer[kv.Journal] // baton_journal (set by Run)
+	txn     *handoff.Txn               // nil: handoff disabled
+	env     *session.Env               // what every session of this process shares
 
 	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
 	// messages by sequence (retired.go), the appenders' last events.
@@ -51,15 +39,12 @@ type Owner struct {
 	inboxMsgs kv.Stream
 	events    kv.Stream
 
-	lease    leaseState
+	lease    *lease
 	peers    peerSet
 	wakeSem  chan struct{}
-	reconnMu sync.Mutex
-	reconnCh chan struct{} // closed and replaced on every reconnect
-	room     chan struct{} // closed and replaced when a session leaves or a claim ends
+	reconn   *reconnects
 	metrics  *metrics
 	draining atomic.Bool
-	settling int           // hibernated sessions whose inbox re-check runs (o.mu)
 	drainCh  chan struct{} // closed when the drain begins
 	retired  retiredSet
 }
@@ -86,19 +71,21 @@ func New(cfg Config) (*Owner, error) {
 		}
 		cfg.Events = reg
 	}
-	o := &Owner{cfg: cfg, fp: cfg.Failpoints, born: time.Now(),
-		sessions: map[string]*loaded{}, loading: map[string]bool{}, restarts: map[string]int{}, retrying: map[string]bool{},
-		stops: map[string]string{},
-		peers: peerSet{m: map[string]peer{}}, reconnCh: make(chan struct{}), wakeSem: make(chan struct{}, maxWakes),
-		ctx: canceled(), room: make(chan struct{}), drainCh: make(chan struct{}),
+	o := &Owner{cfg: cfg, fp: points{cfg.Failpoints},
+		peers: peerSet{m: map[string]peer{}}, reconn: newReconnects(cfg.NC), wakeSem: make(chan struct{}, maxWakes),
+		drainCh: make(chan struct{}),
 		backlog: kv.NewBacklog(cfg.JS, cfg.Names), inboxMsgs: kv.NewStream(cfg.JS, cfg.Names.InboxStream()),
 		events: kv.NewStream(cfg.JS, cfg.Names.EventsStream()),
 	}
+	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
 	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(o.Loaded())) })
 	if err != nil {
 		return nil, fmt.Errorf("pool: metrics: %w", err)
 	}
 	o.metrics = m
+	o.reg = newRegistry(cfg.MaxLoaded, &o.draining, m)
+	o.gate = newGate(cfg.QuarantineBackoff, cfg.Now)
+	o.lease = &lease{cfg: &o.cfg, log: o.log, metrics: m, fp: o.fp, born: time.Now()}
 	if !cfg.DisableHandoff {
 		o.txn = &handoff.Txn{
 			Store: cfg.Store, StartTimeout: cfg.HandoffStartTimeout,
@@ -107,17 +94,10 @@ func New(cfg Config) (*Owner, error) {
 			Failpoints: cfg.Failpoints,
 		}
 	}
-	o.log = cfg.Log.With(slog.String("deployment", cfg.Deployment), slog.String("process", cfg.ProcessID))
 	if err := o.newEnv(); err != nil {
 		return nil, err
 	}
 	return o, nil
-}
-
-func canceled() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
 }
 
 func (o *Owner) now() time.Time { return o.cfg.Now() }
@@ -142,7 +122,7 @@ func (o *Owner) newOwner() record.Owner {
 // served — and then acquires the lease again and resumes its index by fresh
 // claims.
 func (o *Owner) Run(ctx context.Context) error {
-	o.instance = newID()
+	o.lease.instance = newID()
 	state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
 	if ctx.Err() != nil {
 		return nil // stopped while starting: a clean shutdown
@@ -177,18 +157,18 @@ func (o *Owner) Run(ctx context.Context) error {
 	}
 	var bg sync.WaitGroup
 	bg.Go(func() { o.watchPeers(runCtx) })
-	bg.Go(func() { o.watchReconnects(runCtx) })
+	bg.Go(func() { o.reconn.watch(runCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- o.runTasks(ctx) }() // no new tasks once draining
 	o.advertise(runCtx)
 	for runCtx.Err() == nil {
-		if err := o.acquire(runCtx); err != nil {
+		if err := o.lease.acquire(runCtx); err != nil {
 			break
 		}
 		o.serve(runCtx)
 		sleep(runCtx, 100*time.Millisecond) // a fence that repeats must not spin
 	}
-	o.release()
+	o.lease.release()
 	bg.Wait()
 	return <-errc
 }
@@ -196,19 +176,14 @@ func (o *Owner) Run(ctx context.Context) error {
 // serve runs one lease period: until ctx ends or the process is fenced.
 func (o *Owner) serve(parent context.Context) {
 	ctx, cancel := context.WithCancelCause(parent)
-	o.mu.Lock()
-	o.ctx = ctx
-	o.mu.Unlock()
+	o.reg.begin(ctx)
 	o.lease.setCancel(cancel)
 	defer func() {
-		o.mu.Lock() // orders the cancel with goBG's check (see goBG)
-		cancel(nil)
-		o.mu.Unlock()
-		o.invalidate()
-		o.stopAll()
-		o.bg.Wait()
+		o.reg.cancel(cancel)
+		o.lease.invalidate()
+		o.reg.stopAll()
 	}()
-	o.goBG(ctx, func() { o.renewLoop(ctx) })
+	o.reg.goBG(ctx, func() { o.lease.renewLoop(ctx) })
 	// Resume the index before serving start requests: start indexes a new
 	// session before it runs it, so a resume listing the index meanwhile
 	// would claim that session a second time in this process.
@@ -232,13 +207,13 @@ func (o *Owner) serve(parent context.Context) {
 		sub, err := o.cfg.NC.QueueSubscribe(s.subject, s.queue, s.handler)
 		if err != nil {
 			o.log.Error("subscribe failed; fencing to retry", "subject", s.subject, "err", err)
-			o.fence(fmt.Errorf("subscribe %s: %w", s.subject, err))
+			o.lease.fence(fmt.Errorf("subscribe %s: %w", s.subject, err))
 			return
 		}
 		subs = append(subs, sub)
 	}
-	o.goBG(ctx, func() { o.sweepLoop(ctx) })
-	o.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
+	o.reg.goBG(ctx, func() { o.sweepLoop(ctx) })
+	o.reg.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
 	// The subscriptions are registered with the server once a round trip
 	// has passed: only then is "serving" true for a requester on another
 	// connection (without it, a start right after the log line can meet
@@ -261,14 +236,6 @@ func (o *Owner) serve(parent context.Context) {
 	if cause := context.Cause(ctx); errors.Is(cause, ErrFenced) {
 		o.log.Warn("fenced: stopping every session", "cause", cause)
 	}
-}
-
-// servingCtx is the context of the current lease period (canceled while
-// fenced).
-func (o *Owner) servingCtx() context.Context {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.ctx
 }
 
 // The handoff transaction's store and backlog check are kv's.

@@ -69,7 +69,7 @@ func (o *Owner) peerEvent(ev kv.LeaseEvent) {
 	}
 	pid := ev.ProcessID
 	if pid == o.cfg.ProcessID {
-		o.ownLeaseEvent(ev)
+		o.lease.ownEvent(ev)
 		return
 	}
 	o.peers.mu.Lock()
@@ -83,8 +83,8 @@ func (o *Owner) peerEvent(ev kv.LeaseEvent) {
 	o.peers.mu.Unlock()
 	if ev.Expired && !ev.Initial && wasLive && prev.deployment == o.cfg.Deployment {
 		o.log.Info("owner process lease expired", "dead", pid)
-		ctx := o.servingCtx()
-		o.goBG(ctx, func() {
+		ctx := o.reg.serving()
+		o.reg.goBG(ctx, func() {
 			if o.peers.changedSince(pid, ev.Revision) {
 				return // a peer took the key over already (this watch lags)
 			}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/baton-rt/baton/protocol"
@@ -56,7 +54,7 @@ func (o *Owner) bootFailed(ctx context.Context, cur record.Session, cause error)
 		return fmt.Errorf("%w (the attempt is not recorded: %v)", cause, err)
 	}
 	o.log.Info("boot attempt failed", "session", rec.SessionID, "attempt", next.BootAttempts, "quarantine_after", o.cfg.QuarantineAfter, "err", msg)
-	o.retryAt(rec.SessionID, rec.OwnerProcess, o.backoffLeft(next))
+	o.retryAt(rec.SessionID, rec.OwnerProcess, o.gate.backoffLeft(next))
 	return cause
 }
 
@@ -215,49 +213,18 @@ func (o *Owner) eventOf(id, dep string, seq uint64, runID string, body wire.Even
 	return wire.EncodeEvent(o.cfg.Events, e)
 }
 
-// backoffLeft is how long the next boot attempt of rec must still wait:
-// the backoff after its counted attempts, stretched by up to a half by a
-// jitter fixed per session and attempt (every process computes the same,
-// and sessions that failed together do not retry together), less the time
-// since the last attempt.
-func (o *Owner) backoffLeft(rec record.SessionRecord) time.Duration {
-	n, steps := rec.BootAttempts, o.cfg.QuarantineBackoff
-	if n == 0 || len(steps) == 0 || rec.BootAttemptAt.IsZero() {
-		return 0
-	}
-	b := steps[min(n, len(steps))-1]
-	b += jitter(rec.SessionID, n, b/2)
-	return b - o.now().Sub(rec.BootAttemptAt)
-}
-
-// jitter is a duration in [0, span), fixed by the session and attempt.
-func jitter(id string, n int, span time.Duration) time.Duration {
-	if span <= 0 {
-		return 0
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(id + "/" + strconv.Itoa(n)))
-	return time.Duration(h.Sum64() % uint64(span))
-}
-
 // retryAt wakes session id here after wait (once per session at a time),
 // as a claimer for from (the owner process its record named): the next
 // boot attempt after a failed or deferred one. If this process stops
 // first, the sweepers try it.
 func (o *Owner) retryAt(id, from string, wait time.Duration) {
-	o.mu.Lock()
-	if o.retrying[id] {
-		o.mu.Unlock()
+	if !o.gate.scheduleRetry(id) {
 		return
 	}
-	o.retrying[id] = true
-	ctx := o.ctx
-	o.mu.Unlock()
-	o.goBG(ctx, func() {
+	ctx := o.reg.serving()
+	o.reg.goBG(ctx, func() {
 		sleep(ctx, max(wait, 0))
-		o.mu.Lock()
-		delete(o.retrying, id)
-		o.mu.Unlock()
+		o.gate.retried(id)
 		if ctx.Err() != nil {
 			return
 		}
@@ -266,44 +233,10 @@ func (o *Owner) retryAt(id, from string, wait time.Duration) {
 	})
 }
 
-// A counted boot (a suspect: its last owner vanished with a step in flight
-// or mid-boot) runs alone among suspects in a process, for suspectHold at
-// most: when one session's step kills its process, every session that was
-// mid-step there becomes a suspect, and re-run side by side the culprit
-// would kill its innocent neighbours again. One at a time, a neighbour's
-// re-run settles (its counter back to 0) before the culprit's next run, or
-// runs in a process the culprit is not in.
-const (
-	suspectHold  = 2 * time.Second
-	suspectRetry = 100 * time.Millisecond
-)
-
-// takeSuspect reserves this process's suspect slot for session id; false
-// while another suspect holds it (for less than suspectHold).
-func (o *Owner) takeSuspect(id string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.suspect != "" && o.suspect != id && time.Since(o.suspectAt) < suspectHold {
-		return false
-	}
-	o.suspect, o.suspectAt = id, time.Now()
-	return true
-}
-
-// dropSuspect frees the suspect slot if session id holds it: its run
-// settled (a commit reset its counter) or stopped.
-func (o *Owner) dropSuspect(id string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.suspect == id {
-		o.suspect = ""
-	}
-}
-
 // deferBoot defers a boot attempt that comes before rec's backoff has
 // passed: ErrDeferred, and a retry here when it has.
 func (o *Owner) deferBoot(rec record.SessionRecord) error {
-	wait := o.backoffLeft(rec)
+	wait := o.gate.backoffLeft(rec)
 	if wait <= 0 {
 		return nil
 	}

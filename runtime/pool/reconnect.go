@@ -2,13 +2,27 @@ package pool
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
-// watchReconnects signals every session after the connection reconnected:
+// reconnects signals every session after the connection reconnected:
 // consumers are memory-storage and vanish when the server restarts.
-func (o *Owner) watchReconnects(ctx context.Context) {
-	last := o.cfg.NC.Stats().Reconnects
+type reconnects struct {
+	nc *nats.Conn
+	mu sync.Mutex
+	ch chan struct{} // closed and replaced on every reconnect
+}
+
+func newReconnects(nc *nats.Conn) *reconnects {
+	return &reconnects{nc: nc, ch: make(chan struct{})}
+}
+
+// watch polls the connection's reconnect count until ctx ends.
+func (r *reconnects) watch(ctx context.Context) {
+	last := r.nc.Stats().Reconnects
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -17,19 +31,19 @@ func (o *Owner) watchReconnects(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n := o.cfg.NC.Stats().Reconnects; n != last {
+		if n := r.nc.Stats().Reconnects; n != last {
 			last = n
-			o.reconnMu.Lock()
-			close(o.reconnCh)
-			o.reconnCh = make(chan struct{})
-			o.reconnMu.Unlock()
+			r.mu.Lock()
+			close(r.ch)
+			r.ch = make(chan struct{})
+			r.mu.Unlock()
 		}
 	}
 }
 
-// reconnected is closed at the next reconnect.
-func (o *Owner) reconnected() <-chan struct{} {
-	o.reconnMu.Lock()
-	defer o.reconnMu.Unlock()
-	return o.reconnCh
+// next is closed at the next reconnect.
+func (r *reconnects) next() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ch
 }

@@ -44,7 +44,7 @@ func (h host) Send(ctx context.Context, from string, sends []runtime.Send) ([]ru
 	var pending []runtime.Send
 	for _, s := range sends {
 		if s.Alias != "" {
-			if !h.o.leaseValid() {
+			if !h.o.lease.valid() {
 				return nil, ErrFenced
 			}
 			if err := h.o.trySend(ctx, from, s); err != nil {
@@ -96,7 +96,7 @@ func (o *Owner) sendOne(ctx context.Context, from string, s runtime.Send) error 
 		backoff.WithMaxElapsedTime(0)), ctx)
 	attempt := 0
 	return backoff.Retry(func() error {
-		if !o.leaseValid() {
+		if !o.lease.valid() {
 			return backoff.Permanent(ErrFenced)
 		}
 		err := o.trySend(ctx, from, s)

@@ -69,7 +69,7 @@ func (o *Owner) retryPending(ctx context.Context, from string, p runtime.Pending
 	attempt := 0
 	var last error
 	err := backoff.Retry(func() error {
-		if !o.leaseValid() {
+		if !o.lease.valid() {
 			return backoff.Permanent(ErrFenced)
 		}
 		last = o.trySend(ctx, from, s) // each attempt is bounded; one runs even past the deadline

@@ -13,12 +13,6 @@ import (
 	"github.com/baton-rt/baton/runtime/session"
 )
 
-type loaded struct {
-	s      *session.Session
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
 // resumeIndex re-claims every session this process's index names, each by
 // a fresh claim CAS. An entry for a session another process runs now is
 // stale (a crash between index and claim, or a takeover) and is dropped.
@@ -39,7 +33,7 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 // consumer can fail to start, and an index left unread leaves every
 // session to the next sweep.
 func (o *Owner) listIndex(ctx context.Context) ([]string, error) {
-	return o.listIndexOf(ctx, o.cfg.ProcessID, o.leaseValid)
+	return o.listIndexOf(ctx, o.cfg.ProcessID, o.lease.valid)
 }
 
 // listIndexOf lists the index of process pid the same way, while more
@@ -105,7 +99,7 @@ func (o *Owner) resumeOne(ctx context.Context, id string) {
 	// leader after a NATS server died) is tried again soon, a few times,
 	// rather than left to the next sweep: every claim is a CAS, so a retry
 	// can only win or learn the session moved on.
-	for n := 0; n < resumeRetries && retriable(rep.Error) && o.leaseValid() && ctx.Err() == nil; n++ {
+	for n := 0; n < resumeRetries && retriable(rep.Error) && o.lease.valid() && ctx.Err() == nil; n++ {
 		sleep(ctx, o.cfg.leaseCall())
 		rep = o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
 	}
@@ -114,7 +108,7 @@ func (o *Owner) resumeOne(ctx context.Context, id string) {
 		// The orphan sweeper re-claims it (the record names this process).
 		o.log.Warn("resume failed", "session", id, "err", rep.Error.Message)
 	case staleEntry(rep.Outcome):
-		o.forgetStop(id)
+		o.reg.forgetStop(id)
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 			o.log.Warn("drop stale index entry", "session", id, "err", err)
 		}
@@ -128,63 +122,12 @@ func staleEntry(out protocol.WakeOutcome) bool {
 	return out == protocol.WakeElsewhere || out == protocol.WakeMissing || out == protocol.WakeQuarantined
 }
 
-func (o *Owner) stopAll() {
-	o.mu.Lock()
-	for _, l := range o.sessions {
-		l.cancel()
-	}
-	o.mu.Unlock()
-	o.wg.Wait()
-}
-
 // Loaded reports the IDs of the sessions this owner runs.
-func (o *Owner) Loaded() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	ids := make([]string, 0, len(o.sessions))
-	for id := range o.sessions {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-// beginLoad reserves id for one claim in this process; false if the session
-// runs here or another claim of it is in progress.
-func (o *Owner) beginLoad(id string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, ok := o.sessions[id]; ok || o.loading[id] {
-		return false
-	}
-	o.loading[id] = true
-	return true
-}
+func (o *Owner) Loaded() []string { return o.reg.ids() }
 
 // localStopWait bounds how long a handoff start waits for this process's own
 // previous run of the session to exit.
 const localStopWait = 2 * time.Second
-
-// awaitStopped waits up to timeout for this process's run of id (if any) to
-// exit. A run that is the live owner does not exit, and the caller refuses.
-func (o *Owner) awaitStopped(id string, timeout time.Duration) {
-	o.mu.Lock()
-	l, ok := o.sessions[id]
-	o.mu.Unlock()
-	if !ok {
-		return
-	}
-	select {
-	case <-l.done:
-	case <-time.After(timeout):
-	}
-}
-
-func (o *Owner) endLoad(id string) {
-	o.mu.Lock()
-	delete(o.loading, id)
-	o.freed()
-	o.mu.Unlock()
-}
 
 // spawn runs a claimed session in its own goroutine. A run that fails (not
 // fenced, not stopped by a lost CAS, not ended) is restarted by a fresh
@@ -193,27 +136,19 @@ func (o *Owner) endLoad(id string) {
 // A claim that completes after the lease period ended (a handoff activation
 // or a wake racing with a fence or shutdown) does not run: serve's stopAll
 // may be waiting on wg already, and an Add from zero concurrent with that
-// Wait is a WaitGroup misuse. The cancel under o.mu orders this check with
-// stopAll, as in goBG; the session is resumed by the next claim (this
+// Wait is a WaitGroup misuse (registry.add); the session is resumed by the next claim (this
 // process's resume after it re-acquires its lease, or a peer's adoption).
 func (o *Owner) spawn(s *session.Session, reason runtime.BootReason) {
 	s.Touch()
-	o.mu.Lock()
-	if o.ctx.Err() != nil {
-		o.mu.Unlock()
+	l, ctx, ok := o.reg.add(s)
+	if !ok {
 		o.log.Warn("claimed after the lease period ended; not running it here now (the next claim resumes it)", "session", s.ID())
 		return
 	}
-	ctx, cancel := context.WithCancel(o.ctx)
-	l := &loaded{s: s, cancel: cancel, done: make(chan struct{})}
-	o.sessions[s.ID()] = l
-	o.metrics.loadedNow(len(o.sessions))
-	o.wg.Add(1)
-	o.mu.Unlock()
 	go func() {
-		defer o.wg.Done()
+		defer o.reg.exited()
 		defer close(l.done)
-		defer cancel()
+		defer l.cancel()
 		began := time.Now()
 		err := s.Run(ctx, reason)
 		o.stopped(ctx, l, err, time.Since(began))
@@ -225,20 +160,11 @@ func (o *Owner) spawn(s *session.Session, reason runtime.BootReason) {
 func (o *Owner) stopped(ctx context.Context, l *loaded, err error, ran time.Duration) {
 	s, id := l.s, l.s.ID()
 	log := o.log.With(slog.String("session", id), slog.Uint64("epoch", s.Epoch()))
-	o.dropSuspect(id)
+	o.gate.dropSuspect(id)
 	if !s.Hibernated() && s.Ended() == "" {
-		o.sawStop(id, s.RunID()) // this process lives: the run's end is no death (lived.go)
+		o.reg.sawStop(id, s.RunID()) // this process lives: the run's end is no death (lived.go)
 	}
-	o.mu.Lock()
-	if o.sessions[id] == l {
-		delete(o.sessions, id)
-		o.metrics.loadedNow(len(o.sessions))
-		o.freed()
-	}
-	if s.Hibernated() {
-		o.settling++ // until its re-check is done (drain waits)
-	}
-	o.mu.Unlock()
+	o.reg.remove(l, s.Hibernated())
 	switch {
 	case s.Hibernated() && ctx.Err() == nil:
 		o.recheckHibernated(ctx, s)
@@ -258,10 +184,7 @@ func (o *Owner) stopped(ctx context.Context, l *loaded, err error, ran time.Dura
 		o.lost(ctx, id)
 	}
 	if s.Hibernated() {
-		o.mu.Lock()
-		o.settling--
-		o.freed()
-		o.mu.Unlock()
+		o.reg.settled()
 	}
 }
 
@@ -277,7 +200,7 @@ func (o *Owner) lost(ctx context.Context, id string) {
 	case cur.Record.OwnerProcess == o.cfg.ProcessID:
 		o.restartLater(id, 0)
 	default:
-		o.forgetStop(id)
+		o.reg.forgetStop(id)
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 			o.log.Debug("remove stale index entry", "session", id, "err", err)
 		}
@@ -287,16 +210,9 @@ func (o *Owner) lost(ctx context.Context, id string) {
 // restartLater re-claims a session whose run failed, after a backoff that
 // grows with consecutive quick failures.
 func (o *Owner) restartLater(id string, ran time.Duration) {
-	o.mu.Lock()
-	if ran > time.Minute {
-		o.restarts[id] = 0
-	}
-	n := o.restarts[id]
-	o.restarts[id] = n + 1
-	ctx := o.ctx
-	o.mu.Unlock()
+	n, ctx := o.reg.restarted(id, ran)
 	delay := min(time.Second<<min(n, 5), 30*time.Second)
-	o.goBG(ctx, func() {
+	o.reg.goBG(ctx, func() {
 		select {
 		case <-ctx.Done():
 			return
@@ -307,7 +223,7 @@ func (o *Owner) restartLater(id string, ran time.Duration) {
 		if staleEntry(rep.Outcome) {
 			// It runs elsewhere now (a handoff that completed after all),
 			// or no owner runs it: this process's index entry is stale.
-			o.forgetStop(id)
+			o.reg.forgetStop(id)
 			if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil {
 				o.log.Debug("remove stale index entry", "session", id, "err", err)
 			}

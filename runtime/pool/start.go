@@ -27,12 +27,12 @@ func (o *Owner) serveStart(msg *nats.Msg) {
 	case st.Kind == protocol.StartHandoff && err != nil:
 		respond(msg, handoff.Reply(st.Handoff, handoff.Activation{}, err))
 	case st.Kind == protocol.StartHandoff:
-		ctx := o.servingCtx()
-		o.goBG(ctx, func() { o.serveHandoff(ctx, msg, st.Handoff) })
+		ctx := o.reg.serving()
+		o.reg.goBG(ctx, func() { o.serveHandoff(ctx, msg, st.Handoff) })
 	case err != nil:
 		respond(msg, refuseStart(protocol.CodeBadRequest, err))
 	default:
-		respond(msg, o.start(o.servingCtx(), st.Session))
+		respond(msg, o.start(o.reg.serving(), st.Session))
 	}
 }
 
@@ -54,7 +54,7 @@ func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.S
 	if err != nil {
 		return refuseStart(protocol.CodeBadRequest, err)
 	}
-	if !o.leaseValid() {
+	if !o.lease.valid() {
 		return refuseStart(protocol.CodeUnavailable, ErrFenced)
 	}
 	id := cmp.Or(req.SessionID, newID())
@@ -66,14 +66,14 @@ func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.S
 	tokens = append([]string{subjects.StableToken(id)}, tokens...)
 	// Reserved, so a sweep does not claim it before it runs, and counted
 	// against MaxLoaded.
-	ok, err := o.reserve(ctx, id)
+	ok, err := o.reg.reserve(ctx, id)
 	switch {
 	case err != nil:
 		return refuseStart(protocol.CodeUnavailable, err)
 	case !ok: // a requested ID that is running or loading here
 		return o.existing(id, false)
 	}
-	defer o.endLoad(id)
+	defer o.reg.endLoad(id)
 	s, holder, err := o.create(ctx, id, req.Aliases, tokens, timeout)
 	switch {
 	case holder != nil:
@@ -188,22 +188,22 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 		respond(msg, protocol.HandoffStartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID,
 			Error: protocol.Refuse(protocol.CodeUnavailable, err)})
 	}
-	if !o.leaseValid() {
+	if !o.lease.valid() {
 		unavailable(ErrFenced)
 		return
 	}
 	id := req.SessionID
 	// A session that just moved away from this process may still be
 	// stopping here (a quick A→B→A): give that run a moment to exit.
-	o.awaitStopped(id, localStopWait)
-	if ok, err := o.reserve(ctx, id); !ok {
+	o.reg.awaitStopped(id, localStopWait)
+	if ok, err := o.reg.reserve(ctx, id); !ok {
 		if err == nil {
 			err = fmt.Errorf("session %s is already running or loading in process %s", id, o.cfg.ProcessID)
 		}
 		unavailable(err)
 		return
 	}
-	defer o.endLoad(id)
+	defer o.reg.endLoad(id)
 	// The index entry must exist before the claim (a crash right after it
 	// is recovered from the index); it is written while Activate reads,
 	// and the claim waits for it (BeforeClaim).
@@ -212,10 +212,10 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 	waitIndex := sync.OnceValue(func() error { return <-indexed })
 	var d session.Checkpoint
 	validate := func(cp []byte) error {
-		if o.refuseActivation(id) {
+		if o.fp.refuseActivation(id) {
 			return errors.New("fault: checkpoint refused")
 		}
-		if err := o.readable(cp); err != nil {
+		if err := o.fp.readable(cp); err != nil {
 			return err
 		}
 		dd, err := session.ReadCheckpoint(ctx, o.env, id, cp)
@@ -230,7 +230,7 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 	}
 	act, err := handoff.Activate(ctx, o.cfg.Store, handoff.ActivateRequestFrom(req), handoff.Candidate{
 		Deployment: o.cfg.Deployment, ProcessID: o.cfg.ProcessID, RunID: newID(),
-		WireV: wire.CurrentVersion, Validate: validate, Failpoints: o.fp,
+		WireV: wire.CurrentVersion, Validate: validate, Failpoints: o.fp.r,
 		BeforeClaim: waitIndex,
 	})
 	_ = waitIndex() // settled before a refusal removes the entry

@@ -66,8 +66,8 @@ func (o *Owner) sweep(ctx context.Context) {
 		}
 		switch {
 		case r.OwnerProcess == o.cfg.ProcessID:
-			if o.beginLoad(id) { // not running here, not being claimed
-				o.endLoad(id)
+			if o.reg.beginLoad(id) { // not running here, not being claimed
+				o.reg.endLoad(id)
 				// Wake re-reads the record from the leader before claiming.
 				if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeSweeper}); rep.Outcome == protocol.WakeLoaded {
 					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)

@@ -28,14 +28,14 @@ const wakeTimeout = 2 * time.Second
 const maxWakes = 32
 
 func (o *Owner) serveWake(msg *nats.Msg) {
-	ctx := o.servingCtx()
-	o.goBG(ctx, func() {
+	ctx := o.reg.serving()
+	o.reg.goBG(ctx, func() {
 		req, err := protocol.DecodeWake(msg.Data)
 		if err != nil {
 			respond(msg, protocol.WakeReply{Error: protocol.Refuse(protocol.CodeBadRequest, err)})
 			return
 		}
-		if o.dropWake(req) {
+		if o.fp.dropWake(req) {
 			return
 		}
 		o.wakeSem <- struct{}{}
@@ -80,10 +80,10 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 		rep.Error = protocol.Refuse(code, err)
 		return rep
 	}
-	if !o.leaseValid() {
+	if !o.lease.valid() {
 		return fail(protocol.CodeUnavailable, ErrFenced), false
 	}
-	if o.isLoaded(id) {
+	if o.reg.isLoaded(id) {
 		rep.Outcome, rep.ProcessID = protocol.WakeRunning, o.cfg.ProcessID
 		return rep, false
 	}
@@ -135,8 +135,8 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 		// Another process's session: it runs there, or that process is
 		// dead and is adopted through its own lease and index.
 		if !o.peerLive(owner) {
-			bg := o.servingCtx()
-			o.goBG(bg, func() { o.adopt(bg, owner, []string{id}) })
+			bg := o.reg.serving()
+			o.reg.goBG(bg, func() { o.adopt(bg, owner, []string{id}) })
 		}
 		rep.Outcome, rep.ProcessID = protocol.WakeElsewhere, owner
 		return rep, false
