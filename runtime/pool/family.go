@@ -33,7 +33,7 @@ const (
 // once, logged on failure: the child's own sweep and timeout bound what a
 // lost one costs) and returns the children sent `end` and how the family
 // was found.
-func (o *Owner) endFamily(ctx context.Context, rec record.SessionRecord) ([]string, string) {
+func (o *finisher) endFamily(ctx context.Context, rec record.SessionRecord) ([]string, string) {
 	id := rec.SessionID
 	snap, how := o.familyOf(ctx, rec)
 	cfg := runtime.Config{SessionID: id, RunID: rec.Writer, Deployment: rec.DeploymentID}
@@ -47,7 +47,7 @@ func (o *Owner) endFamily(ctx context.Context, rec record.SessionRecord) ([]stri
 		if !o.receiverLive(ctx, s.SessionID) {
 			continue
 		}
-		if err := o.trySend(ctx, id, s); err != nil {
+		if err := o.send.trySend(ctx, id, s); err != nil {
 			o.log.Warn("finish: a command for the ended session's family was not sent", "session", id, "to", s.SessionID,
 				"kind", s.Command.Kind, "err", err)
 			continue
@@ -61,7 +61,7 @@ func (o *Owner) endFamily(ctx context.Context, rec record.SessionRecord) ([]stri
 
 // familyOf is the snapshot the family end starts from: the checkpoint's,
 // or one naming only the open children the index finds.
-func (o *Owner) familyOf(ctx context.Context, rec record.SessionRecord) (runtime.Snapshot, string) {
+func (o *finisher) familyOf(ctx context.Context, rec record.SessionRecord) (runtime.Snapshot, string) {
 	if d, err := session.DecodeCheckpoint(rec.Checkpoint); err == nil {
 		return d.Snap, familyMachine
 	}
@@ -79,7 +79,7 @@ func (o *Owner) familyOf(ctx context.Context, rec record.SessionRecord) (runtime
 }
 
 // receiverLive reports a session that exists and has not ended.
-func (o *Owner) receiverLive(ctx context.Context, id string) bool {
+func (o *finisher) receiverLive(ctx context.Context, id string) bool {
 	cur, err := o.cfg.Store.GetSession(ctx, id)
 	if errors.Is(err, record.ErrNotFound) {
 		return false

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -23,13 +25,37 @@ import (
 // the session's agent. A request on the finish subjects only speeds a
 // finish up; the sweep finds every pending one (finishPending).
 
+// finisher carries out the pending finishes: it serves the finish
+// subjects, claims a session for its finish (the registry's claim guard,
+// the lease, the peers' liveness) and writes the end or retry outside any
+// run (outside), then tells the family (sender) or wakes the deployment.
+type finisher struct {
+	cfg     *Config
+	log     *slog.Logger
+	metrics *metrics
+	lease   *lease
+	reg     *registry
+	peers   *peerSet
+	out     *outside
+	send    *sender
+	timers  session.Timers
+}
+
+func (o *finisher) now() time.Time { return o.cfg.Now() }
+
+// Finish carries out the finish that session id's record holds (see
+// finisher.Finish); the sweep calls it for every pending finish it finds.
+func (o *Owner) Finish(ctx context.Context, id string, anyOwner bool) protocol.FinishReply {
+	return o.fin.Finish(ctx, id, anyOwner)
+}
+
 // finishRelayTimeout bounds the request an owner of another deployment
 // relays to the session's own deployment before finishing it itself.
 const finishRelayTimeout = 5 * time.Second
 
 // serveFinish answers a request on this deployment's finish subject, or
 // (anyOwner) on the subject every owner serves.
-func (o *Owner) serveFinish(anyOwner bool) nats.MsgHandler {
+func (o *finisher) serveFinish(anyOwner bool) nats.MsgHandler {
 	return func(msg *nats.Msg) {
 		ctx := o.reg.serving()
 		o.reg.goBG(ctx, func() {
@@ -47,7 +73,7 @@ func (o *Owner) serveFinish(anyOwner bool) nats.MsgHandler {
 // asked as any owner (anyOwner) of a session of another deployment first
 // relays the request to that deployment's pool, and finishes it itself
 // only when none of its owners answers.
-func (o *Owner) Finish(ctx context.Context, id string, anyOwner bool) protocol.FinishReply {
+func (o *finisher) Finish(ctx context.Context, id string, anyOwner bool) protocol.FinishReply {
 	rep := protocol.FinishReply{SessionID: id}
 	if err := subjects.ValidateSessionID(id); err != nil {
 		rep.Error = protocol.Refuse(protocol.CodeBadRequest, err)
@@ -84,7 +110,7 @@ func (o *Owner) Finish(ctx context.Context, id string, anyOwner bool) protocol.F
 
 // relayFinish asks deployment dep's pool to finish session id; ok is false
 // when no owner of dep answered (this owner finishes it).
-func (o *Owner) relayFinish(ctx context.Context, dep, id string) (protocol.FinishReply, bool) {
+func (o *finisher) relayFinish(ctx context.Context, dep, id string) (protocol.FinishReply, bool) {
 	data, _ := json.Marshal(protocol.FinishRequest{SessionID: id})
 	rctx, cancel := context.WithTimeout(ctx, finishRelayTimeout)
 	defer cancel()
@@ -105,13 +131,13 @@ func (o *Owner) relayFinish(ctx context.Context, dep, id string) (protocol.Finis
 // finish claims the session for its finish and carries the request out;
 // one finish of a session runs at a time in this process (the claims'
 // guard), and a live claimer in another process is left to finish it.
-func (o *Owner) finish(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
+func (o *finisher) finish(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
 	rec := cur.Record
 	id := rec.SessionID
 	if !o.lease.valid() {
 		return protocol.FinishReply{}, ErrFenced
 	}
-	if p := rec.OwnerProcess; p != "" && p != o.cfg.ProcessID && o.peerLive(p) {
+	if p := rec.OwnerProcess; p != "" && p != o.cfg.ProcessID && o.peers.live(p) {
 		return protocol.FinishReply{}, fmt.Errorf("session %s is being finished by process %s", id, p)
 	}
 	if !o.reg.beginLoad(id) {
@@ -122,7 +148,7 @@ func (o *Owner) finish(ctx context.Context, cur record.Session) (protocol.Finish
 	if err != nil {
 		return protocol.FinishReply{}, err
 	}
-	rev, err := o.casRecord(ctx, claimed, cur.Revision)
+	rev, err := o.out.casRecord(ctx, claimed, cur.Revision)
 	if err != nil {
 		return protocol.FinishReply{}, fmt.Errorf("claim the finish of %s: %w", id, err)
 	}
@@ -137,16 +163,16 @@ func (o *Owner) finish(ctx context.Context, cur record.Session) (protocol.Finish
 // session — after what its stream may lack (the record's floor event) —
 // carried by the record transition next builds, written at cur's revision.
 // It returns the new record, its revision and the event's seq.
-func (o *Owner) appendOutside(ctx context.Context, cur record.Session, body wire.EventBody,
+func (o *finisher) appendOutside(ctx context.Context, cur record.Session, body wire.EventBody,
 	next func(writer string, ev record.Appended) (record.SessionRecord, error)) (record.Session, uint64, error) {
 	rec := cur.Record
-	app := o.appender(rec.SessionID)
-	seq, err := o.nextSeq(ctx, app, rec, committed{})
+	app := o.out.appender(rec.SessionID)
+	seq, err := o.out.nextSeq(ctx, app, rec, committed{})
 	if err != nil {
 		return record.Session{}, 0, fmt.Errorf("events of %s: %w", rec.SessionID, err)
 	}
 	writer := "finish-" + newID()
-	data, err := o.eventOf(rec.SessionID, rec.DeploymentID, seq, writer, body)
+	data, err := o.out.eventOf(rec.SessionID, rec.DeploymentID, seq, writer, body)
 	if err != nil {
 		return record.Session{}, 0, err
 	}
@@ -154,7 +180,7 @@ func (o *Owner) appendOutside(ctx context.Context, cur record.Session, body wire
 	if err != nil {
 		return record.Session{}, 0, err
 	}
-	rev, err := o.casRecord(ctx, out, cur.Revision)
+	rev, err := o.out.casRecord(ctx, out, cur.Revision)
 	if err != nil {
 		return record.Session{}, 0, err
 	}
@@ -168,7 +194,7 @@ func (o *Owner) appendOutside(ctx context.Context, cur record.Session, body wire
 // record-only end (record.Terminate: no checkpoint state version expresses
 // that reason), every address tombstoned, the timer schedule purged, and
 // its family told through the machine (family.go).
-func (o *Owner) finishEnd(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
+func (o *finisher) finishEnd(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
 	rec := cur.Record
 	id := rec.SessionID
 	done, seq, err := o.appendOutside(ctx, cur, wire.LowestSessionEnded(wire.EndTerminated),
@@ -183,7 +209,7 @@ func (o *Owner) finishEnd(ctx context.Context, cur record.Session) (protocol.Fin
 	if rep.Tombstoned, err = o.tombstoneAll(ctx, rec); err != nil {
 		return protocol.FinishReply{}, fmt.Errorf("session %s ended; tombstoning its addresses failed (repeat the end): %w", id, err)
 	}
-	if err := o.env.Timers.Cancel(ctx, id); err != nil {
+	if err := o.timers.Cancel(ctx, id); err != nil {
 		o.log.Warn("finish: purge the ended session's timer schedule", "session", id, "err", err)
 	}
 	rep.ChildrenEnded, rep.How = o.endFamily(ctx, rec)
@@ -195,7 +221,7 @@ func (o *Owner) finishEnd(ctx context.Context, cur record.Session) (protocol.Fin
 // finishRetry retries the claimed session: session.retried, the record
 // hibernated with its attempts cleared (record.Retry) — on its own
 // deployment or moved to the requested one — and that deployment woken.
-func (o *Owner) finishRetry(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
+func (o *finisher) finishRetry(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
 	rec := cur.Record
 	f := *rec.Finish
 	done, seq, err := o.appendOutside(ctx, cur, wire.SessionRetried{DeploymentID: f.DeploymentID},
@@ -214,7 +240,7 @@ func (o *Owner) finishRetry(ctx context.Context, cur record.Session) (protocol.F
 }
 
 // wakeOnce asks dep's pool to boot the session and reports its answer.
-func (o *Owner) wakeOnce(ctx context.Context, dep, id string) (outcome, process, errText string) {
+func (o *finisher) wakeOnce(ctx context.Context, dep, id string) (outcome, process, errText string) {
 	data, _ := json.Marshal(protocol.WakeRequest{SessionID: id, Source: protocol.WakeFinish})
 	wctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
@@ -238,7 +264,7 @@ func (o *Owner) wakeOnce(ctx context.Context, dep, id string) (outcome, process,
 // tombstoneAll tombstones every address of the session whose hook names
 // it: the stable one and the checkpoint's aliases (read leniently: the
 // checkpoint of a quarantined session may not decode here).
-func (o *Owner) tombstoneAll(ctx context.Context, rec record.SessionRecord) ([]string, error) {
+func (o *finisher) tombstoneAll(ctx context.Context, rec record.SessionRecord) ([]string, error) {
 	addrs := []string{rec.SessionID}
 	if p, err := wire.PeekCheckpoint(rec.Checkpoint); err == nil && len(p.Tokens) > 1 {
 		addrs = append(addrs, p.Tokens[1:]...)

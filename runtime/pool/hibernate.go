@@ -31,7 +31,7 @@ func (o *Owner) recheckHibernated(ctx context.Context, s *session.Session) {
 	}
 	if o.draining.Load() {
 		// Not here: a peer of the pool loads it.
-		o.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: s.ID(), Source: protocol.WakeSelf})
+		o.wakes.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: s.ID(), Source: protocol.WakeSelf})
 		return
 	}
 	if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: s.ID(), Source: protocol.WakeSelf}); rep.Error != nil {
@@ -83,7 +83,7 @@ func (o *Owner) sweepInbox(ctx context.Context) ([]string, error) {
 	// To the pool's queue group, so the loads spread over its processes;
 	// a few at a time, each waiting for its reply (back-pressure).
 	eachBounded(ctx, wake, sweepWakes, func(id string) {
-		if rep, err := o.requestWake(ctx, protocol.WakeRequest{SessionID: id, Source: protocol.WakeSweeper}); err != nil || rep.Error != nil {
+		if rep, err := o.wakes.requestWake(ctx, protocol.WakeRequest{SessionID: id, Source: protocol.WakeSweeper}); err != nil || rep.Error != nil {
 			o.log.Debug("inbox sweep: wake", "session", id, "err", err, "reply", rep.Error)
 		}
 	})

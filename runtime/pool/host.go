@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
@@ -14,8 +15,8 @@ import (
 )
 
 // The owner process's side of its sessions: the session.Env every session
-// shares, and the session.Host through which a session reaches the
-// process (its lease, its handoff transaction, tasks, its index).
+// shares, and the ports through which a session reaches the process
+// (session.Process, Handoffs, Tasks, Sends).
 
 // newEnv builds the sessions' environment over JetStream: kv for records
 // and event appends, the inbox stream's consumers, the state object store
@@ -23,14 +24,18 @@ import (
 func (o *Owner) newEnv() error {
 	cfg := o.cfg
 	env := &session.Env{
-		Records:  cfg.Store,
-		Inbox:    jsInbox{js: cfg.JS, names: cfg.Names},
-		Blobs:    jsBlobs{obs: func() objectStore { return o.state }},
-		Timers:   jsTimers{js: cfg.JS, names: cfg.Names, deployment: cfg.Deployment, now: cfg.Now},
-		Backlog:  o.backlog,
-		Host:     host{o},
+		Records: cfg.Store,
+		Inbox:   jsInbox{js: cfg.JS, names: cfg.Names},
+		Blobs:   jsBlobs{obs: func() objectStore { return o.state }},
+		Timers:  jsTimers{js: cfg.JS, names: cfg.Names, deployment: cfg.Deployment, now: cfg.Now},
+		Backlog: o.backlog,
+		Process: process{lease: o.lease, reg: o.reg, reconn: o.reconn, gate: o.gate, store: cfg.Store,
+			id: cfg.ProcessID, draining: &o.draining},
+		Handoffs: handoffs{o.txn},
+		Tasks:    o.tasks,
+		Sends:    o.send,
 		Observer: o.metrics,
-		Appender: func(id string) session.Appender { return o.appender(id) },
+		Appender: func(id string) session.Appender { return o.out.appender(id) },
 		Live:     natsLive{nc: cfg.NC, names: cfg.Names, met: o.metrics},
 		Journal:  lazyJournal{o},
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
@@ -110,41 +115,53 @@ func (l lazyJournal) Delete(ctx context.Context, key string) error {
 
 var _ session.JournalStore = (*kv.Journal)(nil)
 
-// host is session.Host for the sessions of o.
-type host struct{ o *Owner }
+// process is session.Process for the sessions of one owner process: its
+// lease, registry, reconnect signal, quarantine gate and index.
+type process struct {
+	lease    *lease
+	reg      *registry
+	reconn   *reconnects
+	gate     *gate
+	store    *kv.Store
+	id       string // the process ID, whose index this is
+	draining *atomic.Bool
+}
+
+// handoffs is session.Handoffs: the handoff transaction, nil when the
+// process does not hand off.
+type handoffs struct{ txn *handoff.Txn }
 
 var (
-	_ session.Host     = host{}
+	_ session.Process  = process{}
+	_ session.Handoffs = handoffs{}
+	_ session.Tasks    = (*tasks)(nil)
+	_ session.Sends    = (*sender)(nil)
 	_ session.Records  = (*kv.Store)(nil)
 	_ session.Appender = (*eventlog.Appender)(nil)
 )
 
-func (h host) LeaseValid() bool { return h.o.lease.valid() }
+func (p process) LeaseValid() bool { return p.lease.valid() }
 
-func (h host) AwaitLease(ctx context.Context) error { return h.o.lease.await(ctx) }
+func (p process) AwaitLease(ctx context.Context) error { return p.lease.await(ctx) }
 
-func (h host) Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error) {
-	if h.o.txn == nil {
+func (h handoffs) Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error) {
+	if h.txn == nil {
 		return handoff.Result{}, session.ErrHandoffDisabled
 	}
-	return h.o.txn.Run(ctx, req)
+	return h.txn.Run(ctx, req)
 }
 
-func (h host) StartTask(ctx context.Context, sessionID string, t runtime.TaskSpec) error {
-	return h.o.startTask(ctx, sessionID, t)
+func (p process) RemoveIndex(ctx context.Context, sessionID string) error {
+	return p.store.RemoveIndex(ctx, p.id, sessionID)
 }
 
-func (h host) RemoveIndex(ctx context.Context, sessionID string) error {
-	return h.o.cfg.Store.RemoveIndex(ctx, h.o.cfg.ProcessID, sessionID)
+func (p process) Go(f func(ctx context.Context)) {
+	ctx := p.reg.serving()
+	p.reg.goBG(ctx, func() { f(ctx) })
 }
 
-func (h host) Go(f func(ctx context.Context)) {
-	ctx := h.o.reg.serving()
-	h.o.reg.goBG(ctx, func() { f(ctx) })
-}
+func (p process) Reconnected() <-chan struct{} { return p.reconn.next() }
 
-func (h host) Reconnected() <-chan struct{} { return h.o.reconn.next() }
+func (p process) Draining() bool { return p.draining.Load() }
 
-func (h host) Draining() bool { return h.o.draining.Load() }
-
-func (h host) Settled(sessionID string) { h.o.gate.dropSuspect(sessionID) }
+func (p process) Settled(sessionID string) { p.gate.dropSuspect(sessionID) }

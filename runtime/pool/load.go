@@ -118,7 +118,7 @@ func (o *Owner) mayBoot(ctx context.Context, rec record.SessionRecord) error {
 	case rec.Quarantined():
 		return ErrQuarantined
 	case rec.Terminated():
-		return o.terminated(ctx, rec)
+		return o.out.terminated(ctx, rec)
 	}
 	return o.deferBoot(rec)
 }
@@ -132,7 +132,7 @@ func (o *Owner) admit(ctx context.Context, cur record.Session, d *session.Checkp
 	id := cur.Record.SessionID
 	switch n := record.Attempt(cur.Record, boot); {
 	case n >= o.cfg.QuarantineAfter:
-		return o.quarantine(ctx, cur, n, record.Failure(cur.Record), d)
+		return o.out.quarantine(ctx, cur, n, record.Failure(cur.Record), d)
 	case record.Alone(boot, n, o.cfg.QuarantineAfter) && !o.gate.takeSuspect(id):
 		o.retryAt(id, cur.Record.OwnerProcess, suspectRetry+jitter(id, n, suspectRetry))
 		return ErrDeferred
@@ -140,7 +140,7 @@ func (o *Owner) admit(ctx context.Context, cur record.Session, d *session.Checkp
 	if len(cur.Record.FloorEvent) == 0 {
 		return nil
 	}
-	if _, err := o.publishPending(ctx, o.appender(id), cur.Record, nil); err != nil {
+	if _, err := o.out.publishPending(ctx, o.out.appender(id), cur.Record, nil); err != nil {
 		o.gate.dropSuspect(id)
 		return fmt.Errorf("pool: claim %s: floor event: %w", id, err)
 	}
@@ -155,7 +155,7 @@ func (o *Owner) claimCAS(ctx context.Context, cur record.Session, boot record.Bo
 	if err != nil {
 		return claimedRec{}, err
 	}
-	rev, err := o.casRecord(ctx, rec, cur.Revision)
+	rev, err := o.out.casRecord(ctx, rec, cur.Revision)
 	if err != nil {
 		return claimedRec{}, fmt.Errorf("pool: claim %s: %w", rec.SessionID, err)
 	}

@@ -26,12 +26,18 @@ type Owner struct {
 	log *slog.Logger
 	fp  points
 
-	reg     *registry                  // the loaded sessions of the current lease period
-	gate    *gate                      // the quarantine gate: suspect slot, backoff, retries
-	state   jetstream.ObjectStore      // baton_state (set by Run)
-	journal atomic.Pointer[kv.Journal] // baton_journal (set by Run)
-	txn     *handoff.Txn               // nil: handoff disabled
-	env     *session.Env               // what every session of this process shares
+	reg      *registry                  // the loaded sessions of the current lease period
+	gate     *gate                      // the quarantine gate: suspect slot, backoff, retries
+	out      *outside                   // writes of sessions no run holds: quarantine, finish
+	fin      *finisher                  // an operator's end or retry of a quarantined session
+	wakes    *wakes                     // wake requests to deployments' pools
+	adoption *adopter                   // the sessions of dead processes of this deployment
+	send     *sender                    // commands to other sessions
+	tasks    *tasks                     // the deployment's durable background tasks
+	state    jetstream.ObjectStore      // baton_state (set by Run)
+	journal  atomic.Pointer[kv.Journal] // baton_journal (set by Run)
+	txn      *handoff.Txn               // nil: handoff disabled
+	env      *session.Env               // what every session of this process shares
 
 	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
 	// messages by sequence (retired.go), the appenders' last events.
@@ -94,6 +100,15 @@ func New(cfg Config) (*Owner, error) {
 			Failpoints: cfg.Failpoints,
 		}
 	}
+	o.wakes = &wakes{nc: cfg.NC, names: cfg.Names, deployment: cfg.Deployment, log: o.log}
+	o.tasks = &tasks{cfg: &o.cfg, log: o.log, live: natsLive{nc: cfg.NC, names: cfg.Names, met: m}, wake: o.wakes.sendWake}
+	o.out = &outside{cfg: &o.cfg, log: o.log, metrics: m, events: o.events,
+		blobs: jsBlobs{obs: func() objectStore { return o.state }}}
+	o.send = &sender{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, wake: o.wakes.sendWake}
+	o.adoption = &adopter{cfg: &o.cfg, log: o.log, peers: &o.peers, lease: o.lease, reg: o.reg, wakes: o.wakes,
+		draining: &o.draining, drainCh: o.drainCh, wake: o.Wake}
+	o.fin = &finisher{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, reg: o.reg, peers: &o.peers, out: o.out, send: o.send,
+		timers: jsTimers{js: cfg.JS, names: cfg.Names, deployment: cfg.Deployment, now: cfg.Now}}
 	if err := o.newEnv(); err != nil {
 		return nil, err
 	}
@@ -156,10 +171,10 @@ func (o *Owner) Run(ctx context.Context) error {
 		}()
 	}
 	var bg sync.WaitGroup
-	bg.Go(func() { o.watchPeers(runCtx) })
+	bg.Go(func() { o.adoption.watchPeers(runCtx) })
 	bg.Go(func() { o.reconn.watch(runCtx) })
 	errc := make(chan error, 1)
-	go func() { errc <- o.runTasks(ctx) }() // no new tasks once draining
+	go func() { errc <- o.tasks.runTasks(ctx) }() // no new tasks once draining
 	o.advertise(runCtx)
 	for runCtx.Err() == nil {
 		if err := o.lease.acquire(runCtx); err != nil {
@@ -201,8 +216,8 @@ func (o *Owner) serve(parent context.Context) {
 	}{
 		{o.cfg.Names.Start(o.cfg.Deployment), pool, o.serveStart},
 		{o.cfg.Names.Wake(o.cfg.Deployment), pool, o.serveWake},
-		{o.cfg.Names.Finish(o.cfg.Deployment), pool, o.serveFinish(false)},
-		{o.cfg.Names.FinishAny(), o.cfg.Names.FinishQueueGroup(), o.serveFinish(true)},
+		{o.cfg.Names.Finish(o.cfg.Deployment), pool, o.fin.serveFinish(false)},
+		{o.cfg.Names.FinishAny(), o.cfg.Names.FinishQueueGroup(), o.fin.serveFinish(true)},
 	} {
 		sub, err := o.cfg.NC.QueueSubscribe(s.subject, s.queue, s.handler)
 		if err != nil {

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,21 +32,37 @@ type peerSet struct {
 	adopting map[string]bool
 }
 
-// peerLive reports whether pid's own lease is live as far as the current
+// live reports whether pid's own lease is live as far as the current
 // watch knows. It is a hint: adoption always goes through TakeoverLease,
 // which fails on a live lease.
-func (o *Owner) peerLive(pid string) bool {
-	o.peers.mu.Lock()
-	defer o.peers.mu.Unlock()
-	p, ok := o.peers.m[pid]
-	return ok && p.live && p.gen == o.peers.gen
+func (ps *peerSet) live(pid string) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, ok := ps.m[pid]
+	return ok && p.live && p.gen == ps.gen
+}
+
+// adopter adopts the sessions of dead owner processes of this deployment:
+// it follows every lease key (the peers' liveness, and this process's own
+// key for the lease), takes a dead process's key over and wakes every
+// session of its index through the pool, itself included (wake).
+type adopter struct {
+	cfg      *Config
+	log      *slog.Logger
+	peers    *peerSet
+	lease    *lease
+	reg      *registry
+	wakes    *wakes
+	draining *atomic.Bool
+	drainCh  <-chan struct{}
+	wake     func(context.Context, protocol.WakeRequest) protocol.WakeReply // Owner.Wake
 }
 
 // watchPeers follows every lease key. When the lease of a live process of
 // this deployment expires, this process tries to take the dead key over
 // (one peer wins) and adopt the dead process's sessions. The watch is
 // restarted if it ends before ctx.
-func (o *Owner) watchPeers(ctx context.Context) {
+func (o *adopter) watchPeers(ctx context.Context) {
 	for ctx.Err() == nil {
 		ch, err := o.cfg.Store.WatchLeases(ctx)
 		if err != nil {
@@ -53,9 +70,7 @@ func (o *Owner) watchPeers(ctx context.Context) {
 			sleep(ctx, 500*time.Millisecond)
 			continue
 		}
-		o.peers.mu.Lock()
-		o.peers.gen++
-		o.peers.mu.Unlock()
+		o.peers.newWatch()
 		for ev := range ch {
 			o.peerEvent(ev)
 		}
@@ -63,7 +78,7 @@ func (o *Owner) watchPeers(ctx context.Context) {
 	}
 }
 
-func (o *Owner) peerEvent(ev kv.LeaseEvent) {
+func (o *adopter) peerEvent(ev kv.LeaseEvent) {
 	if ev.Err != nil {
 		return
 	}
@@ -72,16 +87,8 @@ func (o *Owner) peerEvent(ev kv.LeaseEvent) {
 		o.lease.ownEvent(ev)
 		return
 	}
-	o.peers.mu.Lock()
-	prev, ok := o.peers.m[pid]
-	wasLive := ok && prev.live && prev.gen == o.peers.gen
-	next := peer{deployment: prev.deployment, gen: o.peers.gen, rev: ev.Revision}
-	if !ev.Expired && ev.Lease.Holder == "" {
-		next.deployment, next.live = ev.Lease.DeploymentID, true
-	}
-	o.peers.m[pid] = next
-	o.peers.mu.Unlock()
-	if ev.Expired && !ev.Initial && wasLive && prev.deployment == o.cfg.Deployment {
+	wasLive, dep := o.peers.observe(ev)
+	if ev.Expired && !ev.Initial && wasLive && dep == o.cfg.Deployment {
 		o.log.Info("owner process lease expired", "dead", pid)
 		ctx := o.reg.serving()
 		o.reg.goBG(ctx, func() {
@@ -91,6 +98,30 @@ func (o *Owner) peerEvent(ev kv.LeaseEvent) {
 			o.adopt(ctx, pid, nil)
 		})
 	}
+}
+
+// newWatch starts a watch generation: a peer is live only as the current
+// watch confirmed it.
+func (ps *peerSet) newWatch() {
+	ps.mu.Lock()
+	ps.gen++
+	ps.mu.Unlock()
+}
+
+// observe records what lease event ev shows of its process and reports
+// whether that process was live before it, and its deployment then.
+func (ps *peerSet) observe(ev kv.LeaseEvent) (wasLive bool, deployment string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	pid := ev.ProcessID
+	prev, ok := ps.m[pid]
+	wasLive = ok && prev.live && prev.gen == ps.gen
+	next := peer{deployment: prev.deployment, gen: ps.gen, rev: ev.Revision}
+	if !ev.Expired && ev.Lease.Holder == "" {
+		next.deployment, next.live = ev.Lease.DeploymentID, true
+	}
+	ps.m[pid] = next
+	return wasLive, prev.deployment
 }
 
 // changedSince reports whether the watch saw pid's key change after rev.
@@ -128,7 +159,7 @@ func (ps *peerSet) doneAdopting(pid string) {
 // key is held (renewed) until every wake succeeded, then released. If this
 // process stops adopting half way, the hold expires and the sweeper of any
 // peer adopts what is left.
-func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
+func (o *adopter) adopt(ctx context.Context, dead string, extra []string) {
 	if dead == o.cfg.ProcessID || dead == "" || o.draining.Load() || !o.peers.startAdopting(dead) {
 		return
 	}
@@ -161,7 +192,7 @@ func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
 		case <-hctx.Done():
 		}
 	})
-	ids, err := o.listIndexOf(hctx, dead, func() bool { return true }) // the hold bounds it
+	ids, err := listIndexOf(hctx, o.cfg, o.log, dead, func() bool { return true }) // the hold bounds it
 	listed := err == nil || errors.Is(err, record.ErrNotFound)
 	if !listed {
 		// Keep the key until the hold expires: the sweeper adopts again.
@@ -186,7 +217,7 @@ func (o *Owner) adopt(ctx context.Context, dead string, extra []string) {
 
 // hold is a taken-over lease key, renewed while its sessions are adopted.
 type hold struct {
-	o    *Owner
+	o    *adopter
 	dead string
 	rev  uint64
 	lost bool
@@ -221,7 +252,7 @@ const (
 
 // wakeAll wakes every session, retrying each until it succeeds or ctx ends;
 // it reports whether all succeeded.
-func (o *Owner) wakeAll(ctx context.Context, dead string, ids []string) bool {
+func (o *adopter) wakeAll(ctx context.Context, dead string, ids []string) bool {
 	var failed atomic.Int32
 	started := eachBounded(ctx, ids, wakeParallel, func(id string) {
 		if !o.wakeUntilDone(ctx, id, dead) {
@@ -231,7 +262,7 @@ func (o *Owner) wakeAll(ctx context.Context, dead string, ids []string) bool {
 	return started && failed.Load() == 0 && ctx.Err() == nil
 }
 
-func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {
+func (o *adopter) wakeUntilDone(ctx context.Context, id, dead string) bool {
 	// Bounded: a session that cannot be loaded (an unreadable checkpoint)
 	// must not hold the dead key forever — its index entry stays, and the
 	// sweeper tries again later.
@@ -247,9 +278,9 @@ func (o *Owner) wakeUntilDone(ctx context.Context, id, dead string) bool {
 		// hand the request to a member that never answers (a frozen
 		// process keeps its subscriptions until its connection times out).
 		if attempt++; attempt%2 == 0 {
-			rep = o.Wake(ctx, req)
+			rep = o.wake(ctx, req)
 		} else {
-			rep, err = o.requestWake(ctx, req)
+			rep, err = o.wakes.requestWake(ctx, req)
 		}
 		if err == nil && rep.Error != nil {
 			err = rep.Error

@@ -44,7 +44,7 @@ func (o *Owner) bootFailed(ctx context.Context, cur record.Session, cause error)
 	}
 	rec, msg := cur.Record, clipText(cause.Error())
 	if n := rec.BootAttempts + 1; n >= o.cfg.QuarantineAfter {
-		return o.quarantine(ctx, cur, n, msg, nil)
+		return o.out.quarantine(ctx, cur, n, msg, nil)
 	}
 	next, err := record.Failed(rec, msg, "boot-"+newID(), o.now().UTC())
 	if err == nil {
@@ -67,7 +67,7 @@ func (o *Owner) bootFailed(ctx context.Context, cur record.Session, cause error)
 // decoded, else the outbox read leniently (quarantine_outbox.go). It
 // returns ErrQuarantined once the record is quarantined (load then removes
 // this process's index entry; the dead owner's goes with its takeover).
-func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int, cause string, d *session.Checkpoint) error {
+func (o *outside) quarantine(ctx context.Context, cur record.Session, attempts int, cause string, d *session.Checkpoint) error {
 	id := cur.Record.SessionID
 	app := o.appender(id)
 	c, err := o.committedOf(ctx, cur.Record, d)
@@ -101,7 +101,7 @@ func (o *Owner) quarantine(ctx context.Context, cur record.Session, attempts int
 // larger of the subject's last event (after what the stream lacks is
 // appended: c's committed outbox and the record's floor event), the floor
 // and c's event seq.
-func (o *Owner) nextSeq(ctx context.Context, app *eventlog.Appender, rec record.SessionRecord, c committed) (uint64, error) {
+func (o *outside) nextSeq(ctx context.Context, app *eventlog.Appender, rec record.SessionRecord, c committed) (uint64, error) {
 	last, err := o.publishPending(ctx, app, rec, c.outbox)
 	if err != nil {
 		return 0, err
@@ -112,7 +112,7 @@ func (o *Owner) nextSeq(ctx context.Context, app *eventlog.Appender, rec record.
 // parked is the quarantined record: record.Quarantine carrying
 // session.quarantined at seq, at data version 2 only when lost names the
 // kept checkpoint of an outbox that could not be read.
-func (o *Owner) parked(r record.SessionRecord, attempts int, cause string, seq uint64, lost *wire.BlobRef) (record.SessionRecord, error) {
+func (o *outside) parked(r record.SessionRecord, attempts int, cause string, seq uint64, lost *wire.BlobRef) (record.SessionRecord, error) {
 	writer := "quarantine-" + newID()
 	body := wire.LowestSessionQuarantined(wire.SessionQuarantined{Attempts: attempts, Error: cause, DeploymentID: o.cfg.Deployment}, lost)
 	data, err := o.eventOf(r.SessionID, o.cfg.Deployment, seq, writer, body)
@@ -127,7 +127,7 @@ func (o *Owner) parked(r record.SessionRecord, attempts int, cause string, seq u
 // it was quarantined: nothing runs it (its checkpoint does not say ended);
 // only the session.ended its record carries is appended if the operator
 // could not. It returns errTerminated.
-func (o *Owner) terminated(ctx context.Context, rec record.SessionRecord) error {
+func (o *outside) terminated(ctx context.Context, rec record.SessionRecord) error {
 	if _, err := o.publishPending(ctx, o.appender(rec.SessionID), rec, nil); err != nil {
 		o.log.Debug("append the floor event of a terminated session", "session", rec.SessionID, "err", err)
 	}
@@ -135,7 +135,7 @@ func (o *Owner) terminated(ctx context.Context, rec record.SessionRecord) error 
 }
 
 // deleteConsumer deletes an inbox consumer, best effort.
-func (o *Owner) deleteConsumer(ctx context.Context, name string) {
+func (o *outside) deleteConsumer(ctx context.Context, name string) {
 	err := o.cfg.JS.DeleteConsumer(ctx, o.cfg.Names.InboxStream(), name)
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		o.log.Debug("delete consumer", "consumer", name, "err", err)
@@ -151,7 +151,7 @@ const claimSettle = 30 * time.Second
 // (kv.Store.UpdateSessionSettled: a leader read of its writer stamp, the
 // same CAS again while the record is still at rev), for at most
 // claimSettle. A conflict is counted.
-func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uint64) (uint64, error) {
+func (o *outside) casRecord(ctx context.Context, rec record.SessionRecord, rev uint64) (uint64, error) {
 	sctx, cancel := context.WithTimeout(ctx, claimSettle)
 	defer cancel()
 	n, err := o.cfg.Store.UpdateSessionSettled(sctx, rec, rev, nil)
@@ -167,7 +167,7 @@ func (o *Owner) casRecord(ctx context.Context, rec record.SessionRecord, rev uin
 // cannot fill (an outbox event after one that could not be read) is left:
 // the next event follows the last one on the subject. It returns the seq
 // of the subject's last event.
-func (o *Owner) publishPending(ctx context.Context, app *eventlog.Appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
+func (o *outside) publishPending(ctx context.Context, app *eventlog.Appender, rec record.SessionRecord, outbox []wire.Event) (uint64, error) {
 	type pending struct {
 		seq  uint64
 		data []byte
@@ -197,14 +197,14 @@ func (o *Owner) publishPending(ctx context.Context, app *eventlog.Appender, rec 
 }
 
 // appender is a fresh appender of session id's events.
-func (o *Owner) appender(id string) *eventlog.Appender {
+func (o *outside) appender(id string) *eventlog.Appender {
 	return eventlog.NewAppender(o.cfg.JS, o.events, o.cfg.Names.Events(id), id)
 }
 
 // eventOf encodes an event appended outside a commit, stamped with the
 // writer of the record transition that carries it and deployment dep (a
 // quarantine's: this one; a finish's: the session's own).
-func (o *Owner) eventOf(id, dep string, seq uint64, runID string, body wire.EventBody) ([]byte, error) {
+func (o *outside) eventOf(id, dep string, seq uint64, runID string, body wire.EventBody) ([]byte, error) {
 	e, err := wire.NewBodyEvent(body)
 	if err != nil {
 		return nil, err

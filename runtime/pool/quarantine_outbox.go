@@ -30,7 +30,7 @@ type committed struct {
 
 // committedOf is d's committed outbox when the checkpoint could be
 // decoded; else the outbox read leniently from the record's checkpoint.
-func (o *Owner) committedOf(ctx context.Context, rec record.SessionRecord, d *session.Checkpoint) (committed, error) {
+func (o *outside) committedOf(ctx context.Context, rec record.SessionRecord, d *session.Checkpoint) (committed, error) {
 	if d != nil {
 		return committed{outbox: d.Outbox, eventSeq: d.Snap.EventSeq}, nil
 	}
@@ -52,9 +52,9 @@ func (o *Owner) committedOf(ctx context.Context, rec record.SessionRecord, d *se
 // keepCheckpoint stores the record's raw checkpoint in the object store as
 // a session blob (wire.BlobName of its reference; content-addressed, so a
 // repeated quarantine attempt writes the same object).
-func (o *Owner) keepCheckpoint(ctx context.Context, rec record.SessionRecord) (wire.BlobRef, error) {
+func (o *outside) keepCheckpoint(ctx context.Context, rec record.SessionRecord) (wire.BlobRef, error) {
 	ref := wire.NewBlobRef(rec.Checkpoint)
-	if err := o.env.Blobs.Put(ctx, wire.BlobName(rec.SessionID, ref), rec.Checkpoint); err != nil {
+	if err := o.blobs.Put(ctx, wire.BlobName(rec.SessionID, ref), rec.Checkpoint); err != nil {
 		return wire.BlobRef{}, fmt.Errorf("keep the unreadable checkpoint: %w", err)
 	}
 	return ref, nil

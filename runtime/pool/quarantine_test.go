@@ -123,7 +123,7 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 	if err := e.Store.AddIndex(ctx, "ghost", id); err != nil {
 		t.Fatal(err)
 	}
-	p1.adopt(ctx, "ghost", nil) // the lease key of a dead process: taken over, its index woken
+	p1.adoption.adopt(ctx, "ghost", nil) // the lease key of a dead process: taken over, its index woken
 	if ids, _ := e.Store.ListIndex(ctx, "ghost"); slices.Contains(ids, id) {
 		t.Fatalf("takeover left the index entry of the quarantined session: %v", ids)
 	}

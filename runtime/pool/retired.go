@@ -50,7 +50,7 @@ func (o *Owner) isRetired(ctx context.Context, dep string) bool {
 // ownerGone reports whether a record has no live owner process: hibernated,
 // released, or its process's lease is not live.
 func (o *Owner) ownerGone(rec record.SessionRecord) bool {
-	return rec.State == record.StateHibernated || rec.OwnerProcess == "" || !o.peerLive(rec.OwnerProcess)
+	return rec.State == record.StateHibernated || rec.OwnerProcess == "" || !o.peers.live(rec.OwnerProcess)
 }
 
 // adoptable reports whether this process may adopt the session of another

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -26,6 +27,17 @@ import (
 // woken. A send that names an alias creates its child first, on the exact
 // deployment, through that deployment's start subject.
 
+// sender performs a session's sends to other sessions: session.Sender on
+// JetStream. It uses the process's lease (no send without it) and wakes
+// receivers, and nothing else of the process.
+type sender struct {
+	cfg     *Config
+	log     *slog.Logger
+	metrics *metrics
+	lease   *lease
+	wake    func(deployment string, req protocol.WakeRequest)
+}
+
 // sendStartTimeout bounds one start request for a child.
 const sendStartTimeout = 5 * time.Second
 
@@ -40,36 +52,36 @@ var errNoOwner = errors.New("no owner answered")
 // one is returned pending, for the session to retry outside its loop
 // (SendPending), so a parent never waits on a deployment that may not come
 // back.
-func (h host) Send(ctx context.Context, from string, sends []runtime.Send) ([]runtime.Send, error) {
+func (o *sender) Send(ctx context.Context, from string, sends []runtime.Send) ([]runtime.Send, error) {
 	var pending []runtime.Send
 	for _, s := range sends {
 		if s.Alias != "" {
-			if !h.o.lease.valid() {
+			if !o.lease.valid() {
 				return nil, ErrFenced
 			}
-			if err := h.o.trySend(ctx, from, s); err != nil {
+			if err := o.trySend(ctx, from, s); err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				h.o.log.Info("a child send is pending: retried outside the session loop", "from", from, "to", s.SessionID,
+				o.log.Info("a child send is pending: retried outside the session loop", "from", from, "to", s.SessionID,
 					"deployment", s.DeploymentID, "err", err)
-				h.o.metrics.sent(s.Command.Kind, "pending")
+				o.metrics.sent(s.Command.Kind, "pending")
 				pending = append(pending, s)
 			}
 			continue
 		}
-		if err := h.o.sendOne(ctx, from, s); err != nil {
+		if err := o.sendOne(ctx, from, s); err != nil {
 			return nil, err
 		}
 	}
 	return pending, nil
 }
 
-func (h host) ReadsInbox(ctx context.Context, deployment string, v int) (bool, error) {
-	if deployment == h.o.cfg.Deployment {
+func (o *sender) ReadsInbox(ctx context.Context, deployment string, v int) (bool, error) {
+	if deployment == o.cfg.Deployment {
 		return v <= wire.CurrentVersion, nil
 	}
-	d, _, err := h.o.cfg.Store.GetDeployment(ctx, deployment)
+	d, _, err := o.cfg.Store.GetDeployment(ctx, deployment)
 	if err == nil && slices.Contains(d.WireVersions, v) {
 		return true, nil
 	}
@@ -78,7 +90,7 @@ func (h host) ReadsInbox(ctx context.Context, deployment string, v int) (bool, e
 	}
 	// A direct get is a hint that may lag on a cluster: "no" is confirmed
 	// by the leader.
-	vs, err := h.o.cfg.Store.DeploymentReads(ctx, deployment)
+	vs, err := o.cfg.Store.DeploymentReads(ctx, deployment)
 	if errors.Is(err, record.ErrNotFound) {
 		return false, nil
 	}
@@ -90,7 +102,7 @@ func (h host) ReadsInbox(ctx context.Context, deployment string, v int) (bool, e
 
 // sendOne retries one send until it is stored, dropped or the session
 // stops.
-func (o *Owner) sendOne(ctx context.Context, from string, s runtime.Send) error {
+func (o *sender) sendOne(ctx context.Context, from string, s runtime.Send) error {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(5*time.Second),
 		backoff.WithMaxElapsedTime(0)), ctx)
@@ -110,7 +122,7 @@ func (o *Owner) sendOne(ctx context.Context, from string, s runtime.Send) error 
 	}, b)
 }
 
-func (o *Owner) trySend(ctx context.Context, from string, s runtime.Send) error {
+func (o *sender) trySend(ctx context.Context, from string, s runtime.Send) error {
 	v, dep, err := o.sendTarget(ctx, s)
 	if errors.Is(err, errGone) {
 		return o.receiverGone(ctx, from, s)
@@ -128,14 +140,14 @@ func (o *Owner) trySend(ctx context.Context, from string, s runtime.Send) error 
 	if _, err := o.cfg.JS.Publish(ctx, subj, data, jetstream.WithMsgID(s.Command.ID)); err != nil {
 		return fmt.Errorf("publish %s to %s: %w", s.Command.Kind, s.SessionID, err)
 	}
-	o.sendWake(dep, protocol.WakeRequest{SessionID: s.SessionID, Source: protocol.WakeChild})
+	o.wake(dep, protocol.WakeRequest{SessionID: s.SessionID, Source: protocol.WakeChild})
 	o.metrics.sent(s.Command.Kind, "sent")
 	return nil
 }
 
 // sendTarget returns the receiver's inbox version and deployment, creating
 // it first when the send names an alias.
-func (o *Owner) sendTarget(ctx context.Context, s runtime.Send) (int, string, error) {
+func (o *sender) sendTarget(ctx context.Context, s runtime.Send) (int, string, error) {
 	var rep protocol.StartReply
 	if s.Alias != "" {
 		var err error
@@ -175,7 +187,7 @@ func (o *Owner) sendTarget(ctx context.Context, s runtime.Send) (int, string, er
 
 // startChild asks an owner of the send's deployment to create the child
 // under its alias and derived session ID (or to name the existing one).
-func (o *Owner) startChild(ctx context.Context, s runtime.Send) (protocol.StartReply, error) {
+func (o *sender) startChild(ctx context.Context, s runtime.Send) (protocol.StartReply, error) {
 	req := protocol.StartRequest{DeploymentID: s.DeploymentID, Aliases: []string{s.Alias}, SessionID: s.SessionID}
 	data, _ := json.Marshal(req)
 	rctx, cancel := context.WithTimeout(ctx, sendStartTimeout)
@@ -204,7 +216,7 @@ func (o *Owner) startChild(ctx context.Context, s runtime.Send) (protocol.StartR
 // receiverGone handles a send whose receiver has ended: a delegation
 // becomes a failed result for the sender's own handle (so the handle does
 // not stay active for ever); anything else is dropped.
-func (o *Owner) receiverGone(ctx context.Context, from string, s runtime.Send) error {
+func (o *sender) receiverGone(ctx context.Context, from string, s runtime.Send) error {
 	c := s.Command
 	o.metrics.sent(c.Kind, "dropped")
 	if c.Kind != wire.KindDeliver || c.ParentSessionID != from {
@@ -226,12 +238,12 @@ var errEncode = errors.New("encode a derived command")
 // sender's own inbox (its handle closes with ended): command and message
 // ID <child>/<what>/<delegation ID>, so a repeat is deduplicated and the
 // machine applies it once like any child result.
-func (o *Owner) failDelegation(ctx context.Context, from string, s runtime.Send, what, ended, errText string) error {
+func (o *sender) failDelegation(ctx context.Context, from string, s runtime.Send, what, ended, errText string) error {
 	c := s.Command
 	id := clipID(s.SessionID + "/" + what + "/" + c.ID)
 	data, err := wire.Encode(wire.Current(), wire.Command{
 		V: wire.CurrentVersion, Kind: wire.KindChildResult, ID: id,
-		AcceptedDeploymentID: o.cfg.Deployment, AcceptedAt: o.now().UTC(),
+		AcceptedDeploymentID: o.cfg.Deployment, AcceptedAt: o.cfg.Now().UTC(),
 		ChildResult: &wire.ChildResult{Handle: c.Handle, ChildSessionID: s.SessionID, CommandID: c.ID, TurnID: runtime.NoChildTurn,
 			Outcome: wire.ChildFailed, Error: errText, Ended: ended},
 	})

@@ -27,15 +27,15 @@ const DefaultChildSendTimeout = session.DefaultChildSendTimeout
 // errUnavailable: the child cannot be created (deadline, retirement).
 var errUnavailable = errors.New("child unavailable")
 
-func (h host) SendPending(ctx context.Context, from string, p runtime.PendingSend, deadline time.Time) error {
-	return h.o.sendPending(ctx, from, p, deadline)
+func (o *sender) SendPending(ctx context.Context, from string, p runtime.PendingSend, deadline time.Time) error {
+	return o.sendPending(ctx, from, p, deadline)
 }
 
-func (h host) Retired(ctx context.Context, deployment string) (bool, error) {
-	return h.o.cfg.Store.DeploymentRetired(ctx, deployment)
+func (o *sender) Retired(ctx context.Context, deployment string) (bool, error) {
+	return o.cfg.Store.DeploymentRetired(ctx, deployment)
 }
 
-func (o *Owner) sendPending(ctx context.Context, from string, p runtime.PendingSend, deadline time.Time) error {
+func (o *sender) sendPending(ctx context.Context, from string, p runtime.PendingSend, deadline time.Time) error {
 	err := o.retryPending(ctx, from, p, deadline)
 	if !errors.Is(err, errUnavailable) {
 		return err
@@ -59,7 +59,7 @@ func (o *Owner) sendPending(ctx context.Context, from string, p runtime.PendingS
 
 // retryPending tries the send with backoff until it is stored (nil), ctx
 // ends, or it is unavailable (errUnavailable).
-func (o *Owner) retryPending(ctx context.Context, from string, p runtime.PendingSend, deadline time.Time) error {
+func (o *sender) retryPending(ctx context.Context, from string, p runtime.PendingSend, deadline time.Time) error {
 	s := p.Send
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -107,7 +107,7 @@ func runtimeErrorText(err error) string {
 // has no owner running, when the child exists already (created by an
 // earlier attempt): its record names its inbox version and deployment.
 // An ended child is errGone; no child at all is cause.
-func (o *Owner) existingChild(ctx context.Context, s runtime.Send, cause error) (int, string, error) {
+func (o *sender) existingChild(ctx context.Context, s runtime.Send, cause error) (int, string, error) {
 	cur, err := o.cfg.Store.LeaderSession(ctx, s.SessionID)
 	switch {
 	case errors.Is(err, record.ErrNotFound):

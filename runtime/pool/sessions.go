@@ -33,21 +33,21 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 // consumer can fail to start, and an index left unread leaves every
 // session to the next sweep.
 func (o *Owner) listIndex(ctx context.Context) ([]string, error) {
-	return o.listIndexOf(ctx, o.cfg.ProcessID, o.lease.valid)
+	return listIndexOf(ctx, &o.cfg, o.log, o.cfg.ProcessID, o.lease.valid)
 }
 
 // listIndexOf lists the index of process pid the same way, while more
 // reports that trying again is still worth it.
-func (o *Owner) listIndexOf(ctx context.Context, pid string, more func() bool) ([]string, error) {
+func listIndexOf(ctx context.Context, cfg *Config, log *slog.Logger, pid string, more func() bool) ([]string, error) {
 	for n := 0; ; n++ {
 		lctx, cancel := context.WithTimeout(ctx, indexListTimeout)
-		ids, err := o.cfg.Store.ListIndex(lctx, pid)
+		ids, err := cfg.Store.ListIndex(lctx, pid)
 		cancel()
 		if err == nil || errors.Is(err, record.ErrNotFound) || n >= resumeRetries || !more() || ctx.Err() != nil {
 			return ids, err
 		}
-		o.log.Warn("list index failed; retrying", "process", pid, "err", err)
-		sleep(ctx, o.cfg.leaseCall())
+		log.Warn("list index failed; retrying", "process", pid, "err", err)
+		sleep(ctx, cfg.leaseCall())
 	}
 }
 

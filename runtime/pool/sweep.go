@@ -58,7 +58,7 @@ func (o *Owner) sweep(ctx context.Context) {
 		// Counted by the deployment that quarantined it (an adopter of a
 		// retired deployment's session, or the session's own).
 		quarantined += b2i(r.Quarantined() && r.Quarantine != nil && r.Quarantine.DeploymentID == o.cfg.Deployment)
-		if r.FinishPending() && (r.OwnerProcess == "" || r.OwnerProcess == o.cfg.ProcessID || !o.peerLive(r.OwnerProcess)) {
+		if r.FinishPending() && (r.OwnerProcess == "" || r.OwnerProcess == o.cfg.ProcessID || !o.peers.live(r.OwnerProcess)) {
 			finishes = append(finishes, id)
 		}
 		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {
@@ -73,22 +73,22 @@ func (o *Owner) sweep(ctx context.Context) {
 					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
 				}
 			}
-		case !o.peerLive(r.OwnerProcess):
+		case !o.peers.live(r.OwnerProcess):
 			orphans[r.OwnerProcess] = append(orphans[r.OwnerProcess], id)
 		}
 	}
 	for dead, ids := range orphans {
 		o.log.Debug("sweep: sessions whose owner process has no live lease", "dead", dead, "sessions", len(ids))
-		o.adopt(ctx, dead, ids)
+		o.adoption.adopt(ctx, dead, ids)
 	}
-	o.finishAll(ctx, finishes)
+	o.fin.finishAll(ctx, finishes)
 }
 
 // finishAll carries out the pending finishes a sweep found (an operator's
 // end or retry requested while no owner ran, or whose finisher died): a
 // session of another deployment is relayed to that deployment's pool and
 // finished here only when none of its owners answers (Finish).
-func (o *Owner) finishAll(ctx context.Context, ids []string) {
+func (o *finisher) finishAll(ctx context.Context, ids []string) {
 	eachBounded(ctx, ids, 4, func(id string) {
 		rep := o.Finish(ctx, id, true)
 		o.log.Info("sweep: a pending finish of a quarantined session", "session", id, "outcome", rep.Outcome, "error", rep.Error)

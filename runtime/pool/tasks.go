@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"runtime/debug"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,9 +31,20 @@ type task struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 }
 
-// startTask publishes a committed task (message ID = the task ID, so a
+// tasks runs the deployment's durable background tasks (Config.Tasks):
+// it publishes a committed task, consumes the deployment's task subject
+// and returns each result through the session's inbox. It uses nothing of
+// the sessions this process runs.
+type tasks struct {
+	cfg  *Config
+	log  *slog.Logger
+	live session.Live // progress notes; nil: none
+	wake func(deployment string, req protocol.WakeRequest)
+}
+
+// StartTask publishes a committed task (message ID = the task ID, so a
 // repeated start after a crash is deduplicated).
-func (o *Owner) startTask(ctx context.Context, sessionID string, spec runtime.TaskSpec) error {
+func (o *tasks) StartTask(ctx context.Context, sessionID string, spec runtime.TaskSpec) error {
 	data, err := json.Marshal(task{SessionID: sessionID, ID: spec.ID, Kind: spec.Kind, Duration: spec.Duration, Input: spec.Input})
 	if err != nil {
 		return err
@@ -46,7 +59,7 @@ func (o *Owner) startTask(ctx context.Context, sessionID string, spec runtime.Ta
 // runTasks consumes this deployment's tasks until ctx ends; a consumer that
 // cannot be created or stops is retried (it is durable and file-backed, so
 // it survives a server restart).
-func (o *Owner) runTasks(ctx context.Context) error {
+func (o *tasks) runTasks(ctx context.Context) error {
 	for ctx.Err() == nil {
 		err := o.consumeTasks(ctx)
 		if ctx.Err() != nil {
@@ -58,7 +71,7 @@ func (o *Owner) runTasks(ctx context.Context) error {
 	return nil
 }
 
-func (o *Owner) consumeTasks(ctx context.Context) error {
+func (o *tasks) consumeTasks(ctx context.Context) error {
 	cons, err := o.cfg.JS.CreateOrUpdateConsumer(ctx, o.cfg.Names.TasksStream(), jetstream.ConsumerConfig{
 		Durable: "tasks-" + o.cfg.Deployment, FilterSubject: o.cfg.Names.Tasks(o.cfg.Deployment),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.cfg.TaskAckWait, MaxAckPending: 256,
@@ -79,7 +92,7 @@ func (o *Owner) consumeTasks(ctx context.Context) error {
 	}
 }
 
-func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
+func (o *tasks) runTask(ctx context.Context, m jetstream.Msg) {
 	var t task
 	if err := json.Unmarshal(m.Data(), &t); err != nil {
 		o.log.Error("undecodable task dropped", "err", err)
@@ -102,7 +115,7 @@ func (o *Owner) runTask(ctx context.Context, m jetstream.Msg) {
 // safeExecTask is execTask with a panic in the task body recovered: the task
 // fails (its result carries the error), the process and its other tasks and
 // sessions go on.
-func (o *Owner) safeExecTask(ctx context.Context, m jetstream.Msg, t task) (result json.RawMessage, err error) {
+func (o *tasks) safeExecTask(ctx context.Context, m jetstream.Msg, t task) (result json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			o.log.Error("task body panicked; the task fails", "task", t.ID, "session", t.SessionID,
@@ -117,7 +130,7 @@ func (o *Owner) safeExecTask(ctx context.Context, m jetstream.Msg, t task) (resu
 // in progress meanwhile (every third of the ack wait, and at each Progress
 // call). A kind without a handler, a result that is not JSON or is too
 // large fail the task with their code (wire.TaskErrorCode).
-func (o *Owner) execTask(ctx context.Context, m jetstream.Msg, t task) (json.RawMessage, error) {
+func (o *tasks) execTask(ctx context.Context, m jetstream.Msg, t task) (json.RawMessage, error) {
 	kind := wire.TaskKind(t.Kind)
 	h := o.cfg.Tasks[kind]
 	if h == nil {
@@ -177,7 +190,7 @@ func checkTaskResult(result json.RawMessage) (json.RawMessage, error) {
 }
 
 // taskProgress keeps the task alive and publishes its note live.
-func (o *Owner) taskProgress(m jetstream.Msg, t task, note string) {
+func (o *tasks) taskProgress(m jetstream.Msg, t task, note string) {
 	_ = m.InProgress()
 	if note == "" {
 		return
@@ -185,15 +198,15 @@ func (o *Owner) taskProgress(m jetstream.Msg, t task, note string) {
 	if len(note) > wire.MaxProgressNoteBytes {
 		note = note[:wire.MaxProgressNoteBytes-3] // room for a replaced cut rune
 	}
-	msg, err := wire.EncodeLive(t.SessionID, o.cfg.Deployment, o.now(), wire.TaskProgress{TaskID: t.ID, Note: strings.ToValidUTF8(note, "\uFFFD")})
+	msg, err := wire.EncodeLive(t.SessionID, o.cfg.Deployment, o.cfg.Now(), wire.TaskProgress{TaskID: t.ID, Note: strings.ToValidUTF8(note, "\uFFFD")})
 	if err == nil {
-		o.env.Live.Publish(t.SessionID, msg)
+		o.live.Publish(t.SessionID, msg)
 	}
 }
 
 // reportTask publishes task.result to the session's stable inbox subject;
 // its command ID is derived from the task ID, so a re-run reports once.
-func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, taskErr error) error {
+func (o *tasks) reportTask(ctx context.Context, t task, result json.RawMessage, taskErr error) error {
 	body := &wire.TaskResult{TaskID: t.ID, Result: result}
 	if taskErr != nil {
 		body = &wire.TaskResult{TaskID: t.ID, Error: taskErr.Error()}
@@ -201,7 +214,7 @@ func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, 
 	id := "task-" + t.SessionID + "-" + t.ID
 	data, err := wire.Encode(wire.Current(), wire.Command{
 		V: wire.CurrentVersion, Kind: wire.KindTaskResult, ID: id,
-		AcceptedDeploymentID: o.cfg.Deployment, AcceptedAt: o.now().UTC(), TaskResult: body,
+		AcceptedDeploymentID: o.cfg.Deployment, AcceptedAt: o.cfg.Now().UTC(), TaskResult: body,
 	})
 	if err != nil {
 		return errors.Join(errors.New("pool: encode task.result"), err)
@@ -209,6 +222,6 @@ func (o *Owner) reportTask(ctx context.Context, t task, result json.RawMessage, 
 	if _, err = o.cfg.JS.Publish(ctx, o.cfg.Names.Inbox(subjects.StableToken(t.SessionID)), data, jetstream.WithMsgID(id)); err != nil {
 		return err
 	}
-	o.sendWake(o.cfg.Deployment, protocol.WakeRequest{SessionID: t.SessionID, Source: protocol.WakeTask})
+	o.wake(o.cfg.Deployment, protocol.WakeRequest{SessionID: t.SessionID, Source: protocol.WakeTask})
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/baton-rt/baton/protocol"
@@ -103,14 +104,14 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 		rep.Outcome = protocol.WakeQuarantined
 		return rep, false
 	case rec.Terminated():
-		_ = o.terminated(ctx, rec)
+		_ = o.out.terminated(ctx, rec)
 		rep.Outcome = protocol.WakeEnded
 		return rep, false
 	}
 	if t := rec.Retry; t != nil && t.DeploymentID != o.cfg.Deployment {
 		// An operator retried it on another deployment: that one adopts it.
 		if !req.Forwarded {
-			o.forwardWake(t.DeploymentID, req)
+			o.wakes.forwardWake(t.DeploymentID, req)
 		}
 		rep.Outcome = protocol.WakeElsewhere
 		return rep, false
@@ -121,7 +122,7 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 	}
 	if rec.DeploymentID != o.cfg.Deployment {
 		if rec.State == record.StateHibernated && !req.Forwarded {
-			o.forwardWake(rec.DeploymentID, req) // a sender with a stale deployment
+			o.wakes.forwardWake(rec.DeploymentID, req) // a sender with a stale deployment
 		}
 		rep.Outcome, rep.ProcessID = protocol.WakeElsewhere, owner
 		return rep, false
@@ -134,9 +135,9 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 		}
 		// Another process's session: it runs there, or that process is
 		// dead and is adopted through its own lease and index.
-		if !o.peerLive(owner) {
+		if !o.peers.live(owner) {
 			bg := o.reg.serving()
-			o.reg.goBG(bg, func() { o.adopt(bg, owner, []string{id}) })
+			o.reg.goBG(bg, func() { o.adoption.adopt(bg, owner, []string{id}) })
 		}
 		rep.Outcome, rep.ProcessID = protocol.WakeElsewhere, owner
 		return rep, false
@@ -152,7 +153,7 @@ func (o *Owner) quarantinedWake(ctx context.Context, rec record.SessionRecord) {
 	if len(rec.FloorEvent) == 0 {
 		return
 	}
-	if _, err := o.publishPending(ctx, o.appender(rec.SessionID), rec, nil); err != nil {
+	if _, err := o.out.publishPending(ctx, o.out.appender(rec.SessionID), rec, nil); err != nil {
 		o.log.Debug("append the floor event of a quarantined session", "session", rec.SessionID, "err", err)
 	}
 }
@@ -188,15 +189,25 @@ func (o *Owner) loadReply(rep protocol.WakeReply, loaded bool, err error) (proto
 	return rep, false
 }
 
+// wakes sends wake requests to deployments' pools (protocol.WakeRequest
+// on baton.deploy.<deployment>.wake): a request this process waits for, or
+// a message it does not.
+type wakes struct {
+	nc         *nats.Conn
+	names      subjects.Names
+	deployment string // this process's
+	log        *slog.Logger
+}
+
 // requestWake sends a wake to the deployment's pool and decodes the reply.
-func (o *Owner) requestWake(ctx context.Context, req protocol.WakeRequest) (protocol.WakeReply, error) {
+func (o *wakes) requestWake(ctx context.Context, req protocol.WakeRequest) (protocol.WakeReply, error) {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return protocol.WakeReply{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
-	msg, err := o.cfg.NC.RequestWithContext(ctx, o.cfg.Names.Wake(o.cfg.Deployment), data)
+	msg, err := o.nc.RequestWithContext(ctx, o.names.Wake(o.deployment), data)
 	if err != nil {
 		return protocol.WakeReply{}, fmt.Errorf("pool: wake %s: %w", req.SessionID, err)
 	}
@@ -210,7 +221,7 @@ func (o *Owner) requestWake(ctx context.Context, req protocol.WakeRequest) (prot
 // forwardWake passes a wake on to the deployment a hibernated session
 // belongs to, fire-and-forget: the sender read a stale deployment (the
 // session moved since), and nobody else would load it before the sweep.
-func (o *Owner) forwardWake(deployment string, req protocol.WakeRequest) {
+func (o *wakes) forwardWake(deployment string, req protocol.WakeRequest) {
 	req.Forwarded = true
 	o.sendWake(deployment, req)
 }
@@ -218,10 +229,10 @@ func (o *Owner) forwardWake(deployment string, req protocol.WakeRequest) {
 // sendWake publishes a wake to a deployment's pool, fire-and-forget: a
 // loaded session reads its consumer anyway, and the inbox sweeper finds a
 // hibernated one whose wake was lost.
-func (o *Owner) sendWake(deployment string, req protocol.WakeRequest) {
+func (o *wakes) sendWake(deployment string, req protocol.WakeRequest) {
 	data, err := json.Marshal(req)
 	if err == nil {
-		err = o.cfg.NC.Publish(o.cfg.Names.Wake(deployment), data)
+		err = o.nc.Publish(o.names.Wake(deployment), data)
 	}
 	if err != nil {
 		o.log.Debug("wake not sent", "session", req.SessionID, "deployment", deployment, "err", err)

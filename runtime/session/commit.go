@@ -87,7 +87,7 @@ func (s *Session) committedState() {
 	if old == nil || cur != nil && cur.Digest == old.Digest {
 		return
 	}
-	s.env.Host.Go(func(ctx context.Context) {
+	s.env.Process.Go(func(ctx context.Context) {
 		if err := s.env.blobs.remove(ctx, s.id, *old); err != nil {
 			s.log.Debug("superseded state blob not deleted", "err", err)
 		}
@@ -104,7 +104,7 @@ func (s *Session) removeJournals() {
 		delete(s.journals, key)
 		if n := j.positions(); n > 0 {
 			in := j.in
-			s.env.Host.Go(func(ctx context.Context) {
+			s.env.Process.Go(func(ctx context.Context) {
 				for i := 1; i <= n; i++ {
 					if err := s.env.Journal.Delete(ctx, subjects.JournalKey(s.id, in.TurnID, in.Step, i)); err != nil {
 						s.log.Debug("journal entry not removed (it expires)", "turn", in.TurnID, "step", in.Step, "call", i, "err", err)
@@ -202,7 +202,7 @@ func appendUnique(list []string, v string) []string {
 // unapplied sequence, on each of its inbox subjects. It runs on the tick,
 // not after every commit, to keep purges off the delivery path.
 func (s *Session) flushPurge(ctx context.Context) {
-	if s.purgeAt <= s.purged+1 || !s.env.Host.LeaseValid() {
+	if s.purgeAt <= s.purged+1 || !s.env.Process.LeaseValid() {
 		return
 	}
 	if err := s.env.Inbox.Purge(ctx, s.tokens, s.purgeAt); err != nil {
@@ -231,7 +231,7 @@ func (s *Session) cleanup(ctx context.Context, c runtime.Cleanup) error {
 		s.log.Warn("cancel timer failed", "err", err)
 	}
 	s.flushPurge(ctx)
-	if err := s.env.Host.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
+	if err := s.env.Process.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		return err
 	}
 	s.log.Info("session ended", "reason", c.Reason)

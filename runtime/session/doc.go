@@ -10,9 +10,12 @@
 //	Blobs     out-of-line content (history segments, state, long texts)
 //	Timers    the session's one timer
 //	Backlog   leader reads of unprocessed commands
-//	Host      what belongs to the owner process: lease validity, the
-//	          handoff transaction, tasks, the process index, background
-//	          work, reconnects, drain
+//	Process   what belongs to the owner process: lease validity, the
+//	          process index, background work, reconnects, drain, the
+//	          quarantine slot
+//	Handoffs  the handoff transaction
+//	Tasks     background tasks
+//	Sends     commands to other sessions (subagents)
 //
 // The owner process (package runtime/pool) implements them on JetStream;
 // package runtime/session/memory implements them in memory, and the suites

@@ -22,7 +22,7 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	// renewal is only overdue the effect waits for it (a paused process);
 	// a fence stops the run.
 	if _, cancel := e.(runtime.CancelStep); !cancel {
-		if err := s.env.Host.AwaitLease(ctx); err != nil {
+		if err := s.env.Process.AwaitLease(ctx); err != nil {
 			if s.cancel != nil {
 				s.cancel()
 			}
@@ -47,7 +47,7 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.ArmTimer:
 		return nil, s.env.Timers.Arm(ctx, s.id, e.Timer)
 	case runtime.StartTask:
-		return nil, s.env.Host.StartTask(ctx, s.id, e.Task)
+		return nil, s.env.Tasks.StartTask(ctx, s.id, e.Task)
 	case runtime.ClaimAlias:
 		return nil, s.claimAlias(ctx, e.Token)
 	case runtime.SendCommands:
@@ -68,7 +68,7 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 // deployment with no live owner come back pending, for the machine to
 // keep and a sender to retry outside the loop.
 func (s *Session) send(ctx context.Context, sends []runtime.Send) ([]runtime.Input, error) {
-	pending, err := s.env.Host.Send(ctx, s.id, sends)
+	pending, err := s.env.Sends.Send(ctx, s.id, sends)
 	if err != nil || len(pending) == 0 {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	case err == nil:
 		s.rec, s.rev, s.outbox, s.due = rec, rev, outbox, dueStep(c.Snapshot)
 		if rec.BootAttempts == 0 {
-			s.env.Host.Settled(s.id) // it did not kill the process
+			s.env.Process.Settled(s.id) // it did not kill the process
 		}
 		s.committedState()
 		s.env.Observer.Committed(outbox)
@@ -146,7 +146,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 // The pending record carries the machine's writer stamp (ResolveCommit's
 // Writer): record.Commit writes the run and the snapshot's write counter.
 func (s *Session) resolve(ctx context.Context) ([]runtime.Input, error) {
-	rev, err := s.env.Records.SettleUpdate(ctx, s.pendingRec, s.rev, s.env.Host.AwaitLease)
+	rev, err := s.env.Records.SettleUpdate(ctx, s.pendingRec, s.rev, s.env.Process.AwaitLease)
 	switch {
 	case err == nil:
 		s.log.Info("uncertain commit settled: it landed", "rev", rev)
@@ -240,7 +240,7 @@ func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 		Trigger: handoff.Trigger{CommandID: h.Trigger.ID, Seq: h.Trigger.Seq},
 		Tokens:  append([]string(nil), s.tokens...), Record: record.Session{Record: s.rec, Revision: s.rev},
 	}
-	res, err := s.env.Host.Handoff(ctx, req)
+	res, err := s.env.Handoffs.Handoff(ctx, req)
 	switch {
 	case errors.Is(err, ErrHandoffDisabled):
 		s.log.Info("handoff requested but handoff is disabled; keeping the session", "target", h.Target)
@@ -255,7 +255,7 @@ func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 	case handoff.Moved, handoff.Lost:
 		s.log.Info("session handed off", "handoff", req.HandoffID, "target", h.Target, "outcome", res.Outcome,
 			"owner", res.Session.Record.OwnerProcess, "epoch", res.Session.Record.Epoch)
-		if rerr := s.env.Host.RemoveIndex(context.WithoutCancel(ctx), s.id); rerr != nil {
+		if rerr := s.env.Process.RemoveIndex(context.WithoutCancel(ctx), s.id); rerr != nil {
 			s.log.Debug("remove index entry after handoff", "err", rerr)
 		}
 		return []runtime.Input{runtime.HandoffDone{Moved: true, HandoffID: req.HandoffID}}, nil

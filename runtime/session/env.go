@@ -19,7 +19,10 @@ type Env struct {
 	Blobs    Blobs
 	Timers   Timers
 	Backlog  Backlog
-	Host     Host
+	Process  Process
+	Handoffs Handoffs
+	Tasks    Tasks
+	Sends    Sends
 	Observer Observer // nil: Nop
 	// Live publishes steps' live output (nil: deltas are discarded).
 	Live Live
@@ -59,8 +62,8 @@ const DefaultChildSendTimeout = 60 * time.Second
 // once, before the first New.
 func (e *Env) Ready() error {
 	if e.Records == nil || e.Inbox == nil || e.Blobs == nil || e.Timers == nil || e.Backlog == nil ||
-		e.Host == nil || e.Appender == nil || e.Agent == nil {
-		return errors.New("session: Env needs Records, Inbox, Blobs, Timers, Backlog, Host, Appender and Agent")
+		e.Process == nil || e.Handoffs == nil || e.Tasks == nil || e.Sends == nil || e.Appender == nil || e.Agent == nil {
+		return errors.New("session: Env needs Records, Inbox, Blobs, Timers, Backlog, Process, Handoffs, Tasks, Sends, Appender and Agent")
 	}
 	if e.Observer == nil {
 		e.Observer = Nop{}

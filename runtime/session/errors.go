@@ -17,10 +17,10 @@ var (
 	ErrCommitRefused = errors.New("session: commit refused")
 	// ErrBlobNotFound is a Blobs Get of a name not stored.
 	ErrBlobNotFound = errors.New("session: blob not found")
-	// ErrHandoffDisabled is Host.Handoff in a process that does not hand
+	// ErrHandoffDisabled is Handoffs.Handoff in a process that does not hand
 	// off: the session keeps its delivery and processes it.
 	ErrHandoffDisabled = errors.New("session: handoff disabled")
-	// ErrSendExpired is Host.SendPending's answer for a child send whose
+	// ErrSendExpired is Sends.SendPending's answer for a child send whose
 	// deadline passed (or whose deployment is retired): its failure was
 	// published to the sending session's inbox.
 	ErrSendExpired = errors.New("session: child send expired")

@@ -55,7 +55,7 @@ func (s *Session) quiet() bool {
 // maybeHibernate hibernates the session when it is quiet and either idle for
 // HibernateAfter or asked to by the loaded-session cap (force).
 func (s *Session) maybeHibernate(ctx context.Context, force bool) error {
-	if s.env.Host.Draining() {
+	if s.env.Process.Draining() {
 		if !s.drainable() {
 			return nil
 		}
@@ -174,7 +174,7 @@ func (s *Session) hibernate(ctx context.Context) error {
 		// The consumer expires by its inactivity threshold.
 		s.log.Debug("delete consumer of hibernated session", "err", err)
 	}
-	if err := s.env.Host.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
+	if err := s.env.Process.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		s.log.Debug("remove index entry of hibernated session", "err", err)
 	}
 	s.hibernating("consumer")

@@ -125,10 +125,15 @@ type Timers interface {
 // handoff.Backlog, which kv.Backlog implements.
 type Backlog = handoff.Backlog
 
-// Host is what belongs to the owner process rather than the session: the
-// lease, the handoff transaction, tasks, the process's session index, its
-// background goroutines and drain state.
-type Host interface {
+// What belongs to the owner process rather than the session comes in four
+// ports, one per concern: Process (the lease, the process's index, its
+// background goroutines, reconnects, drain and quarantine slot), Handoffs
+// (the handoff transaction), Tasks (background tasks) and Sends (commands
+// to other sessions). The owner process implements each with a part of
+// its own; memory.Host implements all four for tests.
+
+// Process is what a session asks of the process it runs in.
+type Process interface {
 	// LeaseValid reports whether the process holds a valid lease: a session
 	// performs no effect without one.
 	LeaseValid() bool
@@ -137,11 +142,6 @@ type Host interface {
 	// lands (nil) or the process fences (an error wrapping ErrFenced), or
 	// until ctx ends. Every gate of an effect calls it.
 	AwaitLease(ctx context.Context) error
-	// Handoff runs the handoff transaction for req (docs/handoff.md);
-	// ErrHandoffDisabled when the process does not hand off.
-	Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error)
-	// StartTask publishes a committed background task.
-	StartTask(ctx context.Context, sessionID string, t runtime.TaskSpec) error
 	// RemoveIndex drops the session from the process's index (it ended,
 	// hibernated or moved).
 	RemoveIndex(ctx context.Context, sessionID string) error
@@ -155,6 +155,27 @@ type Host interface {
 	// Draining reports a graceful drain: sessions hibernate as soon as they
 	// can.
 	Draining() bool
+	// Settled tells the process that the session committed with no boot
+	// attempt pending: it did not kill the process (the quarantine slot is
+	// free).
+	Settled(sessionID string)
+}
+
+// Handoffs runs the handoff transaction (docs/handoff.md).
+type Handoffs interface {
+	// Handoff runs the transaction for req; ErrHandoffDisabled when the
+	// process does not hand off.
+	Handoff(ctx context.Context, req handoff.Request) (handoff.Result, error)
+}
+
+// Tasks starts background tasks.
+type Tasks interface {
+	// StartTask publishes a committed background task.
+	StartTask(ctx context.Context, sessionID string, t runtime.TaskSpec) error
+}
+
+// Sends carries commands to other sessions (subagents).
+type Sends interface {
 	// Send performs a commit's sends to other sessions (runtime.SendCommands):
 	// each encoded for the receiver's inbox version, published to its stable
 	// inbox with the command ID as message ID, the receiver woken; a child
@@ -176,10 +197,6 @@ type Host interface {
 	// ReadsInbox reports whether deployment's owners read inbox version v
 	// (the versions it advertises); an unknown deployment reads none.
 	ReadsInbox(ctx context.Context, deployment string, v int) (bool, error)
-	// Settled tells the process that the session committed with no boot
-	// attempt pending: it did not kill the process (the quarantine slot is
-	// free).
-	Settled(sessionID string)
 }
 
 // Observer receives a session's measurements (the process's metrics). Nop

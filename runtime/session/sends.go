@@ -9,8 +9,8 @@ import (
 
 // Pending child sends (docs/driver.md "Child sends"). A send that creates
 // a child on a deployment with no live owner does not hold up the session
-// loop: Host.Send hands it back, the machine keeps it (pendingSends), and
-// one goroutine per pending send retries it (Host.SendPending) until it
+// loop: Sends.Send hands it back, the machine keeps it (pendingSends), and
+// one goroutine per pending send retries it (Sends.SendPending) until it
 // leaves — fed back as runtime.SendsLeft — or until its deadline, the
 // durable start plus Env.ChildSendTimeout, has passed: the host then
 // publishes the failed child.result to this session's own inbox, which
@@ -63,7 +63,7 @@ func (s *Session) startSender(ctx context.Context, p runtime.PendingSend) {
 	s.sendWG.Add(1)
 	go func() {
 		defer s.sendWG.Done()
-		err := s.env.Host.SendPending(sctx, s.id, p, deadline)
+		err := s.env.Sends.SendPending(sctx, s.id, p, deadline)
 		if sctx.Err() != nil {
 			return
 		}

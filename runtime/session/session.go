@@ -116,7 +116,7 @@ func (s *Session) Ended() string { return s.m.Ended() }
 // run owns the session now.
 func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	defer s.shutdown()
-	if err := s.env.Host.AwaitLease(ctx); err != nil {
+	if err := s.env.Process.AwaitLease(ctx); err != nil {
 		return err
 	}
 	if err := s.openCursor(ctx, true); err != nil {
@@ -131,7 +131,7 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	// It runs in the process's serving context, so a run that ends at once
 	// (handed on again) does not abandon it.
 	if prev := s.prev; prev != "" && prev != s.cursor {
-		s.env.Host.Go(func(ctx context.Context) { s.deletePredecessor(ctx, prev) })
+		s.env.Process.Go(func(ctx context.Context) { s.deletePredecessor(ctx, prev) })
 	}
 	bootOutbox := s.outbox
 	if err := s.handle(ctx, runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}); err != nil {
@@ -164,7 +164,7 @@ func (s *Session) lost() <-chan error {
 func (s *Session) loop(ctx context.Context) error {
 	tick := time.NewTicker(s.env.TickInterval)
 	defer tick.Stop()
-	reconn := s.env.Host.Reconnected()
+	reconn := s.env.Process.Reconnected()
 	checkCursor := false
 	for !s.stopped {
 		var err error
@@ -190,7 +190,7 @@ func (s *Session) loop(ctx context.Context) error {
 			// The server may have restarted: memory-storage cursors are
 			// gone then, and the reader would only notice after missed
 			// heartbeats. Check on the next ticks.
-			reconn, checkCursor = s.env.Host.Reconnected(), true
+			reconn, checkCursor = s.env.Process.Reconnected(), true
 		case now := <-tick.C:
 			err = s.handle(ctx, runtime.Tick{Now: now})
 			if err == nil && checkCursor {
@@ -201,7 +201,7 @@ func (s *Session) loop(ctx context.Context) error {
 				err = s.maybeHibernate(ctx, false)
 			}
 		}
-		if err == nil && s.env.Host.Draining() && !s.stopped {
+		if err == nil && s.env.Process.Draining() && !s.stopped {
 			err = s.maybeHibernate(ctx, true) // right after a step finished
 		}
 		if err != nil {
@@ -321,7 +321,7 @@ func (s *Session) recoverCursor(ctx context.Context, cause error) error {
 		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second),
 		backoff.WithMaxElapsedTime(0)), ctx)
 	err := backoff.Retry(func() error {
-		if err := s.env.Host.AwaitLease(ctx); err != nil {
+		if err := s.env.Process.AwaitLease(ctx); err != nil {
 			return backoff.Permanent(err)
 		}
 		cur, err := s.env.Records.LeaderSession(ctx, s.id)

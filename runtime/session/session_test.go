@@ -62,7 +62,7 @@ func newRig(t *testing.T, mutate ...func(*session.Env)) *rig {
 	t.Cleanup(r.host.Close)
 	r.env = &session.Env{
 		Records: r.records, Inbox: r.inbox, Blobs: memory.NewBlobs(), Timers: memory.NewTimers(), Backlog: r.inbox,
-		Host: r.host, Appender: r.events.Appender, Agent: echo{cancelled: make(chan struct{})},
+		Process: r.host, Handoffs: r.host, Tasks: r.host, Sends: r.host, Appender: r.events.Appender, Agent: echo{cancelled: make(chan struct{})},
 		Deployment: "v1", TickInterval: 10 * time.Millisecond, HibernateAfter: -1,
 	}
 	for _, m := range mutate {

@@ -128,7 +128,7 @@ func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) run
 	}
 	retired, err := false, error(nil)
 	if !s.holdsOpen(d.Handle) { // an open handle's child exists: it is adopted elsewhere
-		retired, err = s.env.Host.Retired(ctx, d.DeploymentID)
+		retired, err = s.env.Sends.Retired(ctx, d.DeploymentID)
 	}
 	switch {
 	case err != nil:
@@ -136,7 +136,7 @@ func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) run
 	case retired:
 		return runtime.Failed(runtime.CodeChildUnavailable, fmt.Errorf("delegate: deployment %s is retired", d.DeploymentID))
 	}
-	ok, err := s.env.Host.ReadsInbox(ctx, d.DeploymentID, wire.CurrentVersion)
+	ok, err := s.env.Sends.ReadsInbox(ctx, d.DeploymentID, wire.CurrentVersion)
 	switch {
 	case err != nil:
 		return runtime.Failed(runtime.CodeChildUnsupported, fmt.Errorf("delegate: deployment %s: %w", d.DeploymentID, err))

@@ -32,11 +32,11 @@ func (s *Session) restartTasks(ctx context.Context, bootOutbox []wire.Event) err
 			if t.ID != d.TaskID {
 				continue
 			}
-			if err := s.env.Host.AwaitLease(ctx); err != nil {
+			if err := s.env.Process.AwaitLease(ctx); err != nil {
 				return err
 			}
 			spec := runtime.TaskSpec{ID: t.ID, Kind: t.Kind, Duration: t.Duration, Input: t.Input}
-			if err := s.env.Host.StartTask(ctx, s.id, spec); err != nil {
+			if err := s.env.Tasks.StartTask(ctx, s.id, spec); err != nil {
 				return err
 			}
 		}

@@ -11,9 +11,10 @@ import (
 	"github.com/baton-rt/baton/runtime/session"
 )
 
-// Host is session.Host for tests: the lease is a flag, a handoff is handed
-// to OnHandoff (nil: session.ErrHandoffDisabled), tasks are accepted, and
-// handoff requests, index removals and settled sessions are recorded.
+// Host is the process's ports (session.Process, Handoffs, Tasks and Sends)
+// for tests: the lease is a flag, a handoff is handed to OnHandoff (nil:
+// session.ErrHandoffDisabled), tasks are accepted, and handoff requests,
+// index removals and settled sessions are recorded.
 type Host struct {
 	lease    atomic.Bool
 	draining atomic.Bool
@@ -40,7 +41,12 @@ func NewHost() *Host {
 	return h
 }
 
-var _ session.Host = (*Host)(nil)
+var (
+	_ session.Process  = (*Host)(nil)
+	_ session.Handoffs = (*Host)(nil)
+	_ session.Tasks    = (*Host)(nil)
+	_ session.Sends    = (*Host)(nil)
+)
 
 // SetLease makes the lease valid or not.
 func (h *Host) SetLease(valid bool) { h.lease.Store(valid) }
