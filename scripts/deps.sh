@@ -3,7 +3,8 @@
 # arrows") honest, row by row: wire and subjects are
 # leaves; protocol (the request/reply bodies) imports only them; the pure
 # runtime imports only wire, subjects and record; record and kv store what
-# record defines; handoff never imports kv; the ingress, library and binary,
+# record defines; handoff never imports kv; the JetStream port adapters
+# (runtime/jsport) sit below the pool; the ingress, library and binary,
 # holds no owner-side package, not even transitively; the test harness
 # (internal/harness) is imported only by tests and cmd/e2e, and holds no
 # owner-side package but through its subpackage inproc; the public owner
@@ -46,7 +47,12 @@ check ./runtime/remote "^$mod/(wire|subjects|runtime)\$"
 # the event appender is owner-side: an owner is the one writer of a
 # session's events (docs/architecture.md, "One writer"); it stores through kv
 check ./runtime/eventlog "^$mod/(kv|record|wire)\$"
-owner_side="^$mod/(owner|runtime/pool|runtime/session|runtime/eventlog|handoff|runtime/demo)(/|\$)"
+# the JetStream port adapters sit below the pool: they implement the
+# session's ports over kv, wire and the subjects, and know nothing of the
+# owner process that wires them
+check ./runtime/jsport "^$mod/(kv|runtime|runtime/session|subjects|wire)\$"
+forbid ./runtime/jsport "^$mod/(runtime/pool|owner|ingress)(/|\$)"
+owner_side="^$mod/(owner|runtime/pool|runtime/session|runtime/jsport|runtime/eventlog|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"
 forbid ./cmd/ingress "$owner_side"
 # the ingress appends no event: it imports no event appender, not even

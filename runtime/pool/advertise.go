@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/baton-rt/baton/wire"
@@ -22,18 +23,18 @@ const (
 )
 
 // advertise writes this build's versions to the deployment record.
-func (o *Owner) advertise(ctx context.Context) {
-	wv, sv := o.reads()
+func advertise(ctx context.Context, cfg *Config, log *slog.Logger, fp points) {
+	wv, sv := reads(fp)
 	for attempt := 1; attempt <= advertiseAttempts; attempt++ {
-		err := o.cfg.Store.AdvertiseDeployment(ctx, o.cfg.Deployment, wv, sv)
+		err := cfg.Store.AdvertiseDeployment(ctx, cfg.Deployment, wv, sv)
 		if err == nil {
-			o.log.Debug("deployment versions advertised", "wireVersions", wv, "stateVersions", sv)
+			log.Debug("deployment versions advertised", "wireVersions", wv, "stateVersions", sv)
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		o.log.Warn("advertise deployment versions", "attempt", attempt, "err", err)
+		log.Warn("advertise deployment versions", "attempt", attempt, "err", err)
 		sleep(ctx, time.Duration(attempt)*advertiseBackoff)
 	}
 }
@@ -41,11 +42,11 @@ func (o *Owner) advertise(ctx context.Context) {
 // reads are the inbox wire versions (1 to wire.CurrentVersion; version 0
 // is lifted but never produced) and checkpoint state versions this process
 // reads (capped by the ReadStateVersion fault, as an older build).
-func (o *Owner) reads() (wireVersions, stateVersions []int) {
+func reads(fp points) (wireVersions, stateVersions []int) {
 	for v := 1; v <= wire.CurrentVersion; v++ {
 		wireVersions = append(wireVersions, v)
 	}
-	top := o.fp.readStateVersion()
+	top := fp.readStateVersion()
 	for v := wire.MinStateVersion; v <= top; v++ {
 		stateVersions = append(stateVersions, v)
 	}

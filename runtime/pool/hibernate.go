@@ -40,7 +40,7 @@ func (o *Owner) recheckHibernated(ctx context.Context, s *session.Session) {
 }
 
 // inboxSweepLoop runs the inbox sweeper every InboxSweepInterval (±10 %).
-func (o *Owner) inboxSweepLoop(ctx context.Context) {
+func (o *sweeper) inboxSweepLoop(ctx context.Context) {
 	jittered(ctx, o.cfg.InboxSweepInterval, func() {
 		if woken, err := o.sweepInbox(ctx); err != nil {
 			o.log.Debug("inbox sweep", "err", err)
@@ -55,7 +55,7 @@ func (o *Owner) inboxSweepLoop(ctx context.Context) {
 // session, and wakes every hibernated session of this deployment with an
 // unprocessed command. It is how a lost wake and a server-fired timer reach
 // a hibernated session. It returns the sessions it woke.
-func (o *Owner) sweepInbox(ctx context.Context) ([]string, error) {
+func (o *sweeper) sweepInbox(ctx context.Context) ([]string, error) {
 	stream, err := o.cfg.JS.Stream(ctx, o.cfg.Names.InboxStream())
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ const sweepWakes = 16
 // deployment (or adoptable by it) with an unprocessed command on token; a
 // quarantined session never is, its commands wait in the inbox. The record is a direct
 // get (a hint): the wake decides by a leader read and a CAS.
-func (o *Owner) hibernatedWithWork(ctx context.Context, id, tok string) bool {
+func (o *sweeper) hibernatedWithWork(ctx context.Context, id, tok string) bool {
 	cur, err := o.cfg.Store.GetSession(ctx, id)
 	if err != nil {
 		return false
@@ -105,7 +105,7 @@ func (o *Owner) hibernatedWithWork(ctx context.Context, id, tok string) bool {
 	rec := cur.Record
 	ours := rec.State == record.StateHibernated && rec.DeploymentID == o.cfg.Deployment &&
 		(rec.Retry == nil || rec.Retry.DeploymentID == o.cfg.Deployment)
-	if !ours && !o.adoptable(ctx, rec) {
+	if !ours && !o.retire.adoptable(ctx, rec) {
 		return false
 	}
 	cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint)

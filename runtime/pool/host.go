@@ -2,16 +2,14 @@ package pool
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/eventlog"
+	"github.com/baton-rt/baton/runtime/jsport"
 	"github.com/baton-rt/baton/runtime/session"
-	"github.com/baton-rt/baton/subjects"
-	"github.com/nats-io/nats.go"
 )
 
 // The owner process's side of its sessions: the session.Env every session
@@ -25,9 +23,9 @@ func (o *Owner) newEnv() error {
 	cfg := o.cfg
 	env := &session.Env{
 		Records: cfg.Store,
-		Inbox:   jsInbox{js: cfg.JS, names: cfg.Names},
-		Blobs:   jsBlobs{obs: func() objectStore { return o.state }},
-		Timers:  jsTimers{js: cfg.JS, names: cfg.Names, deployment: cfg.Deployment, now: cfg.Now},
+		Inbox:   jsport.Inbox{JS: cfg.JS, Names: cfg.Names},
+		Blobs:   o.out.blobs,
+		Timers:  cfg.timers(),
 		Backlog: o.backlog,
 		Process: process{lease: o.lease, reg: o.reg, reconn: o.reconn, gate: o.gate, store: cfg.Store,
 			id: cfg.ProcessID, draining: &o.draining},
@@ -36,8 +34,8 @@ func (o *Owner) newEnv() error {
 		Sends:    o.send,
 		Observer: o.metrics,
 		Appender: func(id string) session.Appender { return o.out.appender(id) },
-		Live:     natsLive{nc: cfg.NC, names: cfg.Names, met: o.metrics},
-		Journal:  lazyJournal{o},
+		Live:     cfg.live(o.metrics),
+		Journal:  jsport.Journal{Open: o.journal.Load},
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
 		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
@@ -53,67 +51,15 @@ func (o *Owner) newEnv() error {
 	return nil
 }
 
-// natsLive is session.Live on core NATS: a session's live events on its
-// live subject (baton.live.<sessionID>), not stored by any stream.
-// nats.Conn.Publish buffers; the session's streamer calls it from its own
-// goroutine, so a slow connection delays only the deltas.
-type natsLive struct {
-	nc    *nats.Conn
-	names subjects.Names
-	met   *metrics
+// The JetStream ports the owner's parts share with the sessions.
+
+func (c *Config) timers() jsport.Timers {
+	return jsport.Timers{JS: c.JS, Names: c.Names, Deployment: c.Deployment, Now: c.Now}
 }
 
-func (l natsLive) Publish(sessionID string, msg []byte) {
-	if err := l.nc.Publish(l.names.Live(sessionID), msg); err != nil {
-		l.met.live.WithLabelValues("failed").Inc()
-		return
-	}
-	l.met.live.WithLabelValues("published").Inc()
+func (c *Config) live(m *metrics) jsport.Live {
+	return jsport.Live{NC: c.NC, Names: c.Names, Count: func(outcome string) { m.live.WithLabelValues(outcome).Inc() }}
 }
-
-// lazyJournal is session.JournalStore over the journal bucket Run opens.
-type lazyJournal struct{ o *Owner }
-
-func (l lazyJournal) store() (*kv.Journal, error) {
-	if j := l.o.journal.Load(); j != nil {
-		return j, nil
-	}
-	return nil, errors.New("pool: the journal bucket is not open yet")
-}
-
-func (l lazyJournal) Get(ctx context.Context, key string) ([]byte, uint64, error) {
-	j, err := l.store()
-	if err != nil {
-		return nil, 0, err
-	}
-	return j.Get(ctx, key)
-}
-
-func (l lazyJournal) Create(ctx context.Context, key string, data []byte) (uint64, error) {
-	j, err := l.store()
-	if err != nil {
-		return 0, err
-	}
-	return j.Create(ctx, key, data)
-}
-
-func (l lazyJournal) Update(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
-	j, err := l.store()
-	if err != nil {
-		return 0, err
-	}
-	return j.Update(ctx, key, data, rev)
-}
-
-func (l lazyJournal) Delete(ctx context.Context, key string) error {
-	j, err := l.store()
-	if err != nil {
-		return err
-	}
-	return j.Delete(ctx, key)
-}
-
-var _ session.JournalStore = (*kv.Journal)(nil)
 
 // process is session.Process for the sessions of one owner process: its
 // lease, registry, reconnect signal, quarantine gate and index.

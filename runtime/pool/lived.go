@@ -39,7 +39,7 @@ const releaseWait = 2 * time.Second
 // commit of the run landed unseen, it changes nothing, and the claim
 // counts as it would have. Hibernated and ended runs settled their record
 // already; a staged one is the handoff transaction's.
-func (o *Owner) releaseFenced(s *session.Session) {
+func (o *outside) releaseFenced(s *session.Session) {
 	held := s.Held()
 	if s.Hibernated() || s.Ended() != "" || held.Record.OwnerRunID != s.RunID() {
 		return

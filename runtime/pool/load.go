@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/baton-rt/baton/handoff"
@@ -151,7 +152,7 @@ func (o *Owner) admit(ctx context.Context, cur record.Session, d *session.Checkp
 // (a staged record whose source died is adopted: the handoff failed), a
 // lost reply settled by a leader read.
 func (o *Owner) claimCAS(ctx context.Context, cur record.Session, boot record.Boot) (claimedRec, error) {
-	rec, err := record.Claim(cur.Record, o.newOwner(), boot)
+	rec, err := record.Claim(cur.Record, o.cfg.newOwner(), boot)
 	if err != nil {
 		return claimedRec{}, err
 	}
@@ -180,7 +181,7 @@ func (o *Owner) claimed(ctx context.Context, cur record.Session, c claimedRec, d
 	if _, err := handoff.Clean(ctx, o.cfg.Store, rec.SessionID); err != nil {
 		o.log.Debug("clean handoff marker", "session", rec.SessionID, "err", err)
 	}
-	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.Snap.Aliases)
+	tokens, err := ownedTokens(ctx, &o.cfg, o.log, rec.SessionID, d.Snap.Aliases)
 	if err != nil {
 		return session.Boot{}, err
 	}
@@ -201,14 +202,14 @@ func (o *Owner) claimed(ctx context.Context, cur record.Session, c claimedRec, d
 // alias without a hook (a crash between the commit and the hook) is claimed
 // now; one held by another session is left out, so this session never reads
 // or purges another session's address.
-func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([]string, error) {
+func ownedTokens(ctx context.Context, cfg *Config, log *slog.Logger, id string, aliases []string) ([]string, error) {
 	tokens := []string{subjects.StableToken(id)}
 	for _, a := range aliases {
 		tok, err := subjects.EncodeToken(a)
 		if err != nil {
 			continue
 		}
-		_, err = o.cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: a, SessionID: id, WireV: wire.CurrentVersion})
+		_, err = cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: a, SessionID: id, WireV: wire.CurrentVersion})
 		var owned *record.OwnedError
 		switch {
 		case err == nil || errors.As(err, &owned) && owned.SessionID == id:
@@ -216,7 +217,7 @@ func (o *Owner) ownedTokens(ctx context.Context, id string, aliases []string) ([
 				tokens = append(tokens, tok)
 			}
 		case errors.As(err, &owned):
-			o.log.Warn("alias held by another session; not filtered", "session", id, "alias", a, "owner", owned.SessionID)
+			log.Warn("alias held by another session; not filtered", "session", id, "alias", a, "owner", owned.SessionID)
 		default:
 			return nil, fmt.Errorf("pool: alias %q of %s: %w", a, id, err)
 		}

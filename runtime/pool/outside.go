@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
-	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/runtime/jsport"
 )
 
 // outside writes a session that no run of this process holds: the
@@ -18,8 +18,8 @@ type outside struct {
 	cfg     *Config
 	log     *slog.Logger
 	metrics *metrics
-	events  kv.Stream     // leader reads of the events stream (appenders' last event)
-	blobs   session.Blobs // a kept checkpoint whose outbox cannot be read
+	events  kv.Stream    // leader reads of the events stream (appenders' last event)
+	blobs   jsport.Blobs // a kept checkpoint whose outbox cannot be read
 }
 
 func (o *outside) now() time.Time { return o.cfg.Now() }

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/jsport"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -20,24 +21,38 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// Owner runs the sessions of one owner process.
+// Owner runs the sessions of one owner process. It holds the process's
+// main loop (Run, one lease period at a time) and its wiring; each part
+// below is a type of its own with its own lock, if it has state
+// (docs/driver.md, "The owner process's parts").
 type Owner struct {
 	cfg Config
 	log *slog.Logger
 	fp  points
 
-	reg      *registry                  // the loaded sessions of the current lease period
-	gate     *gate                      // the quarantine gate: suspect slot, backoff, retries
-	out      *outside                   // writes of sessions no run holds: quarantine, finish
-	fin      *finisher                  // an operator's end or retry of a quarantined session
-	wakes    *wakes                     // wake requests to deployments' pools
-	adoption *adopter                   // the sessions of dead processes of this deployment
-	send     *sender                    // commands to other sessions
-	tasks    *tasks                     // the deployment's durable background tasks
-	state    jetstream.ObjectStore      // baton_state (set by Run)
-	journal  atomic.Pointer[kv.Journal] // baton_journal (set by Run)
-	txn      *handoff.Txn               // nil: handoff disabled
-	env      *session.Env               // what every session of this process shares
+	// Parts with state.
+	lease  *lease      // this process's lease
+	peers  peerSet     // the lease watch's view of the other processes
+	reg    *registry   // the loaded sessions of the current lease period
+	gate   *gate       // the quarantine gate: suspect slot, backoff, retries
+	reconn *reconnects // the reconnect signal
+	retire *retirement // retired deployments (cached)
+
+	// Flows that need only some parts.
+	out      *outside  // writes of sessions no run holds: quarantine, finish
+	fin      *finisher // an operator's end or retry of a quarantined session
+	wakes    *wakes    // wake requests to deployments' pools
+	adoption *adopter  // the sessions of dead processes of this deployment
+	sweeps   *sweeper  // the orphan and inbox sweeps
+	resumes  *resumer  // this process's index, after each lease acquisition
+	starts   *starter  // new sessions and handoff activations (the start subject)
+	send     *sender   // commands to other sessions
+	tasks    *tasks    // the deployment's durable background tasks
+
+	state   jetstream.ObjectStore      // baton_state (set by Run)
+	journal atomic.Pointer[kv.Journal] // baton_journal (set by Run)
+	txn     *handoff.Txn               // nil: handoff disabled
+	env     *session.Env               // what every session of this process shares
 
 	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
 	// messages by sequence (retired.go), the appenders' last events.
@@ -45,14 +60,10 @@ type Owner struct {
 	inboxMsgs kv.Stream
 	events    kv.Stream
 
-	lease    *lease
-	peers    peerSet
-	wakeSem  chan struct{}
-	reconn   *reconnects
+	wakeSem  chan struct{} // bounds the wakes served at once
 	metrics  *metrics
 	draining atomic.Bool
 	drainCh  chan struct{} // closed when the drain begins
-	retired  retiredSet
 }
 
 // New validates cfg and returns an Owner.
@@ -101,17 +112,23 @@ func New(cfg Config) (*Owner, error) {
 		}
 	}
 	o.wakes = &wakes{nc: cfg.NC, names: cfg.Names, deployment: cfg.Deployment, log: o.log}
-	o.tasks = &tasks{cfg: &o.cfg, log: o.log, live: natsLive{nc: cfg.NC, names: cfg.Names, met: m}, wake: o.wakes.sendWake}
+	o.tasks = &tasks{cfg: &o.cfg, log: o.log, live: cfg.live(m), wake: o.wakes.sendWake}
 	o.out = &outside{cfg: &o.cfg, log: o.log, metrics: m, events: o.events,
-		blobs: jsBlobs{obs: func() objectStore { return o.state }}}
+		blobs: jsport.Blobs{Store: func() jsport.ObjectStore { return o.state }}}
 	o.send = &sender{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, wake: o.wakes.sendWake}
 	o.adoption = &adopter{cfg: &o.cfg, log: o.log, peers: &o.peers, lease: o.lease, reg: o.reg, wakes: o.wakes,
 		draining: &o.draining, drainCh: o.drainCh, wake: o.Wake}
+	o.retire = &retirement{cfg: &o.cfg, log: o.log, peers: &o.peers}
 	o.fin = &finisher{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, reg: o.reg, peers: &o.peers, out: o.out, send: o.send,
-		timers: jsTimers{js: cfg.JS, names: cfg.Names, deployment: cfg.Deployment, now: cfg.Now}}
+		timers: cfg.timers()}
+	o.resumes = &resumer{cfg: &o.cfg, log: o.log, lease: o.lease, reg: o.reg, wake: o.Wake}
+	o.sweeps = &sweeper{cfg: &o.cfg, log: o.log, metrics: m, reg: o.reg, peers: &o.peers, adoption: o.adoption, fin: o.fin,
+		wakes: o.wakes, retire: o.retire, backlog: o.backlog, wake: o.Wake}
 	if err := o.newEnv(); err != nil {
 		return nil, err
 	}
+	o.starts = &starter{cfg: &o.cfg, log: o.log, fp: o.fp, lease: o.lease, reg: o.reg, env: o.env,
+		spawn: o.spawn, restartLater: o.restartLater}
 	return o, nil
 }
 
@@ -121,8 +138,8 @@ func newID() string { return ulid.Make().String() }
 
 // newOwner is a new owner run of this process: the ownership a claim, a
 // new session or a handoff activation writes.
-func (o *Owner) newOwner() record.Owner {
-	return record.Owner{RunID: newID(), Deployment: o.cfg.Deployment, Process: o.cfg.ProcessID, WireV: wire.CurrentVersion}
+func (c *Config) newOwner() record.Owner {
+	return record.Owner{RunID: newID(), Deployment: c.Deployment, Process: c.ProcessID, WireV: wire.CurrentVersion}
 }
 
 // Run holds this process's lease, resumes the sessions of its index, serves
@@ -175,7 +192,7 @@ func (o *Owner) Run(ctx context.Context) error {
 	bg.Go(func() { o.reconn.watch(runCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- o.tasks.runTasks(ctx) }() // no new tasks once draining
-	o.advertise(runCtx)
+	advertise(runCtx, &o.cfg, o.log, o.fp)
 	for runCtx.Err() == nil {
 		if err := o.lease.acquire(runCtx); err != nil {
 			break
@@ -202,7 +219,7 @@ func (o *Owner) serve(parent context.Context) {
 	// Resume the index before serving start requests: start indexes a new
 	// session before it runs it, so a resume listing the index meanwhile
 	// would claim that session a second time in this process.
-	o.resume(ctx)
+	o.resumes.resume(ctx)
 	var subs []*nats.Subscription
 	defer func() {
 		for _, s := range subs {
@@ -214,7 +231,7 @@ func (o *Owner) serve(parent context.Context) {
 		subject, queue string
 		handler        nats.MsgHandler
 	}{
-		{o.cfg.Names.Start(o.cfg.Deployment), pool, o.serveStart},
+		{o.cfg.Names.Start(o.cfg.Deployment), pool, o.starts.serveStart},
 		{o.cfg.Names.Wake(o.cfg.Deployment), pool, o.serveWake},
 		{o.cfg.Names.Finish(o.cfg.Deployment), pool, o.fin.serveFinish(false)},
 		{o.cfg.Names.FinishAny(), o.cfg.Names.FinishQueueGroup(), o.fin.serveFinish(true)},
@@ -227,8 +244,8 @@ func (o *Owner) serve(parent context.Context) {
 		}
 		subs = append(subs, sub)
 	}
-	o.reg.goBG(ctx, func() { o.sweepLoop(ctx) })
-	o.reg.goBG(ctx, func() { o.inboxSweepLoop(ctx) })
+	o.reg.goBG(ctx, func() { o.sweeps.sweepLoop(ctx) })
+	o.reg.goBG(ctx, func() { o.sweeps.inboxSweepLoop(ctx) })
 	// The subscriptions are registered with the server once a round trip
 	// has passed: only then is "serving" true for a requester on another
 	// connection (without it, a start right after the log line can meet

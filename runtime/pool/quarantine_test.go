@@ -112,10 +112,10 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 	if rep := p1.Wake(ctx, protocol.WakeRequest{SessionID: id, Source: protocol.WakeIngress}); rep.Outcome != protocol.WakeQuarantined {
 		t.Fatalf("wake: %+v", rep)
 	}
-	if woken, err := p1.sweepInbox(ctx); err != nil || slices.Contains(woken, id) {
+	if woken, err := p1.sweeps.sweepInbox(ctx); err != nil || slices.Contains(woken, id) {
 		t.Fatalf("inbox sweep woke %v (%v)", woken, err)
 	}
-	p1.sweep(ctx)
+	p1.sweeps.sweep(ctx)
 	if got := gather(t, reg); got["baton_owner_sessions_quarantined"] != 1 || got[`baton_owner_wakes_total{outcome="quarantined",source="ingress"}`] < 1 {
 		t.Fatalf("metrics: quarantined %v, wakes answered quarantined %v", got["baton_owner_sessions_quarantined"],
 			got[`baton_owner_wakes_total{outcome="quarantined",source="ingress"}`])
@@ -130,7 +130,7 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 	if err := e.Store.AddIndex(ctx, "p1", id); err != nil {
 		t.Fatal(err)
 	}
-	if err := p1.resumeIndex(ctx); err != nil {
+	if err := p1.resumes.resumeIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _ := e.Store.ListIndex(ctx, "p1"); slices.Contains(ids, id) {
@@ -148,7 +148,7 @@ func TestNoBootPathBootsQuarantined(t *testing.T) {
 	if rep := p2.Wake(ctx, protocol.WakeRequest{SessionID: id, Source: protocol.WakeIngress}); rep.Outcome != protocol.WakeQuarantined {
 		t.Fatalf("adoption by v2: %+v", rep)
 	}
-	if woken, err := p2.sweepInbox(ctx); err != nil || slices.Contains(woken, id) {
+	if woken, err := p2.sweeps.sweepInbox(ctx); err != nil || slices.Contains(woken, id) {
 		t.Fatalf("v2's inbox sweep woke %v (%v)", woken, err)
 	}
 	if rep := e.handoffStart("v2", id, q.Revision); rep.Activated || rep.Error == nil {

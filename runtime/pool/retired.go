@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -21,7 +22,14 @@ import (
 // retiredTTL bounds how stale the cached set of retired deployments is.
 const retiredTTL = 2 * time.Second
 
-type retiredSet struct {
+// retirement answers whether a session of another deployment may be
+// adopted here: its deployment retired (cached for retiredTTL) and its
+// owner gone, or an operator retried it on this one.
+type retirement struct {
+	cfg   *Config
+	log   *slog.Logger
+	peers *peerSet
+
 	mu  sync.Mutex
 	at  time.Time
 	set map[string]bool
@@ -29,8 +37,8 @@ type retiredSet struct {
 
 // isRetired reports whether dep was retired by an operator (cached for
 // retiredTTL; a read error counts as not retired).
-func (o *Owner) isRetired(ctx context.Context, dep string) bool {
-	r := &o.retired
+func (o *retirement) isRetired(ctx context.Context, dep string) bool {
+	r := o
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.set == nil || time.Since(r.at) > retiredTTL {
@@ -49,7 +57,7 @@ func (o *Owner) isRetired(ctx context.Context, dep string) bool {
 
 // ownerGone reports whether a record has no live owner process: hibernated,
 // released, or its process's lease is not live.
-func (o *Owner) ownerGone(rec record.SessionRecord) bool {
+func (o *retirement) ownerGone(rec record.SessionRecord) bool {
 	return rec.State == record.StateHibernated || rec.OwnerProcess == "" || !o.peers.live(rec.OwnerProcess)
 }
 
@@ -57,7 +65,7 @@ func (o *Owner) ownerGone(rec record.SessionRecord) bool {
 // deployment: that deployment is retired and the session has no live
 // owner, or an operator retried the quarantined session on this one
 // (record.RetryTarget). A quarantined session is never adoptable.
-func (o *Owner) adoptable(ctx context.Context, rec record.SessionRecord) bool {
+func (o *retirement) adoptable(ctx context.Context, rec record.SessionRecord) bool {
 	switch {
 	case rec.DeploymentID == o.cfg.Deployment, rec.State == record.StateEnded, rec.State == record.StateHandoff, rec.Quarantined():
 		return false

@@ -13,10 +13,21 @@ import (
 	"github.com/baton-rt/baton/runtime/session"
 )
 
+// resumer resumes this process's index after each lease acquisition: a
+// wake here (Owner.Wake) of every session the index names, a few at a
+// time, retried while the store does not answer.
+type resumer struct {
+	cfg   *Config
+	log   *slog.Logger
+	lease *lease
+	reg   *registry
+	wake  func(context.Context, protocol.WakeRequest) protocol.WakeReply // Owner.Wake
+}
+
 // resumeIndex re-claims every session this process's index names, each by
 // a fresh claim CAS. An entry for a session another process runs now is
 // stale (a crash between index and claim, or a takeover) and is dropped.
-func (o *Owner) resumeIndex(ctx context.Context) error {
+func (o *resumer) resumeIndex(ctx context.Context) error {
 	ids, err := o.listIndex(ctx)
 	if err != nil && !errors.Is(err, record.ErrNotFound) {
 		return fmt.Errorf("pool: list index: %w", err)
@@ -32,8 +43,8 @@ func (o *Owner) resumeIndex(ctx context.Context) error {
 // baton_owners does not answer: right after an election the listing's
 // consumer can fail to start, and an index left unread leaves every
 // session to the next sweep.
-func (o *Owner) listIndex(ctx context.Context) ([]string, error) {
-	return listIndexOf(ctx, &o.cfg, o.log, o.cfg.ProcessID, o.lease.valid)
+func (o *resumer) listIndex(ctx context.Context) ([]string, error) {
+	return listIndexOf(ctx, o.cfg, o.log, o.cfg.ProcessID, o.lease.valid)
 }
 
 // listIndexOf lists the index of process pid the same way, while more
@@ -65,7 +76,7 @@ const resumeGiveUp = 30 * time.Second
 // session of the index left unresumed — released by the fenced run, so no
 // sweep names it — would wait for a command's wake that may have been
 // lost with the fence. After resumeGiveUp it serves regardless.
-func (o *Owner) resume(ctx context.Context) {
+func (o *resumer) resume(ctx context.Context) {
 	began := time.Now()
 	for pause := 250 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
 		err := o.resumeIndex(ctx)
@@ -93,15 +104,15 @@ func retriable(e *protocol.ReplyError) bool {
 	return e != nil && (e.Code == protocol.CodeUnavailable || e.Code == protocol.CodeConflict)
 }
 
-func (o *Owner) resumeOne(ctx context.Context, id string) {
-	rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
+func (o *resumer) resumeOne(ctx context.Context, id string) {
+	rep := o.wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
 	// A claim the store could not answer (a bucket still electing its
 	// leader after a NATS server died) is tried again soon, a few times,
 	// rather than left to the next sweep: every claim is a CAS, so a retry
 	// can only win or learn the session moved on.
 	for n := 0; n < resumeRetries && retriable(rep.Error) && o.lease.valid() && ctx.Err() == nil; n++ {
 		sleep(ctx, o.cfg.leaseCall())
-		rep = o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
+		rep = o.wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeResume})
 	}
 	switch {
 	case rep.Error != nil:
@@ -173,7 +184,7 @@ func (o *Owner) stopped(ctx context.Context, l *loaded, err error, ran time.Dura
 		// the session resumes by a fresh claim once the lease is back.
 		log.Debug("session stopped: process fenced")
 		if errors.Is(context.Cause(ctx), ErrFenced) || ctx.Err() == nil {
-			o.releaseFenced(s) // a fence, not a shutdown that found the lease gone
+			o.out.releaseFenced(s) // a fence, not a shutdown that found the lease gone
 		}
 	case err != nil && ctx.Err() == nil:
 		log.Error("session stopped", "err", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -21,7 +22,22 @@ import (
 
 // serveStart answers a request on the start subject: a new session or a
 // handoff start, as protocol.DecodeStart tells them apart.
-func (o *Owner) serveStart(msg *nats.Msg) {
+// starter serves this deployment's start subject: a new session (its
+// record, hooks and index entry, then its first run), and the target side
+// of a handoff (docs/handoff.md: the activation). It claims through the
+// registry and hands each claimed session to spawn.
+type starter struct {
+	cfg          *Config
+	log          *slog.Logger
+	fp           points
+	lease        *lease
+	reg          *registry
+	env          *session.Env
+	spawn        func(*session.Session, runtime.BootReason) // Owner.spawn
+	restartLater func(id string, ran time.Duration)         // Owner.restartLater
+}
+
+func (o *starter) serveStart(msg *nats.Msg) {
 	st, err := protocol.DecodeStart(msg.Data)
 	switch {
 	case st.Kind == protocol.StartHandoff && err != nil:
@@ -49,7 +65,7 @@ func refuseStart(code protocol.Code, err error) protocol.StartReply {
 // start creates a session: index entry, record (epoch 1), stable hook, alias
 // hooks (create-only; a taken alias rolls everything back and names the
 // holder), then runs it.
-func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.StartReply {
+func (o *starter) start(ctx context.Context, req protocol.StartRequest) protocol.StartReply {
 	timeout, tokens, err := o.checkStart(req)
 	if err != nil {
 		return refuseStart(protocol.CodeBadRequest, err)
@@ -88,11 +104,11 @@ func (o *Owner) start(ctx context.Context, req protocol.StartRequest) protocol.S
 }
 
 // existing answers a start whose requested session exists.
-func (o *Owner) existing(id string, ended bool) protocol.StartReply {
+func (o *starter) existing(id string, ended bool) protocol.StartReply {
 	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Ended: ended, WireV: wire.CurrentVersion}
 }
 
-func (o *Owner) checkStart(req protocol.StartRequest) (time.Duration, []string, error) {
+func (o *starter) checkStart(req protocol.StartRequest) (time.Duration, []string, error) {
 	if err := subjects.ValidateDeployment(req.DeploymentID); err != nil {
 		return 0, nil, err
 	}
@@ -121,7 +137,7 @@ func (o *Owner) checkStart(req protocol.StartRequest) (time.Duration, []string, 
 
 // create writes the new session's durable state; on a taken alias it undoes
 // what it wrote and returns the holder.
-func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session.Session, *record.OwnedError, error) {
+func (o *starter) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session.Session, *record.OwnedError, error) {
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
 		return nil, nil, err
 	}
@@ -129,7 +145,7 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 	if err != nil {
 		return nil, nil, err
 	}
-	rec, err := record.New(id, o.newOwner(), cp)
+	rec, err := record.New(id, o.cfg.newOwner(), cp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,7 +166,7 @@ func (o *Owner) create(ctx context.Context, id string, aliases, tokens []string,
 	return s, nil, err
 }
 
-func (o *Owner) claimHooks(ctx context.Context, id string, aliases, tokens []string) (*record.OwnedError, error) {
+func (o *starter) claimHooks(ctx context.Context, id string, aliases, tokens []string) (*record.OwnedError, error) {
 	for i, tok := range tokens {
 		addr := id
 		if i > 0 {
@@ -170,7 +186,7 @@ func (o *Owner) claimHooks(ctx context.Context, id string, aliases, tokens []str
 
 // undoCreate removes what create wrote, best effort: hooks that name this
 // session, the record, the index entry.
-func (o *Owner) undoCreate(ctx context.Context, id string, rev uint64, tokens []string) {
+func (o *starter) undoCreate(ctx context.Context, id string, rev uint64, tokens []string) {
 	for _, tok := range tokens {
 		if h, hrev, err := o.cfg.Store.GetHook(ctx, tok); err == nil && h.SessionID == id {
 			_ = o.cfg.Store.DeleteHook(ctx, tok, hrev)
@@ -183,7 +199,7 @@ func (o *Owner) undoCreate(ctx context.Context, id string, rev uint64, tokens []
 // serveHandoff is the candidate side of a handoff (docs/handoff.md): index
 // the session, activate it by the one claim CAS, answer, and run it
 // (runtime.BootHandoff) when this request activated it.
-func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.HandoffStart) {
+func (o *starter) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.HandoffStart) {
 	unavailable := func(err error) {
 		respond(msg, protocol.HandoffStartReply{HandoffID: req.HandoffID, SessionID: req.SessionID, DeploymentID: req.DeploymentID,
 			Error: protocol.Refuse(protocol.CodeUnavailable, err)})
@@ -262,10 +278,10 @@ func (o *Owner) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.Ha
 
 // adopted builds the session a handoff activated in this process, as claim
 // does after its CAS; d is what the candidate's validation read.
-func (o *Owner) adopted(ctx context.Context, act handoff.Activation, d session.Checkpoint, arrival *runtime.HandoffInfo) (*session.Session, error) {
+func (o *starter) adopted(ctx context.Context, act handoff.Activation, d session.Checkpoint, arrival *runtime.HandoffInfo) (*session.Session, error) {
 	rec := act.Session.Record
 	d.SetFloor(rec)
-	tokens, err := o.ownedTokens(ctx, rec.SessionID, d.Snap.Aliases)
+	tokens, err := ownedTokens(ctx, o.cfg, o.log, rec.SessionID, d.Snap.Aliases)
 	if err != nil {
 		return nil, err
 	}

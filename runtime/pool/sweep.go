@@ -2,14 +2,35 @@ package pool
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 )
 
+// sweeper runs the pool's two sweeps: the orphan sweep (sessions whose
+// owner process has no live lease, pending finishes) and the inbox sweep
+// (hibernated sessions with an unprocessed command). It finds work and
+// hands it on: to the adopter, the finisher, or a wake (Owner.Wake here,
+// or the pool's queue group).
+type sweeper struct {
+	cfg      *Config
+	log      *slog.Logger
+	metrics  *metrics
+	reg      *registry
+	peers    *peerSet
+	adoption *adopter
+	fin      *finisher
+	wakes    *wakes
+	retire   *retirement
+	backlog  kv.Backlog
+	wake     func(context.Context, protocol.WakeRequest) protocol.WakeReply // Owner.Wake
+}
+
 // sweepLoop runs the orphan sweeper every SweepInterval (±10 %, so the
 // pool's sweeps do not line up).
-func (o *Owner) sweepLoop(ctx context.Context) {
+func (o *sweeper) sweepLoop(ctx context.Context) {
 	jittered(ctx, o.cfg.SweepInterval, func() { o.sweep(ctx) })
 }
 
@@ -35,7 +56,7 @@ func needsOwner(st record.State) bool {
 // re-claimed. A quarantined session with a pending operator finish is
 // finished (finishAll). Records are read by direct get: hints, decided by
 // CAS.
-func (o *Owner) sweep(ctx context.Context) {
+func (o *sweeper) sweep(ctx context.Context) {
 	ids, err := o.cfg.Store.ListSessions(ctx)
 	if err != nil {
 		o.log.Debug("sweep: list sessions", "err", err)
@@ -69,7 +90,7 @@ func (o *Owner) sweep(ctx context.Context) {
 			if o.reg.beginLoad(id) { // not running here, not being claimed
 				o.reg.endLoad(id)
 				// Wake re-reads the record from the leader before claiming.
-				if rep := o.Wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeSweeper}); rep.Outcome == protocol.WakeLoaded {
+				if rep := o.wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeSweeper}); rep.Outcome == protocol.WakeLoaded {
 					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
 				}
 			}

@@ -1,4 +1,4 @@
-package pool
+package jsport
 
 import (
 	"context"
@@ -20,51 +20,52 @@ const (
 	minScheduleDelay  = 300 * time.Millisecond // the server's minimum is 250 ms
 )
 
-// jsTimers is session.Timers on message schedules: the session's timer is
+// Timers is session.Timers on message schedules: the session's timer is
 // a schedule on baton.sched.<sessionID> that fires a timeout command,
 // carrying the timer's ID, into the session's stable inbox subject.
-type jsTimers struct {
-	js         jetstream.JetStream
-	names      subjects.Names
-	deployment string
-	now        func() time.Time
+type Timers struct {
+	JS    jetstream.JetStream
+	Names subjects.Names
+	// Deployment stamps the timeout command (this owner's deployment).
+	Deployment string
+	Now        func() time.Time
 }
 
-var _ session.Timers = jsTimers{}
+var _ session.Timers = Timers{}
 
 // Arm publishes (or re-publishes, which replaces it) the session's timer.
-func (t jsTimers) Arm(ctx context.Context, sessionID string, tm runtime.Timer) error {
+func (t Timers) Arm(ctx context.Context, sessionID string, tm runtime.Timer) error {
 	data, err := wire.Encode(wire.Current(), t.timeoutCommand(tm))
 	if err != nil {
-		return fmt.Errorf("pool: encode timeout: %w", err)
+		return fmt.Errorf("jsport: encode timeout: %w", err)
 	}
 	at := tm.Deadline
-	if earliest := t.now().Add(minScheduleDelay); at.Before(earliest) {
+	if earliest := t.Now().Add(minScheduleDelay); at.Before(earliest) {
 		at = earliest
 	}
-	msg := nats.NewMsg(t.names.Sched(sessionID))
+	msg := nats.NewMsg(t.Names.Sched(sessionID))
 	msg.Data = data
 	msg.Header.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
-	msg.Header.Set(hdrScheduleTarget, t.names.Inbox(subjects.StableToken(sessionID)))
-	if _, err := t.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("pool: arm timer of %s: %w", sessionID, err)
+	msg.Header.Set(hdrScheduleTarget, t.Names.Inbox(subjects.StableToken(sessionID)))
+	if _, err := t.JS.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("jsport: arm timer of %s: %w", sessionID, err)
 	}
 	return nil
 }
 
-func (t jsTimers) timeoutCommand(tm runtime.Timer) wire.Command {
+func (t Timers) timeoutCommand(tm runtime.Timer) wire.Command {
 	return wire.Command{
 		V: wire.CurrentVersion, Kind: wire.KindTimeout, ID: "timeout-" + tm.ID,
-		AcceptedDeploymentID: t.deployment, AcceptedAt: t.now().UTC(),
+		AcceptedDeploymentID: t.Deployment, AcceptedAt: t.Now().UTC(),
 		Timeout: &wire.Timeout{TimerID: tm.ID, Deadline: tm.Deadline.UTC()},
 	}
 }
 
 // Cancel purges the session's schedule subject, which cancels it.
-func (t jsTimers) Cancel(ctx context.Context, sessionID string) error {
-	stream, err := t.js.Stream(ctx, t.names.InboxStream())
+func (t Timers) Cancel(ctx context.Context, sessionID string) error {
+	stream, err := t.JS.Stream(ctx, t.Names.InboxStream())
 	if err != nil {
 		return err
 	}
-	return stream.Purge(ctx, jetstream.WithPurgeSubject(t.names.Sched(sessionID)))
+	return stream.Purge(ctx, jetstream.WithPurgeSubject(t.Names.Sched(sessionID)))
 }

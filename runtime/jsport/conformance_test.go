@@ -1,4 +1,4 @@
-package pool
+package jsport_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime/eventlog"
+	"github.com/baton-rt/baton/runtime/jsport"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/runtime/session/conformance"
 	"github.com/oklog/ulid/v2"
@@ -25,7 +26,7 @@ func TestConformance(t *testing.T) {
 	}
 	conformance.Records(t, func(*testing.T) conformance.RecordStore { return store })
 	conformance.Inbox(t, func(*testing.T) conformance.InboxTarget {
-		return conformance.InboxTarget{Inbox: jsInbox{js: js, names: names}, Backlog: kv.NewBacklog(js, names),
+		return conformance.InboxTarget{Inbox: jsport.Inbox{JS: js, Names: names}, Backlog: kv.NewBacklog(js, names),
 			Publish: func(t *testing.T, tok string, data []byte) uint64 {
 				ack, err := js.Publish(t.Context(), names.Inbox(tok), data)
 				if err != nil {
@@ -39,7 +40,7 @@ func TestConformance(t *testing.T) {
 		id := ulid.Make().String()
 		return eventlog.NewAppender(js, events, names.Events(id), id)
 	})
-	conformance.Blobs(t, func(*testing.T) session.Blobs { return jsBlobs{obs: func() objectStore { return obs }} })
+	conformance.Blobs(t, func(*testing.T) session.Blobs { return jsport.Blobs{Store: func() jsport.ObjectStore { return obs }} })
 	journal, err := kv.OpenJournal(t.Context(), js, names)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package pool
+package jsport
 
 import (
 	"context"
@@ -12,22 +12,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// jsInbox is session.Inbox on JetStream: a session's cursor over its
+// Inbox is session.Inbox on JetStream: a session's cursor over its
 // merged FIFO is consumer <sessionID>-<epoch> on the inbox stream, filtered
 // on every token of the session, in stream order. The consumer is a
 // disposable cursor: the truth is Applied in the session record, and the
 // consumer is (re)created at Applied.Next. AckExplicit with one message in
 // flight keeps delivery in stream order even when a message is lost in
 // flight and redelivered.
-type jsInbox struct {
-	js    jetstream.JetStream
-	names subjects.Names
+type Inbox struct {
+	JS    jetstream.JetStream
+	Names subjects.Names
 }
 
-var _ session.Inbox = jsInbox{}
+var _ session.Inbox = Inbox{}
 
-// jsReader is one open consumer.
-type jsReader struct {
+// reader is one open consumer.
+type reader struct {
 	iter jetstream.MessagesContext
 	cons jetstream.Consumer
 	out  chan session.Delivery
@@ -38,8 +38,8 @@ type jsReader struct {
 	lost chan error
 }
 
-func (r *jsReader) Deliveries() <-chan session.Delivery { return r.out }
-func (r *jsReader) Lost() <-chan error                  { return r.lost }
+func (r *reader) Deliveries() <-chan session.Delivery { return r.out }
+func (r *reader) Lost() <-chan error                  { return r.lost }
 
 const (
 	inboxPullExpiry  = 5 * time.Second
@@ -48,10 +48,10 @@ const (
 	consumerAckWait  = 5 * time.Second
 )
 
-func (ib jsInbox) config(c session.Cursor) jetstream.ConsumerConfig {
+func (ib Inbox) config(c session.Cursor) jetstream.ConsumerConfig {
 	filters := make([]string, len(c.Tokens))
 	for i, t := range c.Tokens {
-		filters[i] = ib.names.Inbox(t)
+		filters[i] = ib.Names.Inbox(t)
 	}
 	cfg := jetstream.ConsumerConfig{
 		Durable: c.Name, FilterSubjects: filters,
@@ -72,15 +72,15 @@ func (ib jsInbox) config(c session.Cursor) jetstream.ConsumerConfig {
 // configuration returns the existing consumer: one that has delivered
 // anything is not a fresh cursor), which saves the delete's round trip on
 // the way to the first step.
-func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, error) {
-	stream := ib.names.InboxStream()
+func (ib Inbox) Open(ctx context.Context, c session.Cursor) (session.Reader, error) {
+	stream := ib.Names.InboxStream()
 	var cons jetstream.Consumer
 	if c.Fresh {
 		cc, err := ib.create(ctx, stream, ib.config(c))
 		if err == nil && unused(cc) {
 			cons = cc
 		} else if err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
-			return nil, fmt.Errorf("pool: create consumer %s: %w", c.Name, err)
+			return nil, fmt.Errorf("jsport: create consumer %s: %w", c.Name, err)
 		}
 	}
 	if cons == nil {
@@ -89,7 +89,7 @@ func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, e
 		}
 		cc, err := ib.create(ctx, stream, ib.config(c))
 		if err != nil {
-			return nil, fmt.Errorf("pool: create consumer %s: %w", c.Name, err)
+			return nil, fmt.Errorf("jsport: create consumer %s: %w", c.Name, err)
 		}
 		cons = cc
 	}
@@ -104,9 +104,9 @@ func (ib jsInbox) Open(ctx context.Context, c session.Cursor) (session.Reader, e
 	iter, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(inboxPullExpiry),
 		jetstream.PullHeartbeat(inboxHeartbeat))
 	if err != nil {
-		return nil, fmt.Errorf("pool: consume %s: %w", c.Name, err)
+		return nil, fmt.Errorf("jsport: consume %s: %w", c.Name, err)
 	}
-	r := &jsReader{iter: iter, cons: cons, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
+	r := &reader{iter: iter, cons: cons, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
 		done: make(chan struct{}), lost: make(chan error, 1)}
 	go r.read()
 	return r, nil
@@ -126,11 +126,11 @@ const (
 )
 
 // create creates the consumer (attempts).
-func (ib jsInbox) create(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+func (ib Inbox) create(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
 	err := attempts(ctx, func(actx context.Context) error {
 		var err error
-		cons, err = ib.js.CreateConsumer(actx, stream, cfg)
+		cons, err = ib.JS.CreateConsumer(actx, stream, cfg)
 		return err
 	})
 	return cons, err
@@ -177,7 +177,7 @@ func unused(c jetstream.Consumer) bool {
 		i.NumRedelivered == 0 && i.NumWaiting == 0
 }
 
-func (r *jsReader) read() {
+func (r *reader) read() {
 	defer close(r.done)
 	for {
 		msg, err := r.iter.Next()
@@ -212,7 +212,7 @@ func (r *jsReader) read() {
 // costs the window and nothing else. Only a consumer that is gone or does
 // not answer within consumerAttempt loses the reader (a consumer deleted
 // while it is read ends it at once, by the server's status).
-func (r *jsReader) alive() bool {
+func (r *reader) alive() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), consumerAttempt)
 	defer cancel()
 	go func() {
@@ -228,15 +228,15 @@ func (r *jsReader) alive() bool {
 
 // Close stops delivery (the consumer stays until Delete or its inactivity
 // threshold).
-func (r *jsReader) Close() {
+func (r *reader) Close() {
 	close(r.stop)
 	r.iter.Stop()
 	<-r.done
 }
 
 // Exists reports whether the consumer exists.
-func (ib jsInbox) Exists(ctx context.Context, name string) (bool, error) {
-	_, err := ib.js.Consumer(ctx, ib.names.InboxStream(), name)
+func (ib Inbox) Exists(ctx context.Context, name string) (bool, error) {
+	_, err := ib.JS.Consumer(ctx, ib.Names.InboxStream(), name)
 	switch {
 	case err == nil:
 		return true, nil
@@ -247,24 +247,24 @@ func (ib jsInbox) Exists(ctx context.Context, name string) (bool, error) {
 }
 
 // Delete deletes the consumer; a missing one is not an error.
-func (ib jsInbox) Delete(ctx context.Context, name string) error {
-	err := ib.js.DeleteConsumer(ctx, ib.names.InboxStream(), name)
+func (ib Inbox) Delete(ctx context.Context, name string) error {
+	err := ib.JS.DeleteConsumer(ctx, ib.Names.InboxStream(), name)
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("pool: delete consumer %s: %w", name, err)
+		return fmt.Errorf("jsport: delete consumer %s: %w", name, err)
 	}
 	return nil
 }
 
 // Forget deletes the messages at seqs from the inbox stream; one already
 // gone (deleted, purged) is not an error.
-func (ib jsInbox) Forget(ctx context.Context, seqs []uint64) error {
-	stream, err := ib.js.Stream(ctx, ib.names.InboxStream())
+func (ib Inbox) Forget(ctx context.Context, seqs []uint64) error {
+	stream, err := ib.JS.Stream(ctx, ib.Names.InboxStream())
 	if err != nil {
 		return err
 	}
 	for _, seq := range seqs {
 		if err := stream.DeleteMsg(ctx, seq); err != nil && !gone(ctx, stream, seq) {
-			return fmt.Errorf("pool: delete inbox message %d: %w", seq, err)
+			return fmt.Errorf("jsport: delete inbox message %d: %w", seq, err)
 		}
 	}
 	return nil
@@ -278,13 +278,13 @@ func gone(ctx context.Context, stream jetstream.Stream, seq uint64) bool {
 }
 
 // Purge purges the messages below seq on each token's inbox subject.
-func (ib jsInbox) Purge(ctx context.Context, tokens []string, below uint64) error {
-	stream, err := ib.js.Stream(ctx, ib.names.InboxStream())
+func (ib Inbox) Purge(ctx context.Context, tokens []string, below uint64) error {
+	stream, err := ib.JS.Stream(ctx, ib.Names.InboxStream())
 	if err != nil {
 		return err
 	}
 	for _, t := range tokens {
-		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(ib.names.Inbox(t)), jetstream.WithPurgeSequence(below)); err != nil {
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(ib.Names.Inbox(t)), jetstream.WithPurgeSequence(below)); err != nil {
 			return err
 		}
 	}

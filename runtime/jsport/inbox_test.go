@@ -1,4 +1,4 @@
-package pool
+package jsport_test
 
 import (
 	"io"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/runtime/jsport"
 	"github.com/baton-rt/baton/runtime/session"
 )
 
@@ -25,7 +26,7 @@ func TestReaderSurvivesAStall(t *testing.T) {
 	e := h.Env(srv.URL())
 	px := startStallProxy(t, srv.URL())
 	r := h.Dial(px.url) // the reader's connection runs through the proxy
-	in := jsInbox{js: r.JS, names: e.Names}
+	in := jsport.Inbox{JS: r.JS, Names: e.Names}
 	tok := "stall"
 	publish := func(data string) uint64 {
 		ack, err := e.JS.Publish(t.Context(), e.Names.Inbox(tok), []byte(data))
@@ -65,12 +66,12 @@ func TestReaderLostWhenDeletedInAStall(t *testing.T) {
 	srv := h.Server()
 	e := h.Env(srv.URL())
 	px := startStallProxy(t, srv.URL())
-	in := jsInbox{js: h.Dial(px.url).JS, names: e.Names}
+	in := jsport.Inbox{JS: h.Dial(px.url).JS, Names: e.Names}
 	rd, err := in.Open(t.Context(), session.Cursor{Name: "c-gone", Tokens: []string{"gone"}, Start: 1, Fresh: true})
 	h.Check(err)
 	defer rd.Close()
 	px.stall(3 * time.Second)
-	h.Check(jsInbox{js: e.JS, names: e.Names}.Delete(t.Context(), "c-gone"))
+	h.Check(jsport.Inbox{JS: e.JS, Names: e.Names}.Delete(t.Context(), "c-gone"))
 	select {
 	case d := <-rd.Deliveries():
 		t.Fatalf("a delivery %d from a deleted consumer", d.Seq)

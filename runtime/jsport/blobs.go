@@ -1,4 +1,4 @@
-package pool
+package jsport
 
 import (
 	"context"
@@ -9,24 +9,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// objectStore is the part of a jetstream.ObjectStore jsBlobs uses.
-type objectStore interface {
+// ObjectStore is the part of a jetstream.ObjectStore Blobs uses.
+type ObjectStore interface {
 	PutBytes(ctx context.Context, name string, data []byte) (*jetstream.ObjectInfo, error)
 	GetBytes(ctx context.Context, name string, opts ...jetstream.GetObjectOpt) ([]byte, error)
 	GetInfo(ctx context.Context, name string, opts ...jetstream.GetObjectInfoOpt) (*jetstream.ObjectInfo, error)
 	Delete(ctx context.Context, name string) error
 }
 
-// jsBlobs is session.Blobs on the baton_state object store, which Run
+// Blobs is session.Blobs on the baton_state object store, which Run
 // opens (obs returns it; nil before).
-type jsBlobs struct{ obs func() objectStore }
+type Blobs struct {
+	// Store returns the object store, nil until it is open.
+	Store func() ObjectStore
+}
 
-var errNoObjectStore = errors.New("pool: out-of-line content needs the state object store")
-
-func (b jsBlobs) store() (objectStore, error) {
-	obs := b.obs()
+func (b Blobs) store() (ObjectStore, error) {
+	obs := b.Store()
 	if obs == nil {
-		return nil, errNoObjectStore
+		return nil, ErrNotOpen
 	}
 	return obs, nil
 }
@@ -34,7 +35,7 @@ func (b jsBlobs) store() (objectStore, error) {
 // Put stores data under name, sending it again across an election of the
 // object store's stream (attempts): the content is addressed by its
 // digest, so a second put of a name writes the same object.
-func (b jsBlobs) Put(ctx context.Context, name string, data []byte) error {
+func (b Blobs) Put(ctx context.Context, name string, data []byte) error {
 	obs, err := b.store()
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func (b jsBlobs) Put(ctx context.Context, name string, data []byte) error {
 	})
 }
 
-func (b jsBlobs) Has(ctx context.Context, name string) (bool, error) {
+func (b Blobs) Has(ctx context.Context, name string) (bool, error) {
 	obs, err := b.store()
 	if err != nil {
 		return false, err
@@ -60,7 +61,7 @@ func (b jsBlobs) Has(ctx context.Context, name string) (bool, error) {
 	return false, err
 }
 
-func (b jsBlobs) Get(ctx context.Context, name string) ([]byte, error) {
+func (b Blobs) Get(ctx context.Context, name string) ([]byte, error) {
 	obs, err := b.store()
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func (b jsBlobs) Get(ctx context.Context, name string) ([]byte, error) {
 	return data, err
 }
 
-func (b jsBlobs) Delete(ctx context.Context, name string) error {
+func (b Blobs) Delete(ctx context.Context, name string) error {
 	obs, err := b.store()
 	if err != nil {
 		return nil // nothing was stored
@@ -83,4 +84,4 @@ func (b jsBlobs) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-var _ session.Blobs = jsBlobs{}
+var _ session.Blobs = Blobs{}

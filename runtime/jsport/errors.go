@@ -1,0 +1,7 @@
+package jsport
+
+import "errors"
+
+// ErrNotOpen: a port whose JetStream resource the owner opens when it runs
+// (the state object store, the journal bucket) was used before that.
+var ErrNotOpen = errors.New("jsport: the object store or bucket is not open yet")
