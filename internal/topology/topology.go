@@ -86,14 +86,17 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		return nil, fmt.Errorf("topology: session record limit %d bytes: at least %d (wire.MaxRecordBytes: every checkpoint must fit)", cfg.RecordMaxBytes, wire.MaxRecordBytes)
 	}
 	t := &Topology{}
-	var err error
 	for _, s := range []struct {
 		dst *jetstream.Stream
 		cfg jetstream.StreamConfig
 	}{
 		{&t.Inbox, inboxConfig(cfg)}, {&t.Events, eventsConfig(cfg)}, {&t.Tasks, tasksConfig(cfg)},
 	} {
-		if *s.dst, err = t.ensureStream(ctx, js, s.cfg); err != nil {
+		err := retrySettling(ctx, func(ctx context.Context) (err error) {
+			*s.dst, err = t.ensureStream(ctx, js, s.cfg)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -104,11 +107,19 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		{&t.Sessions, sessionsConfig(cfg)}, {&t.Hooks, hooksConfig(cfg)}, {&t.Owners, ownersConfig(cfg)},
 		{&t.Journal, journalConfig(cfg)},
 	} {
-		if *b.dst, err = t.ensureBucket(ctx, js, b.cfg); err != nil {
+		err := retrySettling(ctx, func(ctx context.Context) (err error) {
+			*b.dst, err = t.ensureBucket(ctx, js, b.cfg)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
-	if t.State, err = t.ensureObjects(ctx, js, stateConfig(cfg)); err != nil {
+	err := retrySettling(ctx, func(ctx context.Context) (err error) {
+		t.State, err = t.ensureObjects(ctx, js, stateConfig(cfg))
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return t, nil
