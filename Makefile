@@ -30,7 +30,7 @@ RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HT
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
-.PHONY: all build run deployment stop llm test soak bench lint staticcheck fmt-check vet deps sizes fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop llm test soak bench lint staticcheck fmt-check vet deps sizes docimports fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
@@ -76,7 +76,7 @@ soak:
 bench:
 	$(GO) run ./cmd/bench
 
-lint: fmt-check vet staticcheck deps sizes
+lint: fmt-check vet staticcheck deps sizes docimports
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -98,6 +98,10 @@ deps:
 ## exceptions in internal/tools/sizes/allow.go
 sizes:
 	$(GO) run ./internal/tools/sizes
+
+## docimports: a package doc that says what the package imports is true
+docimports:
+	$(GO) run ./internal/tools/docimports
 
 ## fuzz: every fuzz target for FUZZTIME each
 fuzz:

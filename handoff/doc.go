@@ -46,6 +46,6 @@
 //
 // handoff never imports kv: it declares Store and Reader, the subsets of a
 // record store it uses (kv.Store implements them; runtime/pool holds the
-// compile-time check), and imports record, subjects and protocol only
-// (scripts/deps.sh).
+// compile-time check), and imports record, subjects, protocol and
+// internal/failpoint only (scripts/deps.sh).
 package handoff
