@@ -10,6 +10,7 @@ import (
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/session/memory"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,7 +74,7 @@ func greenCandidate(run string) handoff.Candidate {
 // then activates.
 func TestActivateRefusals(t *testing.T) {
 	n := newNATS(t)
-	mem := newMemStore()
+	mem := memory.NewRecords()
 	cand := greenCandidate("c1")
 	for _, c := range []struct {
 		name  string
@@ -319,7 +320,7 @@ func TestStartReply(t *testing.T) {
 // TestResponderRefusesMalformed: a body that does not decode strictly is
 // answered bad_request, and the error matches both sentinels.
 func TestResponderRefusesMalformed(t *testing.T) {
-	r := handoff.Responder{Store: newMemStore(), Candidate: greenCandidate("c1")}
+	r := handoff.Responder{Store: memory.NewRecords(), Candidate: greenCandidate("c1")}
 	reply, _, err := r.Handle(testCtx(t), []byte(`{"handoffId":"h1","aliases":["x"]}`))
 	if !errors.Is(err, handoff.ErrInvalid) || !errors.Is(err, protocol.ErrMalformed) || reply.Error == nil || reply.Error.Code != protocol.CodeBadRequest {
 		t.Fatalf("%+v %v", reply, err)
@@ -328,7 +329,7 @@ func TestResponderRefusesMalformed(t *testing.T) {
 
 // TestRunRefusesInvalid: requests the transaction refuses before writing.
 func TestRunRefusesInvalid(t *testing.T) {
-	mem := newMemStore()
+	mem := memory.NewRecords()
 	s := activeSession(t, mem, nil)
 	base := handoff.Request{HandoffID: "h", SessionID: s.Record.SessionID, SourceRun: srcRun, Source: srcDeployment,
 		Target: candDeployment, Trigger: handoff.Trigger{CommandID: "c", Seq: 1}, Tokens: []string{s.Record.SessionID}, Record: s}

@@ -14,6 +14,7 @@ import (
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/session/memory"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -61,7 +62,7 @@ type backend struct {
 func memBackend() *backend {
 	inbox := newMemInbox()
 	return &backend{
-		name: "mem", store: newMemStore(), backlog: inbox,
+		name: "mem", store: memory.NewRecords(), backlog: inbox,
 		publish: func(_ tb, tok string) uint64 { return inbox.publish(tok) },
 		holds:   func(_ tb, seq uint64) bool { return inbox.holds(seq) },
 	}

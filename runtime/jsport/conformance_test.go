@@ -25,6 +25,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	conformance.Records(t, func(*testing.T) conformance.RecordStore { return store })
+	conformance.Handoff(t, func(*testing.T) conformance.HandoffStore { return store })
 	conformance.Inbox(t, func(*testing.T) conformance.InboxTarget {
 		return conformance.InboxTarget{Inbox: jsport.Inbox{JS: js, Names: names}, Backlog: kv.NewBacklog(js, names),
 			Publish: func(t *testing.T, tok string, data []byte) uint64 {

@@ -12,6 +12,7 @@ import (
 // (runtime/pool's TestConformance).
 func TestConformance(t *testing.T) {
 	conformance.Records(t, func(*testing.T) conformance.RecordStore { return memory.NewRecords() })
+	conformance.Handoff(t, func(*testing.T) conformance.HandoffStore { return memory.NewRecords() })
 	conformance.Inbox(t, func(*testing.T) conformance.InboxTarget {
 		ib := memory.NewInbox()
 		return conformance.InboxTarget{Inbox: ib, Backlog: ib,

@@ -10,7 +10,8 @@ import (
 	"github.com/baton-rt/baton/subjects"
 )
 
-// Records is session.Records (plus CreateSession) in memory: one revision
+// Records is session.Records (plus CreateSession, and the handoff
+// transaction's store: markers.go) in memory: one revision
 // counter over every key, as a KV bucket's stream sequence; a CAS at a
 // stale revision is record.ErrConflict; leader reads are always current.
 type Records struct {
@@ -18,6 +19,7 @@ type Records struct {
 	seq      uint64
 	sessions map[string]entry[record.SessionRecord]
 	hooks    map[string]entry[record.Hook]
+	markers  map[string]entry[record.Marker]
 	// BeforeUpdate, if set, runs before each UpdateSession is applied; a
 	// non-nil error is returned instead, nothing written (a store that did
 	// not answer, or a conflict forced by a test).
@@ -34,7 +36,8 @@ type entry[T any] struct {
 
 // NewRecords returns an empty record store.
 func NewRecords() *Records {
-	return &Records{sessions: map[string]entry[record.SessionRecord]{}, hooks: map[string]entry[record.Hook]{}}
+	return &Records{sessions: map[string]entry[record.SessionRecord]{}, hooks: map[string]entry[record.Hook]{},
+		markers: map[string]entry[record.Marker]{}}
 }
 
 // CreateSession creates the record; an existing one is *record.OwnedError.
