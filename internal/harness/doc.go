@@ -34,7 +34,11 @@
 //     listener;
 //   - procs.go: owners and ingresses as subprocesses (internal/proctest),
 //     their flags, signals and logs;
-//   - poll.go: polling with deadlines — tests never sleep to synchronise.
+//   - poll.go: polling with deadlines — tests never sleep to synchronise;
+//   - world.go: World, the recipe the end-to-end suites share (test/poison,
+//     test/agentapi, test/remote): a server with the topology, an ingress
+//     per deployment on first use, and the HTTP calls every suite makes
+//     (create, deliver, events, turns).
 //
 // It imports neither runtime/pool, runtime/session nor handoff, so the owner packages' own
 // (internal) tests can use it; inproc, the in-process owner, does. Only

@@ -6,7 +6,6 @@ package agentapi_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,20 +22,21 @@ import (
 // wait bounds every poll: generous, for -race on a busy two-core machine.
 const wait = 60 * time.Second
 
+// env is the suites' world (harness.World: one embedded nats-server with
+// the topology, an ingress per deployment started on first use) and the
+// scripted agent every owner of the test runs.
 type env struct {
-	*harness.Env
+	*harness.World
 	t     *testing.T
 	h     harness.T
-	ings  map[string]*harness.Ingress
-	http  harness.Client
 	agent *scripted
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	t.Parallel()
-	h := harness.For(t)
-	return &env{Env: h.Env(h.Server().URL()), t: t, h: h, ings: map[string]*harness.Ingress{}, agent: &scripted{}}
+	w := harness.NewWorld(t, wait)
+	return &env{World: w, t: t, h: w.T, agent: &scripted{}}
 }
 
 // owner runs an in-process owner of deployment with the env's agent.
@@ -47,38 +47,17 @@ func (e *env) owner(deployment, process string, mutate ...func(*pool.Config)) *i
 	}}, mutate...)...)
 }
 
-// ingress returns the ingress of deployment, starting it on first use.
-func (e *env) ingress(deployment string) *harness.Ingress {
-	if i, ok := e.ings[deployment]; ok {
-		return i
-	}
-	i := e.h.Ingress(e.URL, ingress.Config{
-		Deployment: deployment, InsecureDev: true, StartTimeout: 10 * time.Second,
-		Heartbeat: 200 * time.Millisecond, HubLinger: 100 * time.Millisecond, Log: e.h.Logger(slog.LevelWarn),
-	})
-	e.ings[deployment] = i
-	return i
-}
-
 // call sends an HTTP request to deployment's ingress and returns the status
 // and body.
 func (e *env) call(deployment, method, path, body string) (int, []byte) {
 	e.t.Helper()
-	r, err := e.http.Do(e.t.Context(), method, e.ingress(deployment).URL()+path, strings.NewReader(body))
-	e.h.Check(err)
-	return r.Code, r.Body
+	return e.Call(deployment, method, path, body)
 }
 
 // create starts a session on deployment and returns its ID.
 func (e *env) create(deployment string) string {
 	e.t.Helper()
-	code, body := e.call(deployment, "POST", "/v1/sessions", `{}`)
-	if code != http.StatusCreated {
-		e.t.Fatalf("create: %d %s", code, body)
-	}
-	var r ingress.Created
-	e.h.Check(json.Unmarshal(body, &r))
-	return r.SessionID
+	return e.Create(deployment)
 }
 
 // deliver posts body (a JSON object without sessionId) to session id
@@ -94,46 +73,29 @@ func (e *env) deliver(deployment, id, body string) {
 // say delivers text.
 func (e *env) say(deployment, id, text string) {
 	e.t.Helper()
-	b, _ := json.Marshal(map[string]string{"text": text})
-	e.deliver(deployment, id, string(b))
+	if code, _ := e.Deliver(deployment, id, text); code != http.StatusAccepted {
+		e.t.Fatalf("deliver %q to %s: %d", text, id, code)
+	}
 }
 
-// events returns the session's committed events (?follow=false).
+// events returns the session's committed events (?follow=false), read
+// through deployment v1's ingress.
 func (e *env) events(id string) []wire.Event {
 	e.t.Helper()
-	code, b := e.call(e.anyIngress(), "GET", "/v1/sessions/"+id+"/events?follow=false", "")
-	if code != http.StatusOK {
-		e.t.Fatalf("events of %s: %d %s", id, code, b)
-	}
-	var evs []wire.Event
-	e.h.Check(json.Unmarshal(b, &evs))
-	return evs
-}
-
-func (e *env) anyIngress() string {
-	for d := range e.ings {
-		return d
-	}
-	return "v1"
+	return e.Events("v1", id)
 }
 
 // turns waits until n turns of session id completed and returns the
 // events.
 func (e *env) turns(id string, n int) []wire.Event {
 	e.t.Helper()
-	var evs []wire.Event
-	e.h.Eventually(wait, "turns completed", func() bool {
-		evs = e.events(id)
-		return harness.Count(evs, wire.EventTurnCompleted) >= n
-	})
-	e.h.CheckStream(evs)
-	return evs
+	return e.Turns("v1", id, n)
 }
 
 // status reads GET /v1/sessions/{id}.
 func (e *env) status(id string) ingress.Status {
 	e.t.Helper()
-	code, b := e.call(e.anyIngress(), "GET", "/v1/sessions/"+id, "")
+	code, b := e.call("v1", "GET", "/v1/sessions/"+id, "")
 	if code != http.StatusOK {
 		e.t.Fatalf("status of %s: %d %s", id, code, b)
 	}

@@ -3,9 +3,7 @@ package poison_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,27 +20,20 @@ import (
 // wait bounds every poll: generous, for -race on a busy two-core machine.
 const wait = 60 * time.Second
 
-// env is one embedded nats-server with the topology (harness.Env: NC, JS,
-// Store, Names), an ingress of deployment v1 on a real HTTP listener, and
+// env is the suites' world (harness.World: one embedded nats-server with
+// the topology, an ingress of deployment v1 on a real HTTP listener) and
 // the owners a test starts.
 type env struct {
-	*harness.Env
-	t    *testing.T
-	h    harness.T
-	ing  *harness.Ingress
-	http harness.Client
+	*harness.World
+	t   *testing.T
+	h   harness.T
+	ing *harness.Ingress
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	h := harness.For(t)
-	e := &env{Env: h.Env(h.Server().URL()), t: t, h: h}
-	e.ing = h.Ingress(e.URL, ingress.Config{
-		Deployment: "v1", InsecureDev: true, StartTimeout: 10 * time.Second,
-		Heartbeat: 200 * time.Millisecond, HubLinger: 100 * time.Millisecond,
-		Log: h.Logger(slog.LevelWarn),
-	})
-	return e
+	w := harness.NewWorld(t, wait)
+	return &env{World: w, t: t, h: w.T, ing: w.Ingress("v1")}
 }
 
 // owner runs an in-process owner of deployment v1 with agent; it stops when
@@ -54,52 +45,28 @@ func (e *env) owner(process string, agent runtime.Agent, mutate ...func(*pool.Co
 	}}, mutate...)...)
 }
 
-// call sends an HTTP request and returns the status and body.
+// call sends an HTTP request to the ingress and returns the status and body.
 func (e *env) call(method, path, body string) (int, []byte) {
 	e.t.Helper()
-	r, err := e.http.Do(e.t.Context(), method, e.ing.URL()+path, strings.NewReader(body))
-	e.h.Check(err)
-	return r.Code, r.Body
+	return e.Call("v1", method, path, body)
 }
 
 // create starts a session and returns its ID.
 func (e *env) create() string {
 	e.t.Helper()
-	code, body := e.call("POST", "/v1/sessions", `{}`)
-	if code != http.StatusCreated {
-		e.t.Fatalf("create: %d %s", code, body)
-	}
-	var r ingress.Created
-	_ = json.Unmarshal(body, &r)
-	return r.SessionID
+	return e.Create("v1")
 }
 
 // deliver sends text to session id and returns the status and receipt.
 func (e *env) deliver(id, text string) (int, ingress.Receipt) {
 	e.t.Helper()
-	body, _ := json.Marshal(map[string]string{"sessionId": id, "text": text})
-	code, b := e.call("POST", "/v1/deliveries", string(body))
-	var r ingress.Receipt
-	if code == http.StatusAccepted {
-		if err := json.Unmarshal(b, &r); err != nil {
-			e.t.Fatalf("receipt %s: %v", b, err)
-		}
-	}
-	return code, r
+	return e.Deliver("v1", id, text)
 }
 
 // events returns the session's committed events through ?follow=false.
 func (e *env) events(id string) []wire.Event {
 	e.t.Helper()
-	code, b := e.call("GET", "/v1/sessions/"+id+"/events?follow=false", "")
-	if code != http.StatusOK {
-		e.t.Fatalf("events of %s: %d %s", id, code, b)
-	}
-	var evs []wire.Event
-	if err := json.Unmarshal(b, &evs); err != nil {
-		e.t.Fatalf("events of %s: %v", id, err)
-	}
-	return evs
+	return e.Events("v1", id)
 }
 
 // waitEvents polls the session's events until pred holds.

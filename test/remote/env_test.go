@@ -7,9 +7,7 @@ package remote_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,14 +27,13 @@ const (
 )
 
 type env struct {
-	*harness.Env
+	*harness.World
 	t     *testing.T
 	h     harness.T
 	bin   string
 	procs *harness.Procs
 	logs  string
 	ing   *harness.Ingress
-	http  harness.Client
 
 	effects atomic.Int64 // real executions of the "do" step's call
 	mu      sync.Mutex
@@ -48,14 +45,22 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	t.Parallel()
-	h := harness.For(t)
-	e := &env{Env: h.Env(h.Server().URL()), t: t, h: h, bin: proctest.Build(t, harness.OwnerPkg),
-		procs: harness.NewProcs(t, 80), logs: t.TempDir(), served: map[string]int{}, started: make(chan string, 8)}
-	e.ing = h.Ingress(e.URL, ingress.Config{
-		Deployment: "v1", InsecureDev: true, StartTimeout: 20 * time.Second,
-		Heartbeat: 200 * time.Millisecond, HubLinger: 100 * time.Millisecond, Log: h.Logger(slog.LevelWarn),
-	})
-	return e
+	return newEnvAt(t, "")
+}
+
+// newEnvAt is the environment on the server at url ("": a server of its
+// own): bin/owner and the ingress connect as url says.
+func newEnvAt(t *testing.T, url string) *env {
+	t.Helper()
+	slow := harness.WithIngress(func(c *ingress.Config) { c.StartTimeout = 20 * time.Second })
+	var w *harness.World
+	if url == "" {
+		w = harness.NewWorld(t, wait, slow)
+	} else {
+		w = harness.NewWorldAt(t, url, wait, slow)
+	}
+	return &env{World: w, t: t, h: w.T, bin: proctest.Build(t, harness.OwnerPkg), procs: harness.NewProcs(t, 80),
+		logs: t.TempDir(), served: map[string]int{}, started: make(chan string, 8), ing: w.Ingress("v1")}
 }
 
 // owner starts bin/owner --agent nats as process pid of v1.
@@ -151,52 +156,31 @@ func (e *env) cancelled() []string {
 
 func (e *env) call(method, path, body string) (int, []byte) {
 	e.t.Helper()
-	r, err := e.http.Do(e.t.Context(), method, e.ing.URL()+path, strings.NewReader(body))
-	e.h.Check(err)
-	return r.Code, r.Body
+	return e.Call("v1", method, path, body)
 }
 
 func (e *env) create() string {
 	e.t.Helper()
-	code, body := e.call("POST", "/v1/sessions", `{}`)
-	if code != http.StatusCreated {
-		e.t.Fatalf("create: %d %s", code, body)
-	}
-	var r ingress.Created
-	e.h.Check(json.Unmarshal(body, &r))
-	return r.SessionID
+	return e.Create("v1")
 }
 
 func (e *env) say(id, text string) {
 	e.t.Helper()
-	b, _ := json.Marshal(map[string]string{"sessionId": id, "text": text})
-	if code, r := e.call("POST", "/v1/deliveries", string(b)); code != http.StatusAccepted {
-		e.t.Fatalf("deliver %s: %d %s", b, code, r)
+	if code, _ := e.Deliver("v1", id, text); code != http.StatusAccepted {
+		e.t.Fatalf("deliver %q to %s: %d", text, id, code)
 	}
 }
 
 func (e *env) events(id string) []wire.Event {
 	e.t.Helper()
-	code, b := e.call("GET", "/v1/sessions/"+id+"/events?follow=false", "")
-	if code != http.StatusOK {
-		e.t.Fatalf("events of %s: %d %s", id, code, b)
-	}
-	var evs []wire.Event
-	e.h.Check(json.Unmarshal(b, &evs))
-	return evs
+	return e.Events("v1", id)
 }
 
 // turns waits until n turns of session id completed and returns the
 // events, checked (seqs contiguous, every command applied once).
 func (e *env) turns(id string, n int) []wire.Event {
 	e.t.Helper()
-	var evs []wire.Event
-	e.h.Eventually(wait, fmt.Sprintf("%d turns completed", n), func() bool {
-		evs = e.events(id)
-		return harness.Count(evs, wire.EventTurnCompleted) >= n
-	})
-	e.h.CheckStream(evs)
-	return evs
+	return e.Turns("v1", id, n)
 }
 
 // errors are the session's error events.

@@ -3,16 +3,12 @@ package remote_test
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/harness"
-	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/test/remote/worker"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats-server/v2/server"
@@ -161,14 +157,7 @@ func (c *conn) refusedAll(e *env, tokens []string) {
 // user's): bin/owner and the ingress connect as that user.
 func newPermEnv(t *testing.T, url string) *env {
 	t.Helper()
-	h := harness.For(t)
-	e := &env{Env: h.Env(url), t: t, h: h, bin: proctest.Build(t, harness.OwnerPkg),
-		procs: harness.NewProcs(t, 80), logs: t.TempDir(), served: map[string]int{}, started: make(chan string, 8)}
-	e.ing = h.Ingress(e.URL, ingress.Config{
-		Deployment: "v1", InsecureDev: true, StartTimeout: 20 * time.Second,
-		Heartbeat: 200 * time.Millisecond, HubLinger: 100 * time.Millisecond, Log: h.Logger(slog.LevelWarn),
-	})
-	return e
+	return newEnvAt(t, url)
 }
 
 // conn is a client connection and the permission violations the server
