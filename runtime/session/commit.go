@@ -58,7 +58,7 @@ func (s *Session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 // re-committed outbox does not change), and stamps a new one, storing a
 // long message.output text out of line.
 func (s *Session) restamp(ctx context.Context, e runtime.Event, now time.Time) (wire.Event, error) {
-	if w, ok := s.stamped(e); ok {
+	if w, ok := s.pub.stamped(e); ok {
 		return w, nil
 	}
 	switch e.Kind {
@@ -185,7 +185,7 @@ func (s *Session) claimAlias(ctx context.Context, alias string) error {
 		return fmt.Errorf("session: claim alias %q: %w", alias, err)
 	}
 	s.env.Failpoints.Run(failpoint.AliasHooked, failpoint.Args{SessionID: s.id, Detail: alias})
-	s.tokens = appendUnique(s.tokens, tok)
+	s.cur.tokens = appendUnique(s.cur.tokens, tok)
 	return s.reopen(ctx)
 }
 
@@ -205,7 +205,7 @@ func (s *Session) flushPurge(ctx context.Context) {
 	if s.purgeAt <= s.purged+1 || !s.env.Process.LeaseValid() {
 		return
 	}
-	if err := s.env.Inbox.Purge(ctx, s.tokens, s.purgeAt); err != nil {
+	if err := s.env.Inbox.Purge(ctx, s.cur.tokens, s.purgeAt); err != nil {
 		s.log.Debug("purge failed; retried on the next tick", "err", err)
 		return
 	}
@@ -215,16 +215,16 @@ func (s *Session) flushPurge(ctx context.Context) {
 // cleanup is the idempotent clean-up after finalization: tombstone every
 // address, delete the consumer, purge the timer, drop the index entry.
 func (s *Session) cleanup(ctx context.Context, c runtime.Cleanup) error {
-	if err := s.awaitPublish(); err != nil {
+	if err := s.pub.await(); err != nil {
 		return err
 	}
-	for _, t := range s.tokens {
+	for _, t := range s.cur.tokens {
 		if err := s.tombstone(ctx, t); err != nil {
 			return err
 		}
 	}
-	s.closeCursor()
-	if err := s.env.Inbox.Delete(ctx, s.cursor); err != nil {
+	s.cur.close()
+	if err := s.env.Inbox.Delete(ctx, s.cur.name); err != nil {
 		return fmt.Errorf("session: delete consumer of ended %s: %w", s.id, err)
 	}
 	if err := s.env.Timers.Cancel(ctx, s.id); err != nil {

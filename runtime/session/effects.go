@@ -9,7 +9,6 @@ import (
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
-	"github.com/baton-rt/baton/wire"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -35,7 +34,7 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.ResolveCommit:
 		return s.resolve(ctx)
 	case runtime.Publish:
-		return nil, s.publish(ctx, e)
+		return nil, s.pub.publish(ctx, e.Events)
 	case runtime.RunStep:
 		s.runStep(ctx, e)
 	case runtime.CancelStep:
@@ -88,7 +87,7 @@ func (s *Session) forget(ctx context.Context, f runtime.Forget) ([]runtime.Input
 
 // commit is the one CAS of the session record.
 func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
-	if err := s.awaitPublish(); err != nil {
+	if err := s.pub.await(); err != nil {
 		return nil, err
 	}
 	rec, outbox, err := s.record(ctx, c.Snapshot)
@@ -114,7 +113,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	}
 	switch {
 	case err == nil:
-		s.rec, s.rev, s.outbox, s.due = rec, rev, outbox, dueStep(c.Snapshot)
+		s.rec, s.rev, s.pub.outbox, s.due = rec, rev, outbox, dueStep(c.Snapshot)
 		if rec.BootAttempts == 0 {
 			s.env.Process.Settled(s.id) // it did not kill the process
 		}
@@ -150,7 +149,7 @@ func (s *Session) resolve(ctx context.Context) ([]runtime.Input, error) {
 	switch {
 	case err == nil:
 		s.log.Info("uncertain commit settled: it landed", "rev", rev)
-		s.rec, s.rev, s.outbox, s.due = s.pendingRec, rev, s.pendingOutbox, s.pendingDue
+		s.rec, s.rev, s.pub.outbox, s.due = s.pendingRec, rev, s.pendingOutbox, s.pendingDue
 		s.committedState()
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, record.ErrConflict):
@@ -163,69 +162,6 @@ func (s *Session) resolve(ctx context.Context) ([]runtime.Input, error) {
 	return nil, fmt.Errorf("session: settle commit of %s: %w", s.id, err)
 }
 
-// publish appends committed events; they are in s.outbox, stamped at commit.
-func (s *Session) publish(ctx context.Context, p runtime.Publish) error {
-	if err := s.awaitPublish(); err != nil {
-		return err
-	}
-	type encoded struct {
-		seq  uint64
-		data []byte
-	}
-	batch := make([]encoded, 0, len(p.Events))
-	for _, e := range p.Events {
-		we, ok := s.stamped(e)
-		if !ok {
-			return fmt.Errorf("session %s: event %d is not in the committed outbox", s.id, e.Seq)
-		}
-		// Envelope only: the data was validated once, when the step's result
-		// was checked, and a committed event of a data version newer than
-		// this build knows is re-published unchanged.
-		data, err := wire.EncodeEvent(nil, we)
-		if err != nil {
-			return fmt.Errorf("session %s: %w", s.id, err)
-		}
-		batch = append(batch, encoded{we.Seq, data})
-	}
-	done := make(chan error, 1)
-	s.pubWait = done
-	go func() { // the events are durable already: append them off the step's path
-		for _, e := range batch {
-			if err := s.app.Append(ctx, e.seq, e.data); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	return nil
-}
-
-// awaitPublish waits for the append in flight. The machine requires a
-// Publish to complete before the next Commit; the driver also waits before
-// clean-up and shutdown. A failed append stops the session: its events stay
-// in the record's outbox for the next owner.
-func (s *Session) awaitPublish() error {
-	if s.pubWait == nil {
-		return nil
-	}
-	err := <-s.pubWait
-	s.pubWait = nil
-	if err != nil {
-		return fmt.Errorf("session %s: publish events: %w", s.id, err)
-	}
-	return nil
-}
-
-func (s *Session) stamped(e runtime.Event) (wire.Event, bool) {
-	for _, w := range s.outbox {
-		if w.Seq == e.Seq {
-			return w, true
-		}
-	}
-	return wire.Event{}, false
-}
-
 // handoff hands the machine's decision to the host's handoff transaction.
 // The cursor closes first, so nothing but the trigger reaches this owner
 // while the record is staged. Kept: the session continues at the record the
@@ -234,11 +170,11 @@ func (s *Session) stamped(e runtime.Event) (wire.Event, bool) {
 // error but handoff.ErrInvalid stops the session unresolved: a later claim
 // (restart) settles the record.
 func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Input, error) {
-	s.closeCursor()
+	s.cur.close()
 	req := handoff.Request{
 		HandoffID: newID(), SessionID: s.id, SourceRun: s.runID, Source: s.env.Deployment, Target: h.Target,
 		Trigger: handoff.Trigger{CommandID: h.Trigger.ID, Seq: h.Trigger.Seq},
-		Tokens:  append([]string(nil), s.tokens...), Record: record.Session{Record: s.rec, Revision: s.rev},
+		Tokens:  append([]string(nil), s.cur.tokens...), Record: record.Session{Record: s.rec, Revision: s.rev},
 	}
 	res, err := s.env.Handoffs.Handoff(ctx, req)
 	switch {

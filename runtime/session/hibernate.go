@@ -42,7 +42,7 @@ func (s *Session) idleFor() time.Duration {
 // resume is allowed: each of those arrives as an inbox command, and a
 // command wakes the session.
 func (s *Session) quiet() bool {
-	if s.stopped || s.cancel != nil || len(s.deliveries()) > 0 || len(s.steps) > 0 || len(s.senders) > 0 {
+	if s.stopped || s.cancel != nil || len(s.cur.deliveries()) > 0 || len(s.steps) > 0 || s.senders.len() > 0 {
 		return false
 	}
 	switch s.m.IdleReason() {
@@ -113,7 +113,7 @@ func (s *Session) backlogged(ctx context.Context) bool {
 		from--
 	}
 	for range len(queued) + len(applied.Above) + 1 {
-		seq, err := s.env.Backlog.After(ctx, s.tokens, from)
+		seq, err := s.env.Backlog.After(ctx, s.cur.tokens, from)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
@@ -141,7 +141,7 @@ const minResident = 200 * time.Millisecond
 // inbox with a leader read once the session has left memory, and loads it
 // again if a command slipped in (see recheckHibernated).
 func (s *Session) hibernate(ctx context.Context) error {
-	if err := s.awaitPublish(); err != nil {
+	if err := s.pub.await(); err != nil {
 		return err
 	}
 	s.flushPurge(ctx) // best effort: processed commands off the inbox
@@ -169,8 +169,8 @@ func (s *Session) hibernate(ctx context.Context) error {
 	}
 	s.rec, s.rev = rec, rev
 	s.hibernating("cas")
-	s.closeCursor()
-	if err := s.env.Inbox.Delete(ctx, s.cursor); err != nil {
+	s.cur.close()
+	if err := s.env.Inbox.Delete(ctx, s.cur.name); err != nil {
 		// The consumer expires by its inactivity threshold.
 		s.log.Debug("delete consumer of hibernated session", "err", err)
 	}
@@ -211,7 +211,7 @@ func (s *Session) settleHibernate(ctx context.Context, rec record.SessionRecord,
 // hibernated and loads it anyway.
 func (s *Session) Recheck(ctx context.Context) (bool, error) {
 	s.hibernating("left")
-	seq, err := Unprocessed(ctx, s.env.Backlog, s.tokens, s.m.Snapshot().Applied)
+	seq, err := Unprocessed(ctx, s.env.Backlog, s.cur.tokens, s.m.Snapshot().Applied)
 	return err != nil || seq > 0, err
 }
 
@@ -227,7 +227,7 @@ func (s *Session) hibernating(step string) {
 // or fails (within the child-send timeout), or the drain times out and a
 // peer (or the restarted process) recovers it from the checkpoint.
 func (s *Session) drainable() bool {
-	return !s.stopped && s.cancel == nil && len(s.steps) == 0 && len(s.senders) == 0
+	return !s.stopped && s.cancel == nil && len(s.steps) == 0 && s.senders.len() == 0
 }
 
 // Unprocessed returns the lowest inbox sequence on tokens that applied has

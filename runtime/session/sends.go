@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/baton-rt/baton/runtime"
 )
@@ -32,10 +33,69 @@ type sendResult struct {
 	left bool
 }
 
+// senders are the goroutines of the pending sends, by command ID, and
+// their reports (sent). Only the session loop uses the map.
+type senders struct {
+	m    map[string]*sender
+	sent chan sendResult
+	wg   sync.WaitGroup
+}
+
+func newSenders() senders {
+	return senders{m: map[string]*sender{}, sent: make(chan sendResult)}
+}
+
+func (ss *senders) len() int { return len(ss.m) }
+
+// start runs send for the pending send id in its own goroutine; its report
+// goes to sent unless it is stopped first.
+func (ss *senders) start(ctx context.Context, id string, send func(context.Context) (left bool)) {
+	sctx, cancel := context.WithCancel(ctx)
+	ss.m[id] = &sender{cancel: cancel}
+	ss.wg.Add(1)
+	go func() {
+		defer ss.wg.Done()
+		left := send(sctx)
+		if sctx.Err() != nil {
+			return
+		}
+		select {
+		case ss.sent <- sendResult{id: id, left: left}:
+		case <-sctx.Done():
+		}
+	}()
+}
+
+// keep stops every sender whose ID keep does not hold.
+func (ss *senders) keep(keep map[string]bool) {
+	for id, sd := range ss.m {
+		if !keep[id] {
+			sd.cancel()
+			delete(ss.m, id)
+		}
+	}
+}
+
+// reported marks sender id as returned.
+func (ss *senders) reported(id string) {
+	if sd, ok := ss.m[id]; ok {
+		sd.done = true
+	}
+}
+
+// stopAll stops every sender and waits for them.
+func (ss *senders) stopAll() {
+	for id, sd := range ss.m {
+		sd.cancel()
+		delete(ss.m, id)
+	}
+	ss.wg.Wait()
+}
+
 // reconcileSends starts a sender for each pending send without one and
 // stops those the machine no longer holds.
 func (s *Session) reconcileSends(ctx context.Context) {
-	if s.stopped && len(s.senders) == 0 {
+	if s.stopped && s.senders.len() == 0 {
 		return
 	}
 	pending := s.m.PendingSends()
@@ -43,57 +103,29 @@ func (s *Session) reconcileSends(ctx context.Context) {
 	for _, p := range pending {
 		id := p.Send.Command.ID
 		keep[id] = true
-		if _, ok := s.senders[id]; !ok && !s.stopped {
-			s.startSender(ctx, p)
+		if _, ok := s.senders.m[id]; !ok && !s.stopped {
+			s.senders.start(ctx, id, func(ctx context.Context) bool { return s.sendPending(ctx, p) })
 		}
 	}
-	for id, sd := range s.senders {
-		if !keep[id] {
-			sd.cancel()
-			delete(s.senders, id)
-		}
-	}
+	s.senders.keep(keep)
 }
 
-func (s *Session) startSender(ctx context.Context, p runtime.PendingSend) {
-	id := p.Send.Command.ID
-	sctx, cancel := context.WithCancel(ctx)
-	s.senders[id] = &sender{cancel: cancel}
-	deadline := p.Since.Add(s.env.ChildSendTimeout)
-	s.sendWG.Add(1)
-	go func() {
-		defer s.sendWG.Done()
-		err := s.env.Sends.SendPending(sctx, s.id, p, deadline)
-		if sctx.Err() != nil {
-			return
-		}
-		if err != nil && !errors.Is(err, ErrSendExpired) {
-			s.log.Warn("pending child send stopped", "to", p.Send.SessionID, "command", id, "err", err)
-		}
-		select {
-		case s.sent <- sendResult{id: id, left: err == nil}:
-		case <-sctx.Done():
-		}
-	}()
+// sendPending retries pending send p until it leaves (true), expires (its
+// failure is published) or ctx ends.
+func (s *Session) sendPending(ctx context.Context, p runtime.PendingSend) bool {
+	err := s.env.Sends.SendPending(ctx, s.id, p, p.Since.Add(s.env.ChildSendTimeout))
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrSendExpired) {
+		s.log.Warn("pending child send stopped", "to", p.Send.SessionID, "command", p.Send.Command.ID, "err", err)
+	}
+	return err == nil
 }
 
 // sendDone handles a sender's report: a send that left is dropped from
 // the checkpoint; an expired one waits for its failure to be applied.
 func (s *Session) sendDone(ctx context.Context, r sendResult) error {
-	if sd, ok := s.senders[r.id]; ok {
-		sd.done = true
-	}
+	s.senders.reported(r.id)
 	if !r.left {
 		return nil
 	}
 	return s.handle(ctx, runtime.SendsLeft{IDs: []string{r.id}})
-}
-
-// stopSenders stops every sender and waits for them.
-func (s *Session) stopSenders() {
-	for id, sd := range s.senders {
-		sd.cancel()
-		delete(s.senders, id)
-	}
-	s.sendWG.Wait()
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,18 +28,14 @@ type Session struct {
 	m       *runtime.Machine
 	rec     record.SessionRecord
 	rev     uint64
-	tokens  []string // encoded tokens: stable first, then aliases
-	cursor  string   // the cursor's name: <sessionID>-<epoch>
-	reader  Reader   // the open cursor (nil: closed)
-	app     Appender
-	outbox  []wire.Event // events of the last commit, stamped
+	cur     cursor // the session's cursor over its inbox
+	pub     publisher
 	steps   chan runtime.StepDone
 	cancel  context.CancelFunc // cancels the running step
 	purgeAt uint64             // lowest unapplied sequence to purge below
 	purged  uint64
-	prev    string     // the predecessor's cursor, deleted after boot
-	hist    *history   // sealed history segments
-	pubWait chan error // the event append in flight, if any
+	prev    string   // the predecessor's cursor, deleted after boot
+	hist    *history // sealed history segments
 
 	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
 	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
@@ -53,12 +48,10 @@ type Session struct {
 	bootDue       string              // the step in flight at boot: a re-run (cleared at its start)
 	journals      map[string]*journal // by step key: journals to remove once their step is folded
 	stopped       bool
-	hibernated    atomic.Bool        // stopped by hibernating
-	active        atomic.Int64       // unix nanoseconds of the last activity (touch)
-	hib           chan struct{}      // the loaded-session cap asks it to hibernate
-	senders       map[string]*sender // pending child sends being retried, by command ID
-	sent          chan sendResult    // their reports
-	sendWG        sync.WaitGroup
+	hibernated    atomic.Bool   // stopped by hibernating
+	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
+	hib           chan struct{} // the loaded-session cap asks it to hibernate
+	senders       senders       // pending child sends being retried
 }
 
 // New prepares a claimed session to run (Run); env must be Ready.
@@ -73,14 +66,14 @@ func New(env *Env, b Boot) (*Session, error) {
 	}
 	rec := b.Record
 	s := &Session{
-		env: env, id: rec.SessionID, runID: rec.OwnerRunID, m: m, rec: rec, rev: b.Revision, tokens: b.Tokens,
+		env: env, id: rec.SessionID, runID: rec.OwnerRunID, m: m, rec: rec, rev: b.Revision,
 		log:   env.Log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
 		steps: make(chan runtime.StepDone, 1),
 		hib:   make(chan struct{}, 1), journals: map[string]*journal{},
-		senders: map[string]*sender{}, sent: make(chan sendResult),
-		app:    env.Appender(rec.SessionID),
-		cursor: rec.Consumer, prev: b.Predecessor, arrival: b.Arrival, adoption: b.Adoption,
-		outbox: b.Checkpoint.Outbox, stateRef: b.Checkpoint.stateRef,
+		senders: newSenders(),
+		pub:     publisher{id: rec.SessionID, app: env.Appender(rec.SessionID), outbox: b.Checkpoint.Outbox},
+		cur:     cursor{inbox: env.Inbox, name: rec.Consumer, tokens: b.Tokens},
+		prev:    b.Predecessor, arrival: b.Arrival, adoption: b.Adoption, stateRef: b.Checkpoint.stateRef,
 	}
 	s.hist, s.due = b.Checkpoint.hist, dueStep(snap)
 	s.bootDue = s.due
@@ -119,7 +112,7 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	if err := s.env.Process.AwaitLease(ctx); err != nil {
 		return err
 	}
-	if err := s.openCursor(ctx, true); err != nil {
+	if err := s.cur.open(ctx, s.m.Snapshot().Applied.Next, true); err != nil {
 		return err
 	}
 	if err := s.env.Failpoints.Eval(failpoint.AfterConsumer, failpoint.Args{SessionID: s.id, Detail: string(reason)}); err != nil {
@@ -130,10 +123,14 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	// process), and it expires by its inactivity threshold if this fails.
 	// It runs in the process's serving context, so a run that ends at once
 	// (handed on again) does not abandon it.
-	if prev := s.prev; prev != "" && prev != s.cursor {
-		s.env.Process.Go(func(ctx context.Context) { s.deletePredecessor(ctx, prev) })
+	if prev := s.prev; prev != "" && prev != s.cur.name {
+		s.env.Process.Go(func(ctx context.Context) {
+			if err := s.env.Inbox.Delete(ctx, prev); err == nil {
+				s.log.Debug("deleted predecessor consumer", "consumer", prev)
+			}
+		})
 	}
-	bootOutbox := s.outbox
+	bootOutbox := s.pub.outbox
 	if err := s.handle(ctx, runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}); err != nil {
 		return err
 	}
@@ -145,22 +142,6 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 
 func (s *Session) now() time.Time { return s.env.Now() }
 
-// deliveries is the open cursor's channel (nil, which blocks, while closed).
-func (s *Session) deliveries() <-chan Delivery {
-	if s.reader == nil {
-		return nil
-	}
-	return s.reader.Deliveries()
-}
-
-// lost is the open cursor's loss signal (nil while closed).
-func (s *Session) lost() <-chan error {
-	if s.reader == nil {
-		return nil
-	}
-	return s.reader.Lost()
-}
-
 func (s *Session) loop(ctx context.Context) error {
 	tick := time.NewTicker(s.env.TickInterval)
 	defer tick.Stop()
@@ -171,7 +152,7 @@ func (s *Session) loop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case d := <-s.deliveries():
+		case d := <-s.cur.deliveries():
 			s.Touch()
 			s.env.Observer.InboxLag(time.Since(d.Stored))
 			err = s.handle(ctx, runtime.Received{Cmd: wire.DecodeInput(d.Seq, d.Data)})
@@ -182,9 +163,9 @@ func (s *Session) loop(ctx context.Context) error {
 			err = s.handle(ctx, d)
 		case <-s.hib:
 			err = s.maybeHibernate(ctx, true)
-		case r := <-s.sent:
+		case r := <-s.senders.sent:
 			err = s.sendDone(ctx, r)
-		case cause := <-s.lost():
+		case cause := <-s.cur.lost():
 			err = s.recoverCursor(ctx, cause)
 		case <-reconn:
 			// The server may have restarted: memory-storage cursors are
@@ -243,42 +224,20 @@ func (s *Session) shutdown() {
 	if s.cancel != nil {
 		s.cancel()
 	}
-	s.stopSenders()
-	_ = s.awaitPublish()
-	s.closeCursor()
+	s.senders.stopAll()
+	_ = s.pub.await()
+	s.cur.close()
 }
 
-func (s *Session) deletePredecessor(ctx context.Context, prev string) {
-	if err := s.env.Inbox.Delete(ctx, prev); err == nil {
-		s.log.Debug("deleted predecessor consumer", "consumer", prev)
-	}
+// reopen recreates the cursor at Applied.Next. Deliveries the old cursor
+// made that the machine has not seen yet are dropped with it: the new
+// cursor delivers them again in stream order. Read from the old one, they
+// would reach the machine ahead of a new alias's earlier command, and a
+// commit would raise Applied.Next past that command, which would then be
+// skipped as processed.
+func (s *Session) reopen(ctx context.Context) error {
+	return s.cur.open(ctx, s.m.Snapshot().Applied.Next, false)
 }
-
-// openCursor (re)opens the session's cursor at Applied.Next over its
-// tokens. Deliveries the old cursor made that the machine has not seen yet
-// are dropped with it: the new cursor delivers them again in stream order.
-// Read from the old one, they would reach the machine ahead of a new
-// alias's earlier command, and a commit would raise Applied.Next past that
-// command, which would then be skipped as processed.
-func (s *Session) openCursor(ctx context.Context, fresh bool) error {
-	s.closeCursor()
-	r, err := s.env.Inbox.Open(ctx, Cursor{Name: s.cursor, Tokens: s.tokens, Start: s.m.Snapshot().Applied.Next, Fresh: fresh})
-	if err != nil {
-		return err
-	}
-	s.reader = r
-	return nil
-}
-
-func (s *Session) closeCursor() {
-	if s.reader != nil {
-		s.reader.Close()
-		s.reader = nil
-	}
-}
-
-// reopen recreates the cursor at Applied.Next.
-func (s *Session) reopen(ctx context.Context) error { return s.openCursor(ctx, false) }
 
 // EncodedTokens returns the stable token plus the encoded aliases.
 func EncodedTokens(sessionID string, aliases []string) ([]string, error) {
@@ -298,7 +257,7 @@ func EncodedTokens(sessionID string, aliases []string) ([]string, error) {
 // server did not answer yet).
 func (s *Session) verifyCursor(ctx context.Context) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	ok, err := s.env.Inbox.Exists(cctx, s.cursor)
+	ok, err := s.env.Inbox.Exists(cctx, s.cur.name)
 	cancel()
 	switch {
 	case err == nil && ok:
@@ -315,8 +274,8 @@ func (s *Session) verifyCursor(ctx context.Context) (bool, error) {
 // cursor recreated, at the lowest unapplied sequence. Otherwise the
 // session was taken over: it stops without side effects.
 func (s *Session) recoverCursor(ctx context.Context, cause error) error {
-	s.log.Warn("inbox consumer lost; checking ownership", "consumer", s.cursor, "err", cause)
-	s.closeCursor()
+	s.log.Warn("inbox consumer lost; checking ownership", "consumer", s.cur.name, "err", cause)
+	s.cur.close()
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second),
 		backoff.WithMaxElapsedTime(0)), ctx)
@@ -337,7 +296,7 @@ func (s *Session) recoverCursor(ctx context.Context, cause error) error {
 		if err := s.reopen(ctx); err != nil {
 			return err
 		}
-		s.log.Info("inbox consumer recreated at the lowest unapplied sequence", "consumer", s.cursor, "start", s.m.Snapshot().Applied.Next)
+		s.log.Info("inbox consumer recreated at the lowest unapplied sequence", "consumer", s.cur.name, "start", s.m.Snapshot().Applied.Next)
 		return nil
 	}, b)
 	if ctx.Err() != nil && !errors.Is(err, ErrFenced) {

@@ -1,0 +1,83 @@
+package session
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
+)
+
+// publisher appends a session's committed events to its stream (Appender),
+// off the step's path: the events are durable in the record already. One
+// append is in flight at a time. Only the session loop uses it.
+type publisher struct {
+	id     string
+	app    Appender
+	outbox []wire.Event // events of the last commit, stamped
+	wait   chan error   // the append in flight, if any
+}
+
+// publish appends events of the committed outbox after the append in
+// flight (if any) is done.
+func (p *publisher) publish(ctx context.Context, events []runtime.Event) error {
+	if err := p.await(); err != nil {
+		return err
+	}
+	type encoded struct {
+		seq  uint64
+		data []byte
+	}
+	batch := make([]encoded, 0, len(events))
+	for _, e := range events {
+		we, ok := p.stamped(e)
+		if !ok {
+			return fmt.Errorf("session %s: event %d is not in the committed outbox", p.id, e.Seq)
+		}
+		// Envelope only: the data was validated once, when the step's result
+		// was checked, and a committed event of a data version newer than
+		// this build knows is re-published unchanged.
+		data, err := wire.EncodeEvent(nil, we)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", p.id, err)
+		}
+		batch = append(batch, encoded{we.Seq, data})
+	}
+	done := make(chan error, 1)
+	p.wait = done
+	go func() { // the events are durable already: append them off the step's path
+		for _, e := range batch {
+			if err := p.app.Append(ctx, e.seq, e.data); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return nil
+}
+
+// await waits for the append in flight. The machine requires a Publish to
+// complete before the next Commit; the driver also waits before clean-up
+// and shutdown. A failed append stops the session: its events stay in the
+// record's outbox for the next owner.
+func (p *publisher) await() error {
+	if p.wait == nil {
+		return nil
+	}
+	err := <-p.wait
+	p.wait = nil
+	if err != nil {
+		return fmt.Errorf("session %s: publish events: %w", p.id, err)
+	}
+	return nil
+}
+
+func (p *publisher) stamped(e runtime.Event) (wire.Event, bool) {
+	for _, w := range p.outbox {
+		if w.Seq == e.Seq {
+			return w, true
+		}
+	}
+	return wire.Event{}, false
+}
