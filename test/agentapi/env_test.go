@@ -78,13 +78,6 @@ func (e *env) say(deployment, id, text string) {
 	}
 }
 
-// events returns the session's committed events (?follow=false), read
-// through deployment v1's ingress.
-func (e *env) events(id string) []wire.Event {
-	e.t.Helper()
-	return e.Events("v1", id)
-}
-
 // turns waits until n turns of session id completed and returns the
 // events.
 func (e *env) turns(id string, n int) []wire.Event {
