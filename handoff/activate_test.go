@@ -317,13 +317,20 @@ func TestStartReply(t *testing.T) {
 	}
 }
 
-// TestResponderRefusesMalformed: a body that does not decode strictly is
-// answered bad_request, and the error matches both sentinels.
-func TestResponderRefusesMalformed(t *testing.T) {
-	r := handoff.Responder{Store: memory.NewRecords(), Candidate: greenCandidate("c1")}
-	reply, _, err := r.Handle(testCtx(t), []byte(`{"handoffId":"h1","aliases":["x"]}`))
-	if !errors.Is(err, handoff.ErrInvalid) || !errors.Is(err, protocol.ErrMalformed) || reply.Error == nil || reply.Error.Code != protocol.CodeBadRequest {
-		t.Fatalf("%+v %v", reply, err)
+// TestReplyRefusesMalformed: a body that does not decode strictly is
+// answered bad_request (as an owner's start responder answers it).
+func TestReplyRefusesMalformed(t *testing.T) {
+	req, err := protocol.DecodeHandoffStart([]byte(`{"handoffId":"h1","aliases":["x"]}`))
+	if !errors.Is(err, protocol.ErrMalformed) {
+		t.Fatalf("decode: %v", err)
+	}
+	reply := handoff.Reply(req, handoff.Activation{}, err)
+	if reply.Error == nil || reply.Error.Code != protocol.CodeBadRequest || reply.Activated {
+		t.Fatalf("%+v", reply)
+	}
+	wrapped := handoff.Reply(req, handoff.Activation{}, fmt.Errorf("%w: %w", handoff.ErrInvalid, err))
+	if wrapped.Error == nil || wrapped.Error.Code != protocol.CodeBadRequest {
+		t.Fatalf("%+v", wrapped)
 	}
 }
 

@@ -28,7 +28,7 @@ type pool struct {
 func serve(t *testing.T, nc *nats.Conn, st handoff.Store, dep string) *pool {
 	t.Helper()
 	srv := &pool{}
-	r := handoff.Responder{Store: st, Candidate: handoff.Candidate{Deployment: dep, ProcessID: "p-" + dep, Validate: validate},
+	r := responder{Store: st, Candidate: handoff.Candidate{Deployment: dep, ProcessID: "p-" + dep, Validate: validate},
 		NewRunID: func() string { return newID("run-" + dep + "-") }}
 	sub, err := nc.QueueSubscribe(names.Start(dep), names.QueueGroup(dep), func(m *nats.Msg) {
 		reply, act, err := r.Handle(context.Background(), m.Data)
@@ -170,7 +170,7 @@ func TestOverNATS(t *testing.T) {
 		// activation is recorded, so it answers it without running the
 		// session.
 		data, _ := json.Marshal(frozen.held)
-		r := handoff.Responder{Store: n.st, Candidate: handoff.Candidate{Deployment: candDeployment, ProcessID: "frozen", RunID: "thawed", Validate: validate}}
+		r := responder{Store: n.st, Candidate: handoff.Candidate{Deployment: candDeployment, ProcessID: "frozen", RunID: "thawed", Validate: validate}}
 		reply, act, err := r.Handle(testCtx(t), data)
 		if err != nil || !reply.Activated || !act.Replayed {
 			t.Fatalf("thawed candidate: %+v %+v %v", reply, act, err)
@@ -193,7 +193,7 @@ func TestOverNATS(t *testing.T) {
 			t.Fatalf("%+v %v", res, err)
 		}
 		m := <-held
-		r := handoff.Responder{Store: n.st, Candidate: handoff.Candidate{Deployment: "slow", ProcessID: "p", RunID: "late", Validate: validate}}
+		r := responder{Store: n.st, Candidate: handoff.Candidate{Deployment: "slow", ProcessID: "p", RunID: "late", Validate: validate}}
 		reply, _, err := r.Handle(testCtx(t), m.Data)
 		if !errors.Is(err, handoff.ErrStale) || reply.Activated || reply.Error.Code != protocol.CodeRefused {
 			t.Fatalf("late candidate: %+v %v", reply, err)

@@ -13,7 +13,7 @@ import (
 
 // The body of a handoff start request and its reply are
 // protocol.HandoffStart and protocol.HandoffStartReply; this file sends one
-// (Starter), and answers one from Activate's result (Reply, Responder).
+// (Starter), and answers one from Activate's result (Reply).
 
 // ActivateRequestFrom is a handoff start request as Activate takes it.
 func ActivateRequestFrom(r protocol.HandoffStart) ActivateRequest {
@@ -86,33 +86,4 @@ func replyCode(err error) protocol.Code {
 		return protocol.CodeBadRequest
 	}
 	return protocol.CodeUnavailable
-}
-
-// Responder answers handoff start requests for one owner process.
-type Responder struct {
-	Store Store
-	// Candidate is this process; its RunID is replaced by NewRunID() for
-	// every request.
-	Candidate Candidate
-	NewRunID  func() string
-}
-
-// Handle decodes a handoff start request, activates, and returns the reply
-// to send together with Activate's result. The caller runs the session
-// (runtime.BootHandoff, from act.Session) only when err is nil and
-// act.Replayed is false — before or after sending the reply, either is
-// safe: the claim CAS already fenced the source. A body that does not
-// decode is an error matching both ErrInvalid and protocol.ErrMalformed.
-func (r Responder) Handle(ctx context.Context, data []byte) (protocol.HandoffStartReply, Activation, error) {
-	req, err := protocol.DecodeHandoffStart(data)
-	if err != nil {
-		err = fmt.Errorf("%w: %w", ErrInvalid, err)
-		return Reply(req, Activation{}, err), Activation{}, err
-	}
-	c := r.Candidate
-	if r.NewRunID != nil {
-		c.RunID = r.NewRunID()
-	}
-	act, err := Activate(ctx, r.Store, ActivateRequestFrom(req), c)
-	return Reply(req, act, err), act, err
 }
