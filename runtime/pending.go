@@ -29,6 +29,10 @@ const NoChildTurn = "none"
 // PendingSends returns a copy of the pending child sends.
 func (m *Machine) PendingSends() []PendingSend { return slices.Clone(m.snap.PendingSends) }
 
+// Handles are the session's child handles (a copy; Snapshot's without the
+// rest of the snapshot).
+func (m *Machine) Handles() []Handle { return slices.Clone(m.snap.Handles) }
+
 // sendsPending keeps each send whose handle is active with its delegation
 // and which is not pending yet.
 func (m *Machine) sendsPending(sends []Send) []Effect {

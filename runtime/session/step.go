@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"log/slog"
 	"time"
 
 	"github.com/baton-rt/baton/runtime"
@@ -26,10 +26,13 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 	s.cancel = cancel
 	rerun := s.bootDue != "" && s.bootDue == r.Input.Key()
 	s.bootDue = ""
-	live, jl := s.newStreamer(r.Input), s.newJournal(r.Input, rerun)
+	live, jl := newStreamer(s.env, s.id, r.Input), newJournal(s.env, s.log, s.id, r.Input, rerun)
 	if jl != nil {
 		s.journals[r.Input.Key()] = jl
 	}
+	// What the step's goroutine needs of the session, copied here on the
+	// loop: the machine is the loop's alone.
+	run := stepRun{env: s.env, log: s.log, in: r.Input, open: openHandles(s.m.Handles())}
 	go func() {
 		defer cancel()
 		if rerun {
@@ -43,7 +46,7 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 		if jl != nil {
 			sctx = runtime.WithJournal(sctx, jl)
 		}
-		d := jl.outcome(s.execStep(sctx, r.Input))
+		d := jl.outcome(run.exec(sctx))
 		live.finish(d.Result.Error != "" || stepCtx.Err() != nil)
 		s.env.Observer.StepDone(d, time.Since(began))
 		select {
@@ -53,26 +56,51 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 	}()
 }
 
-// execStep runs one step under the step timeout and checks its result.
-func (s *Session) execStep(ctx context.Context, in runtime.StepInput) runtime.StepDone {
-	deadline := time.Now().Add(s.stepTimeout())
+// stepRun is one step of the agent as its own goroutine runs it, with
+// what it needs of the session copied on the session loop at its start.
+type stepRun struct {
+	env  *Env
+	log  *slog.Logger
+	in   runtime.StepInput
+	open map[string]bool // the handles the session held open (parked or active)
+}
+
+// openHandles are the names of the open handles among hs: a delegation to
+// one goes to an existing child.
+func openHandles(hs []runtime.Handle) map[string]bool {
+	var open map[string]bool
+	for _, h := range hs {
+		if open == nil {
+			open = map[string]bool{}
+		}
+		if h.State != wire.HandleClosed {
+			open[h.Handle] = true
+		}
+	}
+	return open
+}
+
+// exec runs the step under the step timeout and checks its result.
+func (r stepRun) exec(ctx context.Context) runtime.StepDone {
+	in := r.in
+	deadline := time.Now().Add(r.timeout())
 	tctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	res := make(chan runtime.StepDone, 1)
 	go func() {
-		d, perr := runtime.Run(tctx, s.env.Agent, in)
+		d, perr := runtime.Run(tctx, r.env.Agent, in)
 		if perr != nil {
-			s.log.Error("agent panicked in a step; the step fails", "turn", in.TurnID, "step", in.Step,
+			r.log.Error("agent panicked in a step; the step fails", "turn", in.TurnID, "step", in.Step,
 				"panic", fmt.Sprint(perr.Value), "stack", string(perr.Stack))
 		}
 		res <- d
 	}()
 	d, ok := awaitStep(ctx, tctx, res, deadline)
 	if !ok || ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
-		return s.timedOut(in)
+		return r.timedOut()
 	}
-	d.Result = s.checkDelegation(ctx, s.env.Checker.Check(d.Result))
-	s.env.Observer.StepFailed(d.Result.Code)
+	d.Result = r.checkDelegation(ctx, r.env.Checker.Check(d.Result))
+	r.env.Observer.StepFailed(d.Result.Code)
 	return d
 }
 
@@ -99,21 +127,22 @@ func awaitStep(ctx, tctx context.Context, res <-chan runtime.StepDone, deadline 
 }
 
 // timedOut is the failed step of a step past the step timeout.
-func (s *Session) timedOut(in runtime.StepInput) runtime.StepDone {
-	s.log.Warn("step timed out; it fails", "turn", in.TurnID, "step", in.Step, "timeout", s.stepTimeout().String())
-	s.env.Observer.StepFailed(runtime.CodeStepTimeout)
-	err := fmt.Errorf("step %s ran past the step timeout (%v)", in.Key(), s.stepTimeout())
+func (r stepRun) timedOut() runtime.StepDone {
+	in := r.in
+	r.log.Warn("step timed out; it fails", "turn", in.TurnID, "step", in.Step, "timeout", r.timeout().String())
+	r.env.Observer.StepFailed(runtime.CodeStepTimeout)
+	err := fmt.Errorf("step %s ran past the step timeout (%v)", in.Key(), r.timeout())
 	return runtime.StepDone{TurnID: in.TurnID, Step: in.Step, Result: runtime.Failed(runtime.CodeStepTimeout, err)}
 }
 
 // noStepTimeout stands for "no step timeout" (Env.StepTimeout 0).
 const noStepTimeout = 100 * 365 * 24 * time.Hour
 
-func (s *Session) stepTimeout() time.Duration {
-	if s.env.StepTimeout <= 0 {
+func (r stepRun) timeout() time.Duration {
+	if r.env.StepTimeout <= 0 {
 		return noStepTimeout
 	}
-	return s.env.StepTimeout
+	return r.env.StepTimeout
 }
 
 // checkDelegation fails a step that delegates to another deployment whose
@@ -121,14 +150,14 @@ func (s *Session) stepTimeout() time.Duration {
 // (child_unsupported): a command it could not decode would be lost; or to
 // a retired deployment (child_unavailable): no owner of it takes new
 // sessions.
-func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) runtime.StepResult {
-	d := r.Delegate
-	if r.Error != "" || d == nil || d.DeploymentID == "" || d.DeploymentID == s.env.Deployment {
-		return r
+func (r stepRun) checkDelegation(ctx context.Context, res runtime.StepResult) runtime.StepResult {
+	d := res.Delegate
+	if res.Error != "" || d == nil || d.DeploymentID == "" || d.DeploymentID == r.env.Deployment {
+		return res
 	}
 	retired, err := false, error(nil)
-	if !s.holdsOpen(d.Handle) { // an open handle's child exists: it is adopted elsewhere
-		retired, err = s.env.Sends.Retired(ctx, d.DeploymentID)
+	if !r.open[d.Handle] { // an open handle's child exists: it is adopted elsewhere
+		retired, err = r.env.Sends.Retired(ctx, d.DeploymentID)
 	}
 	switch {
 	case err != nil:
@@ -136,7 +165,7 @@ func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) run
 	case retired:
 		return runtime.Failed(runtime.CodeChildUnavailable, fmt.Errorf("delegate: deployment %s is retired", d.DeploymentID))
 	}
-	ok, err := s.env.Sends.ReadsInbox(ctx, d.DeploymentID, wire.CurrentVersion)
+	ok, err := r.env.Sends.ReadsInbox(ctx, d.DeploymentID, wire.CurrentVersion)
 	switch {
 	case err != nil:
 		return runtime.Failed(runtime.CodeChildUnsupported, fmt.Errorf("delegate: deployment %s: %w", d.DeploymentID, err))
@@ -144,13 +173,5 @@ func (s *Session) checkDelegation(ctx context.Context, r runtime.StepResult) run
 		return runtime.Failed(runtime.CodeChildUnsupported,
 			fmt.Errorf("delegate: deployment %s does not read inbox version %d (child commands)", d.DeploymentID, wire.CurrentVersion))
 	}
-	return r
-}
-
-// holdsOpen reports whether the session holds handle name open (parked or
-// active): a delegation to it goes to an existing child.
-func (s *Session) holdsOpen(name string) bool {
-	return slices.ContainsFunc(s.m.Snapshot().Handles, func(h runtime.Handle) bool {
-		return h.Handle == name && h.State != wire.HandleClosed
-	})
+	return res
 }
