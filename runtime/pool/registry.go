@@ -19,7 +19,7 @@ type loaded struct {
 }
 
 // askHibernate asks a loaded session to hibernate if it is quiet.
-func (l *loaded) askHibernate() { l.s.AskHibernate() }
+func (l *loaded) askHibernate() { l.s.Activity().AskHibernate() }
 
 // registry is the process's loaded-session registry for the current lease
 // period: the sessions it runs, the claims in progress, the restarts of
@@ -240,7 +240,7 @@ func (r *registry) leastActive(n int) []*loaded {
 			all = append(all, l)
 		}
 	}
-	slices.SortFunc(all, func(a, b *loaded) int { return cmp.Compare(a.s.Active(), b.s.Active()) })
+	slices.SortFunc(all, func(a, b *loaded) int { return cmp.Compare(a.s.Activity().Last(), b.s.Activity().Last()) })
 	return all[:min(n, len(all))]
 }
 

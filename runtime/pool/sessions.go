@@ -150,7 +150,7 @@ const localStopWait = 2 * time.Second
 // Wait is a WaitGroup misuse (registry.add); the session is resumed by the next claim (this
 // process's resume after it re-acquires its lease, or a peer's adoption).
 func (o *Owner) spawn(s *session.Session, reason runtime.BootReason) {
-	s.Touch()
+	s.Activity().Touch()
 	l, ctx, ok := o.reg.add(s)
 	if !ok {
 		o.log.Warn("claimed after the lease period ended; not running it here now (the next claim resumes it)", "session", s.ID())

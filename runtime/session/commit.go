@@ -198,20 +198,6 @@ func appendUnique(list []string, v string) []string {
 	return append(list, v)
 }
 
-// flushPurge purges this session's processed commands below the lowest
-// unapplied sequence, on each of its inbox subjects. It runs on the tick,
-// not after every commit, to keep purges off the delivery path.
-func (s *Session) flushPurge(ctx context.Context) {
-	if s.purgeAt <= s.purged+1 || !s.env.Process.LeaseValid() {
-		return
-	}
-	if err := s.env.Inbox.Purge(ctx, s.cur.tokens, s.purgeAt); err != nil {
-		s.log.Debug("purge failed; retried on the next tick", "err", err)
-		return
-	}
-	s.purged = s.purgeAt - 1
-}
-
 // cleanup is the idempotent clean-up after finalization: tombstone every
 // address, delete the consumer, purge the timer, drop the index entry.
 func (s *Session) cleanup(ctx context.Context, c runtime.Cleanup) error {
@@ -230,7 +216,7 @@ func (s *Session) cleanup(ctx context.Context, c runtime.Cleanup) error {
 	if err := s.env.Timers.Cancel(ctx, s.id); err != nil {
 		s.log.Warn("cancel timer failed", "err", err)
 	}
-	s.flushPurge(ctx)
+	s.cur.flushPurge(ctx, s.env.Process.LeaseValid(), s.log)
 	if err := s.env.Process.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		return err
 	}

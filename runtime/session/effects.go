@@ -52,7 +52,7 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.SendCommands:
 		return s.send(ctx, e.Sends)
 	case runtime.Purge:
-		s.purgeAt = max(s.purgeAt, e.Below)
+		s.cur.purge(e.Below)
 	case runtime.Forget:
 		return s.forget(ctx, e)
 	case runtime.Cleanup:
@@ -98,12 +98,12 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 		return nil, err
 	}
 	var rev uint64
-	if s.dropCommit() {
+	if s.env.Failpoints.Hit(failpoint.DropCommit, failpoint.Args{SessionID: s.id}) {
 		err = errCommitDropped
 	} else {
 		rev, err = s.env.Records.UpdateSession(ctx, rec, s.rev)
 	}
-	if err == nil && s.loseCommitReply() {
+	if err == nil && s.env.Failpoints.Hit(failpoint.LoseCommitReply, failpoint.Args{SessionID: s.id}) {
 		err = errReplyLost // the write landed; pretend its reply was lost
 	}
 	if err != nil && ctx.Err() != nil {
@@ -209,14 +209,6 @@ func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 		return nil, err
 	}
 	return []runtime.Input{done}, nil
-}
-
-func (s *Session) dropCommit() bool {
-	return s.env.Failpoints.Hit(failpoint.DropCommit, failpoint.Args{SessionID: s.id})
-}
-
-func (s *Session) loseCommitReply() bool {
-	return s.env.Failpoints.Hit(failpoint.LoseCommitReply, failpoint.Args{SessionID: s.id})
 }
 
 func newID() string { return ulid.Make().String() }

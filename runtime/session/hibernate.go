@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/baton-rt/baton/internal/failpoint"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-rt/baton/record"
@@ -16,25 +17,39 @@ import (
 // active sessions. The record says `hibernated`; any owner process of the
 // deployment loads it again on a wake.
 
-// Touch records activity: hibernation picks the least recently active.
-func (s *Session) Touch() { s.active.Store(time.Now().UnixNano()) }
+// Activity is a session's activity as its process sees it: when it was
+// last active (the loaded-session cap hibernates the least recently active
+// quiet session first) and the process's request that it hibernate. It is
+// safe for concurrent use; Session.Activity returns the session's.
+type Activity struct {
+	last atomic.Int64  // Unix nanoseconds of the last activity
+	ask  chan struct{} // the process asks the session to hibernate
+}
 
-// Active is when the session was last active (Touch), in Unix nanoseconds.
-func (s *Session) Active() int64 { return s.active.Load() }
+func newActivity() *Activity { return &Activity{ask: make(chan struct{}, 1)} }
+
+// Touch records activity now.
+func (a *Activity) Touch() { a.last.Store(time.Now().UnixNano()) }
+
+// Last is when the session was last active (Touch), in Unix nanoseconds.
+func (a *Activity) Last() int64 { return a.last.Load() }
 
 // AskHibernate asks the session to hibernate if it is quiet (the
 // loaded-session cap); it does not wait.
-func (s *Session) AskHibernate() {
+func (a *Activity) AskHibernate() {
 	select {
-	case s.hib <- struct{}{}:
+	case a.ask <- struct{}{}:
 	default:
 	}
 }
 
 // idleFor is how long the session has had no activity.
-func (s *Session) idleFor() time.Duration {
-	return time.Since(time.Unix(0, s.active.Load()))
+func (a *Activity) idleFor() time.Duration {
+	return time.Since(time.Unix(0, a.last.Load()))
 }
+
+// Activity is the session's activity (safe for concurrent use).
+func (s *Session) Activity() *Activity { return s.act }
 
 // quiet reports whether the session may hibernate now: no step running, no
 // command read but not handled, nothing queued or in flight in the machine.
@@ -70,7 +85,7 @@ func (s *Session) maybeHibernate(ctx context.Context, force bool) error {
 		// looks quiet until its consumer delivers the command that woke it.
 		after = minResident
 	}
-	if after <= 0 || s.idleFor() < after {
+	if after <= 0 || s.act.idleFor() < after {
 		return nil
 	}
 	if !s.quiet() || s.backlogged(ctx) {
@@ -119,12 +134,12 @@ func (s *Session) backlogged(ctx context.Context) bool {
 			if ctx.Err() == nil {
 				s.log.Debug("backlog read before hibernating failed; staying loaded", "err", err)
 			}
-			s.Touch()
+			s.act.Touch()
 			return true
 		case seq == 0:
 			return false
 		case !applied.Has(seq) && !queued[seq]:
-			s.Touch()
+			s.act.Touch()
 			return true
 		}
 		from = seq
@@ -144,7 +159,7 @@ func (s *Session) hibernate(ctx context.Context) error {
 	if err := s.pub.await(); err != nil {
 		return err
 	}
-	s.flushPurge(ctx) // best effort: processed commands off the inbox
+	s.cur.flushPurge(ctx, s.env.Process.LeaseValid(), s.log) // best effort: processed commands off the inbox
 	rec, err := record.Hibernate(s.rec, s.rec.Ownership())
 	if err != nil {
 		return err
@@ -168,7 +183,7 @@ func (s *Session) hibernate(ctx context.Context) error {
 		return nil
 	}
 	s.rec, s.rev = rec, rev
-	s.hibernating("cas")
+	s.env.Failpoints.Run(failpoint.Hibernating, failpoint.Args{SessionID: s.id, Detail: "cas"})
 	s.cur.close()
 	if err := s.env.Inbox.Delete(ctx, s.cur.name); err != nil {
 		// The consumer expires by its inactivity threshold.
@@ -177,11 +192,11 @@ func (s *Session) hibernate(ctx context.Context) error {
 	if err := s.env.Process.RemoveIndex(ctx, s.id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		s.log.Debug("remove index entry of hibernated session", "err", err)
 	}
-	s.hibernating("consumer")
+	s.env.Failpoints.Run(failpoint.Hibernating, failpoint.Args{SessionID: s.id, Detail: "consumer"})
 	s.stopped = true
 	s.hibernated.Store(true)
 	s.env.Observer.Hibernated()
-	s.log.Debug("session hibernated", "idle", s.idleFor().Round(time.Millisecond))
+	s.log.Debug("session hibernated", "idle", s.act.idleFor().Round(time.Millisecond))
 	return nil
 }
 
@@ -210,13 +225,9 @@ func (s *Session) settleHibernate(ctx context.Context, rec record.SessionRecord,
 // again). A wake arriving after the session left memory finds the record
 // hibernated and loads it anyway.
 func (s *Session) Recheck(ctx context.Context) (bool, error) {
-	s.hibernating("left")
+	s.env.Failpoints.Run(failpoint.Hibernating, failpoint.Args{SessionID: s.id, Detail: "left"})
 	seq, err := Unprocessed(ctx, s.env.Backlog, s.cur.tokens, s.m.Snapshot().Applied)
 	return err != nil || seq > 0, err
-}
-
-func (s *Session) hibernating(step string) {
-	s.env.Failpoints.Run(failpoint.Hibernating, failpoint.Args{SessionID: s.id, Detail: step})
 }
 
 // drainable: while draining, a session hibernates as soon as no step runs,

@@ -78,12 +78,12 @@ type journal struct {
 	failCode string
 }
 
-func (s *Session) newJournal(in runtime.StepInput, rerun bool) *journal {
-	if s.env.Journal == nil {
+func newJournal(env *Env, log *slog.Logger, session string, in runtime.StepInput, rerun bool) *journal {
+	if env.Journal == nil {
 		return nil
 	}
-	return &journal{store: s.env.Journal, blobs: s.env.blobs, log: s.log, fp: s.env.Failpoints,
-		session: s.id, in: in, rerun: rerun}
+	return &journal{store: env.Journal, blobs: env.blobs, log: log, fp: env.Failpoints,
+		session: session, in: in, rerun: rerun}
 }
 
 // Do implements runtime.Journal.

@@ -66,13 +66,13 @@ type streamer struct {
 
 // newStreamer returns the sink of step in, or nil when the process has no
 // Live port (a nil *streamer is a valid, discarding sink).
-func (s *Session) newStreamer(in runtime.StepInput) *streamer {
-	if s.env.Live == nil {
+func newStreamer(env *Env, session string, in runtime.StepInput) *streamer {
+	if env.Live == nil {
 		return nil
 	}
 	return &streamer{
-		live: s.env.Live, obs: s.env.Observer, session: s.id, deployment: s.env.Deployment,
-		turn: in.TurnID, step: uint64(in.Step), now: s.env.Now,
+		live: env.Live, obs: env.Observer, session: session, deployment: env.Deployment,
+		turn: in.TurnID, step: uint64(in.Step), now: env.Now,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 }

@@ -21,21 +21,19 @@ import (
 // (Run); Touch, Active, AskHibernate and the read-only accessors may be
 // called from any goroutine.
 type Session struct {
-	env     *Env
-	id      string
-	runID   string
-	log     *slog.Logger
-	m       *runtime.Machine
-	rec     record.SessionRecord
-	rev     uint64
-	cur     cursor // the session's cursor over its inbox
-	pub     publisher
-	steps   chan runtime.StepDone
-	cancel  context.CancelFunc // cancels the running step
-	purgeAt uint64             // lowest unapplied sequence to purge below
-	purged  uint64
-	prev    string   // the predecessor's cursor, deleted after boot
-	hist    *history // sealed history segments
+	env    *Env
+	id     string
+	runID  string
+	log    *slog.Logger
+	m      *runtime.Machine
+	rec    record.SessionRecord
+	rev    uint64
+	cur    cursor // the session's cursor over its inbox
+	pub    publisher
+	steps  chan runtime.StepDone
+	cancel context.CancelFunc // cancels the running step
+	prev   string             // the predecessor's cursor, deleted after boot
+	hist   *history           // sealed history segments
 
 	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
 	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
@@ -48,10 +46,9 @@ type Session struct {
 	bootDue       string              // the step in flight at boot: a re-run (cleared at its start)
 	journals      map[string]*journal // by step key: journals to remove once their step is folded
 	stopped       bool
-	hibernated    atomic.Bool   // stopped by hibernating
-	active        atomic.Int64  // unix nanoseconds of the last activity (touch)
-	hib           chan struct{} // the loaded-session cap asks it to hibernate
-	senders       senders       // pending child sends being retried
+	hibernated    atomic.Bool // stopped by hibernating
+	act           *Activity   // last activity; the loaded-session cap's request to hibernate
+	senders       senders     // pending child sends being retried
 }
 
 // New prepares a claimed session to run (Run); env must be Ready.
@@ -69,7 +66,7 @@ func New(env *Env, b Boot) (*Session, error) {
 		env: env, id: rec.SessionID, runID: rec.OwnerRunID, m: m, rec: rec, rev: b.Revision,
 		log:   env.Log.With(slog.String("session", rec.SessionID), slog.Uint64("epoch", rec.Epoch)),
 		steps: make(chan runtime.StepDone, 1),
-		hib:   make(chan struct{}, 1), journals: map[string]*journal{},
+		act:   newActivity(), journals: map[string]*journal{},
 		senders: newSenders(),
 		pub:     publisher{id: rec.SessionID, app: env.Appender(rec.SessionID), outbox: b.Checkpoint.Outbox},
 		cur:     cursor{inbox: env.Inbox, name: rec.Consumer, tokens: b.Tokens},
@@ -153,15 +150,15 @@ func (s *Session) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case d := <-s.cur.deliveries():
-			s.Touch()
+			s.act.Touch()
 			s.env.Observer.InboxLag(time.Since(d.Stored))
 			err = s.handle(ctx, runtime.Received{Cmd: wire.DecodeInput(d.Seq, d.Data)})
 		case d := <-s.steps:
 			s.cancel = nil
-			s.Touch()
+			s.act.Touch()
 			s.env.Failpoints.Run(failpoint.BeforeCommit, failpoint.Args{SessionID: s.id})
 			err = s.handle(ctx, d)
-		case <-s.hib:
+		case <-s.act.ask:
 			err = s.maybeHibernate(ctx, true)
 		case r := <-s.senders.sent:
 			err = s.sendDone(ctx, r)
@@ -177,7 +174,7 @@ func (s *Session) loop(ctx context.Context) error {
 			if err == nil && checkCursor {
 				checkCursor, err = s.verifyCursor(ctx)
 			}
-			s.flushPurge(ctx)
+			s.cur.flushPurge(ctx, s.env.Process.LeaseValid(), s.log)
 			if err == nil {
 				err = s.maybeHibernate(ctx, false)
 			}

@@ -360,7 +360,7 @@ func TestNoHibernationWithACommandUndelivered(t *testing.T) {
 	r.send(deliver("one"))
 	deadline := time.Now().Add(500 * time.Millisecond) // many hibernation periods and cap requests
 	for time.Now().Before(deadline) {
-		r.s.AskHibernate()
+		r.s.Activity().AskHibernate()
 		if st := r.record().Record.State; st == record.StateHibernated {
 			t.Fatal("hibernated with an undelivered command in its inbox")
 		}
