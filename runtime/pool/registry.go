@@ -94,9 +94,9 @@ func (r *registry) goBG(ctx context.Context, f func()) {
 }
 
 // add registers a claimed session and returns its run's context, or false
-// when the lease period is over: end's Wait may have begun, and an Add
+// when the lease period is over: stopAll's Wait may have begun, and an Add
 // from zero concurrent with that Wait is a WaitGroup misuse. The check
-// under the lock orders it with end's cancel, as in goBG.
+// under the lock orders it with the period's cancel, as in goBG.
 func (r *registry) add(s *session.Session) (*loaded, context.Context, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -111,7 +111,7 @@ func (r *registry) add(s *session.Session) (*loaded, context.Context, bool) {
 	return l, ctx, true
 }
 
-// exited is the end of l's goroutine (after remove).
+// exited ends a session goroutine add counted (after its stopped ran).
 func (r *registry) exited() { r.wg.Done() }
 
 // remove takes l out of the loaded set (if it is still the session's
