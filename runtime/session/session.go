@@ -17,9 +17,9 @@ import (
 )
 
 // Session is one loaded session: its machine, its record revision, its
-// inbox cursor and its event appender. Only its own goroutine touches it
-// (Run); Touch, Active, AskHibernate and the read-only accessors may be
-// called from any goroutine.
+// inbox cursor and its event publisher. Only its own goroutine touches it
+// (Run); Activity (Touch, Last, AskHibernate) and the read-only accessors
+// may be called from any goroutine.
 type Session struct {
 	env    *Env
 	id     string
