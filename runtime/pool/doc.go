@@ -1,19 +1,20 @@
 // Package pool is the owner process: one Owner serves one owner process of
 // one deployment, and runs each session it loads (package runtime/session)
-// in its own goroutine, over the JetStream implementations of the
-// session's ports (inbox consumers, the state object store, message
+// in its own goroutine, over the session's ports on JetStream (package
+// runtime/jsport: inbox consumers, the state object store, message
 // schedules for timers; kv for records, runtime/eventlog for event
-// appends).
+// appends), which it wires.
 //
 // It answers start requests on baton.deploy.<deploymentID>.start (queue
 // group of the deployment's pool; a new session or a handoff successor, as
 // protocol.DecodeStart tells them apart), wake requests, and finish
 // requests (baton.deploy.<deploymentID>.finish, and baton.finish for any
 // owner: Owner.Finish carries out an operator's end or retry of a
-// quarantined session, finish.go), and holds what belongs to the process:
-// the lease and its peers, the sweepers,
-// retired-deployment adoption, tasks, the loaded-session cap and
-// hibernation scheduling, drain, metrics and fault injection.
+// quarantined session, finish.go), and holds what belongs to the process,
+// each part a type of its own (docs/driver.md, "The owner process's
+// parts"): the lease and its peers, the loaded-session registry (the cap,
+// hibernation settling), the quarantine gate, the sweepers,
+// retired-deployment adoption, tasks, drain, metrics and the failpoints.
 //
 //	claim: add the session to this process's index (before claiming),
 //	       read the checkpoint (session.ReadCheckpoint: an owner never

@@ -31,6 +31,9 @@ var (
 	// over. A fenced process runs no step, commits nothing and serves no
 	// request until it has acquired its lease again.
 	ErrFenced = session.ErrFenced
+	// ErrAtCapacity reports that this owner process holds its maximum of
+	// loaded sessions and none could hibernate in time.
+	ErrAtCapacity = errors.New("pool: owner process at its loaded-session capacity")
 	// errTerminated: an operator ended the session while it was
 	// quarantined; nothing is left to run (the wake outcome "ended").
 	errTerminated = errors.New("pool: session ended by an operator")

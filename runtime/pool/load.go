@@ -126,8 +126,8 @@ func (o *Owner) mayBoot(ctx context.Context, rec record.SessionRecord) error {
 
 // admit decides a readable record's attempt (record.Attempt): the one that
 // reaches QuarantineAfter quarantines the session, a suspect that must run
-// alone (record.Alone) waits for this process's suspect slot
-// (quarantine.go), and the floor event goes on the stream before this
+// alone (record.Alone) waits for this process's suspect slot (gate.go),
+// and the floor event goes on the stream before this
 // run's first event.
 func (o *Owner) admit(ctx context.Context, cur record.Session, d *session.Checkpoint, boot record.Boot) error {
 	id := cur.Record.SessionID

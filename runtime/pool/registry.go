@@ -186,6 +186,9 @@ func (r *registry) endLoad(id string) {
 	r.mu.Unlock()
 }
 
+// capacityWait bounds how long a load waits for a quiet session to make room.
+const capacityWait = 3 * time.Second
+
 // reserve is beginLoad under the loaded-session cap (Config.MaxLoaded):
 // when the process is full, the least recently active quiet sessions are
 // asked to hibernate and reserve waits for room. Loaded sessions plus
