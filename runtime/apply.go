@@ -8,10 +8,16 @@ import (
 )
 
 // apply applies one command: its handoff.skipped record (if any), its one
-// command.applied event, then its effect on the state.
+// command.applied event, then its effect on the state. A declined command
+// records wire.rejected (undecodable) or command.rejected (refused)
+// instead, and nothing else.
 func (m *Machine) apply(c Command) {
-	if c.Rejected != "" {
-		m.reject(c)
+	switch {
+	case c.Rejected != "":
+		m.decline(c, wire.WireRejected{CommandID: c.ID, Seq: c.Seq, Reason: c.Rejected})
+		return
+	case c.Refused != "":
+		m.decline(c, wire.CommandRejected{CommandID: c.ID, Seq: c.Seq, Reason: c.Refused})
 		return
 	}
 	m.markApplied(c)
@@ -70,8 +76,11 @@ func (m *Machine) markApplied(c Command) {
 	m.st.applied = append(m.st.applied, Ref{Seq: c.Seq, ID: c.ID})
 }
 
-func (m *Machine) reject(c Command) {
-	m.emit(wire.WireRejected{CommandID: c.ID, Seq: c.Seq, Reason: c.Rejected})
+// decline records a command that is processed but never applied: its one
+// event b (in place of command.applied), its sequence in the applied set
+// (a redelivery is a duplicate), and a commit.
+func (m *Machine) decline(c Command, b wire.EventBody) {
+	m.emit(b)
 	m.snap.Applied.add(c.Seq, c.ID, m.cfg.RecentIDs)
 	m.st.dirty = true
 }

@@ -48,6 +48,14 @@ var bodyCases = map[string]bodyCase{
 			return wire.CommandApplied{CommandID: v.id, Seq: v.seq, Kind: string(v.kind)}
 		},
 	},
+	"command.rejected": { // new with the typed bodies: the map it would have been
+		func(v bodyValues) (string, Fields) {
+			return EventCommandRejected, Fields{"commandId": v.id, "seq": v.seq, "reason": v.d}
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.CommandRejected{CommandID: v.id, Seq: v.seq, Reason: v.d}
+		},
+	},
 	"turn.started": {
 		func(v bodyValues) (string, Fields) {
 			return EventTurnStarted, Fields{"turnId": v.turn, "caller": v.caller, "commandId": v.id}

@@ -124,7 +124,7 @@ func (b *budget) admitted(c *Command) {
 func priority(c *Command) bool {
 	switch c.Kind {
 	case KindCancel, KindReset, KindClear:
-		return c.Rejected == ""
+		return !declined(c)
 	}
 	return false
 }

@@ -41,9 +41,9 @@ const (
 // Command is one inbox command as the machine sees it: wire's TurnInput,
 // the owner's decoded view of an inbox command with its stream sequence.
 // The driver builds it once, when it reads the payload (wire.DecodeInput:
-// an undecodable one arrives with Rejected set), and the checkpoint stores
-// a command admitted into the open turn as it is. Only the fields that
-// belong to Kind are set.
+// an undecodable one arrives with Rejected set; one the owner refuses to
+// apply, with Refused set), and the checkpoint stores a command admitted
+// into the open turn as it is. Only the fields that belong to Kind are set.
 type Command = wire.TurnInput
 
 // class says where a command may be applied; see docs/runtime.md.
@@ -57,23 +57,29 @@ const (
 func classOf(c *Command) class {
 	switch c.Kind {
 	case KindDeliver, KindClear, KindCompact:
-		if c.Rejected == "" {
+		if !declined(c) {
 			return classFIFO
 		}
 	}
 	return classImmediate
 }
 
+// declined reports a command the machine records but never applies: one
+// the driver could not decode (Rejected: wire.rejected) or one the owner
+// refused (Refused: command.rejected). Whatever its kind, it is immediate,
+// never a handoff trigger, never a steer and never interrupts a step.
+func declined(c *Command) bool { return c.Rejected != "" || c.Refused != "" }
+
 // steers reports whether c is a steering delivery.
-func steers(c *Command) bool { return c.Kind == KindDeliver && c.Mode == ModeSteer }
+func steers(c *Command) bool { return c.Kind == KindDeliver && c.Mode == ModeSteer && !declined(c) }
 
 // interrupts reports whether c must reach a running step at once.
 func interrupts(c *Command, timer *Timer) bool {
 	switch c.Kind {
 	case KindCancel, KindReset, KindEnd:
-		return c.Rejected == ""
+		return !declined(c)
 	case KindTimeout:
-		return c.Rejected == "" && timer != nil && c.TimerID == timer.ID
+		return !declined(c) && timer != nil && c.TimerID == timer.ID
 	}
 	return false
 }

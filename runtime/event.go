@@ -24,6 +24,7 @@ type Event struct {
 const (
 	EventSessionStarted   = wire.EventSessionStarted
 	EventCommandApplied   = wire.EventCommandApplied
+	EventCommandRejected  = wire.EventCommandRejected
 	EventTurnStarted      = wire.EventTurnStarted
 	EventTurnStep         = wire.EventTurnStep
 	EventMessageOutput    = wire.EventMessageOutput
@@ -55,7 +56,7 @@ const (
 // BuiltinEvents lists every event kind the machine knows.
 func BuiltinEvents() []string {
 	return []string{
-		EventSessionStarted, EventCommandApplied, EventTurnStarted,
+		EventSessionStarted, EventCommandApplied, EventCommandRejected, EventTurnStarted,
 		EventTurnStep, EventMessageOutput, EventInputRequested,
 		EventAuthRequested, EventTaskStarted, EventTaskCompleted,
 		EventTurnCompleted, EventTurnCancelled, EventSessionWaiting,
@@ -83,6 +84,14 @@ const (
 	SkipTask          = wire.SkipTask
 	SkipPaused        = wire.SkipPaused
 	SkipChild         = wire.SkipChild
+)
+
+// Reasons an owner refuses a command (command.rejected {reason}; the
+// driver sets Command.Refused).
+const (
+	// RejectAgentMismatch: a handoff trigger (a delivery or a move)
+	// stamped by a deployment of another agent.
+	RejectAgentMismatch = wire.RejectAgentMismatch
 )
 
 // End reasons (session.ended {reason}).

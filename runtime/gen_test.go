@@ -63,6 +63,9 @@ func (w *world) genFlood() runtime.Command {
 	case runtime.KindDeliver:
 		c.Mode, c.Text = runtime.ModeSteer, "flood"
 		c.Caller = rapid.SampledFrom([]string{"", "", "bob"}).Draw(t, "floodCaller")
+		if rapid.IntRange(0, 19).Draw(t, "floodRefused") == 10 {
+			refuse(&c)
+		}
 	case runtime.KindInputResponse:
 		c.RequestID, c.Value = pick(t, v.Waits.Input != nil, func() string { return v.Waits.Input.RequestID }), json.RawMessage(`"yes"`)
 	case runtime.KindTaskResult:
@@ -71,16 +74,30 @@ func (w *world) genFlood() runtime.Command {
 	return c
 }
 
-// mangle makes some commands undecodable or duplicates of earlier IDs.
+// mangle makes some commands undecodable, refused (a delivery or move
+// stamped by another agent's deployment) or duplicates of earlier IDs.
 func (w *world) mangle(c runtime.Command) runtime.Command {
 	// rapid biases integers toward small values: the rare cases sit mid-range.
 	switch d := rapid.IntRange(0, 99).Draw(w.t, "mangle"); {
 	case d >= 50 && d < 54:
 		c.Rejected = "wire: unknown version"
+	case d >= 70 && d < 76 && (c.Kind == runtime.KindDeliver || c.Kind == runtime.KindMove):
+		refuse(&c)
 	case d >= 60 && d < 66 && len(w.stream) > 0:
 		c.ID = rapid.SampledFrom(w.stream).Draw(w.t, "dupOf").ID
 	}
 	return c
+}
+
+// refuse stamps c (a delivery or move) with deployment X of another agent,
+// as the driver refuses it: Refused set, the command otherwise intact.
+func refuse(c *runtime.Command) {
+	c.Refused = runtime.RejectAgentMismatch
+	if c.Kind == runtime.KindMove {
+		c.Target = "X"
+		return
+	}
+	c.Deployment = "X"
 }
 
 // pick returns the live ID (usually) or a stale one.

@@ -179,6 +179,8 @@ func (sc *scan) event(i int, e runtime.Event) {
 	case runtime.EventWireRejected:
 		sc.immediateOrder(sc.w.cmd(d.Seq))
 		sc.done[d.Seq] = true
+	case runtime.EventCommandRejected:
+		sc.refused(i, d)
 	case runtime.EventTurnStarted:
 		sc.turn = true
 	case runtime.EventTurnCompleted, runtime.EventTurnCancelled:
@@ -215,9 +217,26 @@ func (sc *scan) limit(i int, d appliedData) {
 	sc.w.require(i+1 < len(sc.events) && sc.events[i+1].Kind == runtime.EventTurnCompleted, "limit.reached not followed by turn.completed")
 }
 
+// refused checks one command.rejected event: it names a command the
+// driver refused, with its reason, once, in place of command.applied
+// (never as a handoff's skipped trigger), processed in immediate order.
+func (sc *scan) refused(i int, d appliedData) {
+	w, x := sc.w, sc.w.cmd(d.Seq)
+	w.require(x.Refused != "" && x.Rejected == "", "command.rejected for %d (%s), which was not refused", x.Seq, x.Kind)
+	w.require(d.CommandID == x.ID && d.Reason == x.Refused, "command.rejected %s %q, want %s %q", d.CommandID, d.Reason, x.ID, x.Refused)
+	w.require(w.firstSeq[x.ID] == x.Seq, "duplicate %s (seq %d) rejected", x.ID, x.Seq)
+	w.require(w.refused[x.ID] == 0 && w.applied[x.ID] == 0, "command %s recorded again", x.ID)
+	w.require(sc.post.Applied.Has(x.Seq), "rejected %d missing from the record", x.Seq)
+	w.refused[x.ID]++
+	sc.checkSkip(i, x)
+	sc.immediateOrder(x)
+	sc.done[x.Seq] = true
+}
+
 // applied checks one command.applied event against the rules.
 func (sc *scan) applied(i int, x runtime.Command) {
 	w := sc.w
+	w.require(!declined(x), "declined command %d (%s) applied", x.Seq, x.Kind)
 	w.require(w.firstSeq[x.ID] == x.Seq, "duplicate %s (seq %d) applied", x.ID, x.Seq)
 	w.require(w.applied[x.ID] == 0, "command %s applied twice", x.ID)
 	w.require(sc.post.Applied.Has(x.Seq), "applied %d missing from the record", x.Seq)
@@ -309,13 +328,22 @@ func (sc *scan) immediateOrder(x runtime.Command) {
 // priority: the commands a flood never defers past the next boundary
 // (clear is FIFO: it keeps its place behind the immediate commands).
 func priority(c runtime.Command) bool {
-	return c.Rejected == "" && (c.Kind == runtime.KindCancel || c.Kind == runtime.KindReset)
+	return !declined(c) && (c.Kind == runtime.KindCancel || c.Kind == runtime.KindReset)
 }
 
 func (sc *scan) processed(seq uint64) bool { return sc.w.done(sc.prev, seq) || sc.done[seq] }
 
 func fifo(c runtime.Command) bool {
-	return c.Rejected == "" && (c.Kind == runtime.KindDeliver || c.Kind == runtime.KindClear || c.Kind == runtime.KindCompact)
+	return !declined(c) && (c.Kind == runtime.KindDeliver || c.Kind == runtime.KindClear || c.Kind == runtime.KindCompact)
+}
+
+// declined: a command the machine records (wire.rejected, command.rejected)
+// and never applies — undecodable, or refused by the driver.
+func declined(c runtime.Command) bool { return c.Rejected != "" || c.Refused != "" }
+
+// steers: a steering delivery the machine may join to an open turn.
+func steers(c runtime.Command) bool {
+	return c.Kind == runtime.KindDeliver && c.Mode == runtime.ModeSteer
 }
 
 func (w *world) isDup(c runtime.Command) bool { return w.firstSeq[c.ID] != c.Seq }

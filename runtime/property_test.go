@@ -20,7 +20,8 @@ import (
 func TestMachineProperties(t *testing.T) {
 	setFlag(t, "rapid.checks", "1000")
 	rapid.Check(t, property(nil))
-	for _, k := range append(runtime.BuiltinEvents(), "x.custom", "steer joined", "crash", "flood", "deferred", "priority ahead", "forget", "forgotten", "conflict", "moved", "uncertain") {
+	for _, k := range append(runtime.BuiltinEvents(), "x.custom", "steer joined", "crash", "flood", "deferred", "priority ahead", "forget", "forgotten", "conflict", "moved", "uncertain",
+		"refused mid-step", "refused move", "refused steer") {
 		switch k {
 		case runtime.EventMessageOutput:
 		case runtime.EventChildStarted, runtime.EventChildCompleted, runtime.EventChildWaiting, runtime.EventChildClosed:
@@ -149,9 +150,11 @@ func (w *world) feed() {
 	}
 	dup, reason, target := w.dup(c), w.idleReason(), w.target(c)
 	w.fed[c.Seq] = true
-	interrupt := w.interrupts(c) && !dup
+	interrupt, was := w.interrupts(c) && !dup, w.cancelled
+	w.coverRefused(c, dup)
 	effs := w.handle(runtime.Received{Cmd: c})
 	w.require(!interrupt || w.cancelled, "%s %d did not reach the running step", c.Kind, c.Seq)
+	w.require(interrupt || w.cancelled == was, "%s %d (refused %q) cancelled the running step", c.Kind, c.Seq, c.Refused)
 	got := len(effs) > 0 && isHandoff(effs[0])
 	want := !dup && target != "" && reason == ""
 	w.require(got == want, "command %d (%s from %s, idle=%q): handoff=%v, want %v", c.Seq, c.Kind, c.Deployment, reason, got, want)
@@ -163,13 +166,27 @@ func (w *world) feed() {
 	}
 }
 
+// coverRefused counts the refused commands' scenarios.
+func (w *world) coverRefused(c runtime.Command, dup bool) {
+	switch {
+	case dup || c.Refused == "":
+	case w.step != nil:
+		coverage.add("refused mid-step")
+	case c.Kind == runtime.KindMove:
+		coverage.add("refused move")
+	}
+	if !dup && steers(c) && c.Refused != "" {
+		coverage.add("refused steer")
+	}
+}
+
 func isHandoff(e runtime.Effect) bool { _, ok := e.(runtime.Handoff); return ok }
 
 // interrupts reports whether c must cancel the running step at once.
 func (w *world) interrupts(c runtime.Command) bool {
 	v := w.view()
 	switch {
-	case w.step == nil || c.Rejected != "":
+	case w.step == nil || declined(c):
 		return false
 	case c.Kind == runtime.KindCancel || c.Kind == runtime.KindReset:
 		return true
@@ -240,7 +257,8 @@ func (w *world) drain() {
 	for _, c := range w.stream {
 		if !w.isDup(c) {
 			w.require(w.done(w.committed, c.Seq), "command %d (%s) never processed", c.Seq, c.Kind)
-			w.require(c.Rejected != "" || w.applied[c.ID] == 1, "command %d applied %d times", c.Seq, w.applied[c.ID])
+			w.require(declined(c) || w.applied[c.ID] == 1, "command %d applied %d times", c.Seq, w.applied[c.ID])
+			w.require(c.Refused == "" || c.Rejected != "" || w.refused[c.ID] == 1, "refused command %d recorded %d times", c.Seq, w.refused[c.ID])
 		}
 	}
 }

@@ -153,11 +153,13 @@ func (m *Machine) forceMove(c Command, target string) []Effect {
 }
 
 // handoffTarget returns the deployment a command asks to move to: only a
-// delivery from another deployment, or a move to another deployment.
+// delivery from another deployment, or a move to another deployment —
+// never a declined one (undecodable, or refused by the owner: a trigger
+// stamped by another agent's deployment).
 func (m *Machine) handoffTarget(c Command) (string, bool) {
 	target := ""
 	switch {
-	case c.Rejected != "":
+	case declined(&c):
 	case c.Kind == KindDeliver && c.Parent == nil: // a parent's delivery never moves its child
 		target = c.Deployment
 	case c.Kind == KindMove:

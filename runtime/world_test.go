@@ -38,6 +38,7 @@ type world struct {
 	wantSkip  map[uint64]string // expected handoff.skipped reasons
 	published []runtime.Event
 	applied   map[string]int  // command ID → committed applications
+	refused   map[string]int  // command ID → committed command.rejected events
 	steps     map[string]bool // committed step keys
 	aborted   map[string]bool // steps whose context was cancelled (this run)
 	ends      int
@@ -52,7 +53,7 @@ type world struct {
 
 func newWorld(t *rapid.T, broken func(*runtime.Machine)) *world {
 	w := &world{t: t, broken: broken, now: epoch, firstSeq: map[string]uint64{},
-		applied: map[string]int{}, steps: map[string]bool{}, deleted: map[uint64]bool{}}
+		applied: map[string]int{}, refused: map[string]int{}, steps: map[string]bool{}, deleted: map[uint64]bool{}}
 	w.cfg = runtime.Config{SessionID: "s", Deployment: "A", EventKinds: []string{"x.custom"},
 		MaxAppliedAbove: rapid.SampledFrom([]int{2, 8, 0}).Draw(t, "maxAbove")}
 	if rapid.Bool().Draw(t, "timeout") {
@@ -263,7 +264,7 @@ func (w *world) idleReason() string {
 func (w *world) target(c runtime.Command) string {
 	t := ""
 	switch {
-	case c.Rejected != "":
+	case declined(c):
 	case c.Kind == runtime.KindDeliver:
 		t = c.Deployment
 	case c.Kind == runtime.KindMove:

@@ -247,6 +247,15 @@ type TurnInput struct {
 	// example a newer wire version): the reason. The machine records
 	// wire.rejected for it and never applies it.
 	Rejected string `json:"rejected,omitempty"`
+	// Refused is set by the owner's driver, never by DecodeInput, when it
+	// refuses to apply a command it decoded: the reason (a Reject…
+	// constant, e.g. RejectAgentMismatch for a delivery or move stamped
+	// by another agent's deployment). The machine records
+	// command.rejected for it instead of command.applied and never
+	// applies it: it triggers no handoff and never joins a turn. It is
+	// never stored (json "-"), because a refused command is never
+	// admitted into a turn.
+	Refused string `json:"-"`
 	// TextRef holds Text out of line (state version 2) when it is longer
 	// than MaxInlineTextBytes; Text is then empty.
 	TextRef *BlobRef `json:"textRef,omitempty"`

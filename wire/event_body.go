@@ -26,6 +26,7 @@ func DataVersionOf(b EventBody) int {
 
 func (SessionStarted) EventKind() string     { return EventSessionStarted }
 func (CommandApplied) EventKind() string     { return EventCommandApplied }
+func (CommandRejected) EventKind() string    { return EventCommandRejected }
 func (TurnStarted) EventKind() string        { return EventTurnStarted }
 func (TurnStep) EventKind() string           { return EventTurnStep }
 func (MessageOutput) EventKind() string      { return EventMessageOutput }

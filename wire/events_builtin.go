@@ -12,6 +12,7 @@ import (
 const (
 	EventSessionStarted   = "session.started"
 	EventCommandApplied   = "command.applied"
+	EventCommandRejected  = "command.rejected"
 	EventTurnStarted      = "turn.started"
 	EventTurnStep         = "turn.step"
 	EventMessageOutput    = "message.output"
@@ -370,6 +371,7 @@ func registerBuiltins(r *EventRegistry) error {
 		registerBuiltin(r, EventCommandApplied, func(d CommandApplied) error {
 			return all(nonEmpty("commandId", d.CommandID), positive("seq", d.Seq), nonEmpty("kind", d.Kind))
 		}),
+		registerCommandRejected(r),
 		registerBuiltin(r, EventTurnStarted, func(d TurnStarted) error { return nonEmpty("turnId", d.TurnID) }),
 		registerBuiltin(r, EventTurnStep, func(d TurnStep) error { return all(nonEmpty("turnId", d.TurnID), positive("step", d.Step)) }),
 		registerBuiltin(r, EventMessageOutput, validateMessageOutput),
