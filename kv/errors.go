@@ -66,3 +66,22 @@ var ErrEventGap = errors.New("kv: event seq gap")
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{record.ErrInvalid}, args...)...)
 }
+
+// ErrAgentMismatch is matched by an *AgentMismatchError.
+var ErrAgentMismatch = errors.New("kv: the deployment belongs to another agent")
+
+// AgentMismatchError refuses registering a deployment for an agent other
+// than the one it belongs to.
+type AgentMismatchError struct {
+	DeploymentID string
+	Agent        string // the agent it belongs to
+	Want         string // the agent asked for
+}
+
+func (e *AgentMismatchError) Error() string {
+	return fmt.Sprintf("kv: deployment %s belongs to agent %s, not %s (a deployment never changes agents; give agent %s's build a new deployment ID)",
+		e.DeploymentID, e.Agent, e.Want, e.Want)
+}
+
+// Is matches ErrAgentMismatch.
+func (e *AgentMismatchError) Is(target error) bool { return target == ErrAgentMismatch }

@@ -52,6 +52,8 @@ func runSuite(t *testing.T, open opener) {
 		{"children", testChildren},
 		{"markers", testMarkers},
 		{"deployments", testDeployments},
+		{"agents", testAgents},
+		{"fleet", testFleet},
 		{"advertise", testAdvertise},
 		{"index", testIndex},
 		{"settle", testSettle},

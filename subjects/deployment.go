@@ -34,6 +34,22 @@ func isLatest(id string) bool {
 	return true
 }
 
+// DefaultAgent is the agent of a deployment that names none: every
+// deployment of a build before agents, and every one started without
+// --agent-name.
+const DefaultAgent = "default"
+
+var agentRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ValidateAgent checks an agent name: [a-z0-9][a-z0-9_-]{0,63} (one subject
+// token: baton.ingress.<agent>.<op>).
+func ValidateAgent(name string) error {
+	if !agentRE.MatchString(name) {
+		return fmt.Errorf("%w: %q must match [a-z0-9][a-z0-9_-]{0,63}", ErrBadAgent, name)
+	}
+	return nil
+}
+
 var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // ValidateSessionID checks a session ID: [A-Za-z0-9_-]{1,128}. Session IDs are

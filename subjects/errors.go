@@ -11,6 +11,8 @@ var (
 	ErrBadToken = errors.New("subjects: malformed token")
 	// ErrBadDeployment is returned for an invalid deployment ID.
 	ErrBadDeployment = errors.New("subjects: invalid deployment ID")
+	// ErrBadAgent is returned for an invalid agent name.
+	ErrBadAgent = errors.New("subjects: invalid agent name")
 	// ErrBadPrefix is returned for an invalid name prefix.
 	ErrBadPrefix = errors.New("subjects: invalid prefix")
 	// ErrBadSessionID is returned for an invalid session ID.

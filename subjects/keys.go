@@ -7,11 +7,13 @@ import (
 
 // Key prefixes inside the buckets. Every key is built here.
 const (
-	hookPrefix   = "tok."
-	markerPrefix = "handoff."
-	leasePrefix  = "lease."
-	indexPrefix  = "index."
-	deployPrefix = "deploy."
+	hookPrefix    = "tok."
+	markerPrefix  = "handoff."
+	leasePrefix   = "lease."
+	indexPrefix   = "index."
+	deployPrefix  = "deploy."
+	agentPrefix   = "agent."
+	promotePrefix = "promote."
 )
 
 // StableToken is the token of a session's stable address. Session IDs are
@@ -101,6 +103,28 @@ func DeploymentKeys() string { return deployPrefix + ">" }
 
 // ParseDeploymentKey returns the deployment ID of a deployment record key.
 func ParseDeploymentKey(key string) (string, error) { return cut(key, deployPrefix) }
+
+// AgentKey is the key of a deployment's agent in the owners bucket:
+// agent.<deploymentID>. It is written once, create-only, by the first
+// owner or ingress of the deployment; a deployment without one belongs to
+// DefaultAgent.
+func AgentKey(deploymentID string) string { return agentPrefix + deploymentID }
+
+// AgentKeys matches every deployment's agent key.
+func AgentKeys() string { return agentPrefix + ">" }
+
+// ParseAgentKey returns the deployment ID of an agent key.
+func ParseAgentKey(key string) (string, error) { return cut(key, agentPrefix) }
+
+// PromotionKey is the key of an agent's promoted deployment in the owners
+// bucket: promote.<agent>.
+func PromotionKey(agent string) string { return promotePrefix + agent }
+
+// PromotionKeys matches every promotion key.
+func PromotionKeys() string { return promotePrefix + ">" }
+
+// ParsePromotionKey returns the agent of a promotion key.
+func ParsePromotionKey(key string) (string, error) { return cut(key, promotePrefix) }
 
 func cut(key, prefix string) (string, error) {
 	rest, ok := strings.CutPrefix(key, prefix)

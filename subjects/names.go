@@ -121,6 +121,13 @@ func (n Names) QueueGroup(deploymentID string) string {
 // Ingress is the subject of one ingress operation: baton.ingress.<op>.
 func (n Names) Ingress(op string) string { return n.prefix + ".ingress." + op }
 
+// AgentIngress is the subject of an ingress operation for one agent's
+// ingresses only: <prefix>.ingress.<agent>.<op>. The un-prefixed Ingress
+// subjects are served by the default agent's ingresses alone (deprecated).
+func (n Names) AgentIngress(agent, op string) string {
+	return n.prefix + ".ingress." + agent + "." + op
+}
+
 // KVSubject is the raw subject behind a KV key: $KV.<bucket>.<key>.
 func KVSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
 
