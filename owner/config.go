@@ -19,6 +19,12 @@ type Config struct {
 	// DeploymentID is the exact deployment this process runs
 	// (--deployment-id; required): [A-Za-z0-9_-]{1,64}, never "latest".
 	DeploymentID string
+	// AgentName is the agent the deployment is a version of
+	// (--agent-name; default subjects.DefaultAgent, "default"):
+	// [a-z0-9][a-z0-9_-]{0,63}. A deployment never changes agents; a
+	// session never moves to another agent's deployment (docs/runtime.md
+	// R10). Not --agent, which chooses where steps run.
+	AgentName string
 	// NATSURL is the NATS server URL(s), comma-separated (--nats-url).
 	// Empty: Run embeds a server with JetStream on NATSListen, its store in
 	// DataDir.
@@ -125,6 +131,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Prefix:             subjects.DefaultPrefix,
+		AgentName:          subjects.DefaultAgent,
 		DataDir:            "./data",
 		NATSListen:         "127.0.0.1:4222",
 		Replicas:           1,

@@ -37,6 +37,7 @@ func parseFlags(args []string, o options) (flags, error) {
 		return f, err
 	}
 	f.cfg.DeploymentID, f.cfg.NATSURL, f.cfg.Prefix = f.common.DeploymentID, f.common.NATSURL, f.common.Prefix
+	f.cfg.AgentName = f.common.AgentName
 	if f.cfg.NATSOnly {
 		return f, f.checkNATSOnly(fs)
 	}

@@ -186,7 +186,7 @@ func (x extras) openExecLog(processID string, undo *cleanup) error {
 func (r resolved) poolConfig(nc *nats.Conn, js jetstream.JetStream, store *kv.Store, agent runtime.Agent,
 	log *slog.Logger, reg prometheus.Registerer, faults *failpoint.Registry) pool.Config {
 	return pool.Config{
-		NC: nc, JS: js, Store: store, Names: r.names, Deployment: r.DeploymentID,
+		NC: nc, JS: js, Store: store, Names: r.names, Deployment: r.DeploymentID, AgentName: r.AgentName,
 		ProcessID: r.ProcessID, Agent: agent, Log: log,
 		LeaseTTL: r.LeaseTTL, SweepInterval: r.SweepInterval, TaskAckWait: r.TaskAckWait, StepTimeout: r.StepTimeout,
 		ChildSendTimeout: r.ChildSendTimeout,

@@ -38,6 +38,12 @@ func (c Config) resolve() (resolved, error) {
 	if err := subjects.ValidateDeployment(c.DeploymentID); err != nil {
 		return resolved{}, fmt.Errorf("--deployment-id: %w", err)
 	}
+	if c.AgentName == "" {
+		c.AgentName = subjects.DefaultAgent
+	}
+	if err := subjects.ValidateAgent(c.AgentName); err != nil {
+		return resolved{}, fmt.Errorf("--agent-name: %w", err)
+	}
 	names, err := subjects.New(c.Prefix)
 	if err != nil {
 		return resolved{}, fmt.Errorf("--prefix: %w", err)

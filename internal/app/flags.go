@@ -16,6 +16,7 @@ var ErrUsage = errors.New("usage")
 // Common are the flags of every Baton binary.
 type Common struct {
 	DeploymentID string
+	AgentName    string
 	NATSURL      string
 	Prefix       string
 	LogLevel     string
@@ -26,6 +27,9 @@ type Common struct {
 // Register adds the common flags to fs; natsURL is the default --nats-url.
 func (c *Common) Register(fs *flag.FlagSet, natsURL string) {
 	fs.StringVar(&c.DeploymentID, "deployment-id", "", "exact deployment ID of this process: [A-Za-z0-9_-]{1,64}, never \"latest\" (required)")
+	fs.StringVar(&c.AgentName, "agent-name", subjects.DefaultAgent, "the agent this deployment is a version of: [a-z0-9][a-z0-9_-]{0,63}; "+
+		"its ingresses stamp its promoted deployment and serve baton.ingress.<agent>.*, and a session never moves to another agent's deployment "+
+		"(not --agent, which chooses where steps run)")
 	fs.StringVar(&c.NATSURL, "nats-url", natsURL, "NATS server URL(s), comma-separated")
 	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "name prefix of every stream, bucket and subject")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("LOG_LEVEL", "info"), "debug|info|warn|error (env LOG_LEVEL)")
@@ -37,6 +41,9 @@ func (c *Common) Register(fs *flag.FlagSet, natsURL string) {
 func (c *Common) Validate() (subjects.Names, error) {
 	if err := subjects.ValidateDeployment(c.DeploymentID); err != nil {
 		return subjects.Names{}, fmt.Errorf("%w: --deployment-id: %w", ErrUsage, err)
+	}
+	if err := subjects.ValidateAgent(c.AgentName); err != nil {
+		return subjects.Names{}, fmt.Errorf("%w: --agent-name: %w", ErrUsage, err)
 	}
 	names, err := subjects.New(c.Prefix)
 	if err != nil {

@@ -50,10 +50,14 @@ type Config struct {
 	Store      *kv.Store
 	Names      subjects.Names
 	Deployment string // exact deployment of this process
-	ProcessID  string // this owner process, stable across restarts: its lease key and session index
-	Agent      runtime.Agent
-	Events     *wire.EventRegistry // built-ins plus the agent's kinds; nil = built-ins + Agent.EventKinds
-	Log        *slog.Logger
+	// AgentName is the agent the deployment is a version of
+	// (docs/runtime.md R10; [a-z0-9][a-z0-9_-]{0,63}; "" is
+	// subjects.DefaultAgent). A deployment never changes agents.
+	AgentName string
+	ProcessID string // this owner process, stable across restarts: its lease key and session index
+	Agent     runtime.Agent
+	Events    *wire.EventRegistry // built-ins plus the agent's kinds; nil = built-ins + Agent.EventKinds
+	Log       *slog.Logger
 	// TickInterval paces clock ticks and purges (default 1 s).
 	TickInterval time.Duration
 	// LeaseTTL is the lease TTL: whole seconds, at least 1 s (default 2 s).

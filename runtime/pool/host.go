@@ -32,6 +32,7 @@ func (o *Owner) newEnv() error {
 		Handoffs: handoffs{o.txn},
 		Tasks:    o.tasks,
 		Sends:    o.send,
+		Agents:   o.agents,
 		Observer: o.metrics,
 		Appender: func(id string) session.Appender { return o.out.appender(id) },
 		Live:     cfg.live(o.metrics),

@@ -37,6 +37,7 @@ type Owner struct {
 	gate   *gate       // the quarantine gate: suspect slot, backoff, retries
 	reconn *reconnects // the reconnect signal
 	retire *retirement // retired deployments (cached)
+	agents *agents     // this process's agent and the fleet view
 
 	// Flows that need only some parts.
 	out      *outside  // writes of sessions no run holds: quarantine, finish
@@ -73,6 +74,11 @@ func New(cfg Config) (*Owner, error) {
 	}
 	if err := subjects.ValidateSessionID(cfg.ProcessID); err != nil {
 		return nil, fmt.Errorf("pool: process ID: %w", err)
+	}
+	if cfg.AgentName != "" {
+		if err := subjects.ValidateAgent(cfg.AgentName); err != nil {
+			return nil, fmt.Errorf("pool: agent name: %w", err)
+		}
 	}
 	if cfg.NC == nil || cfg.JS == nil || cfg.Store == nil || cfg.Agent == nil {
 		return nil, errors.New("pool: NC, JS, Store and Agent are required")
@@ -118,7 +124,8 @@ func New(cfg Config) (*Owner, error) {
 	o.send = &sender{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, wake: o.wakes.sendWake}
 	o.adoption = &adopter{cfg: &o.cfg, log: o.log, peers: &o.peers, lease: o.lease, reg: o.reg, wakes: o.wakes,
 		draining: &o.draining, drainCh: o.drainCh, wake: o.Wake}
-	o.retire = &retirement{cfg: &o.cfg, log: o.log, peers: &o.peers}
+	o.agents = &agents{cfg: &o.cfg}
+	o.retire = &retirement{cfg: &o.cfg, log: o.log, peers: &o.peers, agents: o.agents}
 	o.fin = &finisher{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, reg: o.reg, peers: &o.peers, out: o.out, send: o.send,
 		timers: cfg.timers()}
 	o.resumes = &resumer{cfg: &o.cfg, log: o.log, lease: o.lease, reg: o.reg, wake: o.Wake}
@@ -171,6 +178,12 @@ func (o *Owner) Run(ctx context.Context) error {
 		return fmt.Errorf("pool: %w", err)
 	}
 	o.journal.Store(journal)
+	if err := o.agents.enroll(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	// With a drain timeout, the end of ctx starts a graceful drain; the
 	// process's own context ends when the drain is done (or timed out).
 	runCtx := ctx
@@ -186,6 +199,9 @@ func (o *Owner) Run(ctx context.Context) error {
 			case <-runCtx.Done():
 			}
 		}()
+	}
+	if err := o.agents.follow(runCtx, o.log.Warn); err != nil {
+		return err
 	}
 	var bg sync.WaitGroup
 	bg.Go(func() { o.adoption.watchPeers(runCtx) })

@@ -26,9 +26,10 @@ const retiredTTL = 2 * time.Second
 // adopted here: its deployment retired (cached for retiredTTL) and its
 // owner gone, or an operator retried it on this one.
 type retirement struct {
-	cfg   *Config
-	log   *slog.Logger
-	peers *peerSet
+	cfg    *Config
+	log    *slog.Logger
+	peers  *peerSet
+	agents *agents
 
 	mu  sync.Mutex
 	at  time.Time
@@ -62,9 +63,11 @@ func (o *retirement) ownerGone(rec record.SessionRecord) bool {
 }
 
 // adoptable reports whether this process may adopt the session of another
-// deployment: that deployment is retired and the session has no live
-// owner, or an operator retried the quarantined session on this one
-// (record.RetryTarget). A quarantined session is never adoptable.
+// deployment of its agent: that deployment is retired, or this one is the
+// agent's promoted deployment and that one has no live owner process, and
+// the session has no live owner; or an operator retried the quarantined
+// session on this one (record.RetryTarget). A quarantined session is never
+// adoptable, nor one of another agent.
 func (o *retirement) adoptable(ctx context.Context, rec record.SessionRecord) bool {
 	switch {
 	case rec.DeploymentID == o.cfg.Deployment, rec.State == record.StateEnded, rec.State == record.StateHandoff, rec.Quarantined():
@@ -72,7 +75,10 @@ func (o *retirement) adoptable(ctx context.Context, rec record.SessionRecord) bo
 	case rec.Retry != nil:
 		return rec.Retry.DeploymentID == o.cfg.Deployment && o.ownerGone(rec)
 	}
-	return o.isRetired(ctx, rec.DeploymentID) && o.ownerGone(rec)
+	if !o.ownerGone(rec) || !o.agents.sameAgentKnown(rec.DeploymentID) {
+		return false
+	}
+	return o.isRetired(ctx, rec.DeploymentID) || o.agents.promotedHere(rec.DeploymentID)
 }
 
 // ErrWaitsPending refuses an unforced adoption of a session with a live

@@ -23,6 +23,9 @@ type Env struct {
 	Handoffs Handoffs
 	Tasks    Tasks
 	Sends    Sends
+	// Agents says whether a handoff trigger's deployment belongs to this
+	// deployment's agent (nil: every deployment does, as before agents).
+	Agents   Agents
 	Observer Observer // nil: Nop
 	// Live publishes steps' live output (nil: deltas are discarded).
 	Live Live

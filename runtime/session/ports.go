@@ -222,3 +222,13 @@ func (Nop) StepFailed(string)                        {}
 func (Nop) Hibernated()                              {}
 func (Nop) InboxLag(time.Duration)                   {}
 func (Nop) LiveDropped(int)                          {}
+
+// Agents tells a session which deployments belong to its agent
+// (docs/runtime.md R10). A handoff trigger (a delivery without a parent,
+// or a move) stamped with another agent's deployment is refused:
+// command.rejected {reason: "agent_mismatch"}, and the session stays.
+type Agents interface {
+	// SameAgent reports whether deployment belongs to this process's
+	// agent. It returns an error only when ctx ends first.
+	SameAgent(ctx context.Context, deployment string) (bool, error)
+}

@@ -152,7 +152,10 @@ func (s *Session) loop(ctx context.Context) error {
 		case d := <-s.cur.deliveries():
 			s.act.Touch()
 			s.env.Observer.InboxLag(time.Since(d.Stored))
-			err = s.handle(ctx, runtime.Received{Cmd: wire.DecodeInput(d.Seq, d.Data)})
+			in := wire.DecodeInput(d.Seq, d.Data)
+			if err = s.refuseOtherAgents(ctx, &in); err == nil {
+				err = s.handle(ctx, runtime.Received{Cmd: in})
+			}
 		case d := <-s.steps:
 			s.cancel = nil
 			s.act.Touch()
