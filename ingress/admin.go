@@ -48,6 +48,9 @@ const releaseWakes = 5
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	s.route(mux, "GET /v1/admin/deployments", s.admin(s.httpDrainReport))
 	s.route(mux, "POST /v1/admin/deployments/{dep}/retire", s.admin(s.httpRetire))
+	s.route(mux, "POST /v1/admin/deployments/{dep}/unretire", s.admin(s.httpUnretire))
+	s.route(mux, "GET /v1/admin/agents", s.admin(s.httpAgents))
+	s.route(mux, "POST /v1/admin/agents/{agent}/promote", s.admin(s.httpPromote))
 	s.route(mux, "POST /v1/admin/sessions/{id}/move", s.admin(s.httpMove))
 	s.route(mux, "POST /v1/admin/sessions/{id}/pause", s.admin(s.httpPauseResume(wire.KindPause)))
 	s.route(mux, "POST /v1/admin/sessions/{id}/resume", s.admin(s.httpPauseResume(wire.KindResume)))
@@ -186,7 +189,7 @@ func (s *Server) Move(ctx context.Context, req Request) (MoveReceipt, error) {
 	if err != nil {
 		return MoveReceipt{}, err
 	}
-	cmd, data, err := s.prepare(&req)
+	cmd, data, err := s.prepare(a, &req)
 	if err != nil {
 		return MoveReceipt{}, err
 	}
@@ -198,6 +201,9 @@ func (s *Server) Move(ctx context.Context, req Request) (MoveReceipt, error) {
 	if t.deployment == to {
 		return MoveReceipt{}, &Error{Err: ErrConflict, Detail: CodeSameDeployment,
 			Message: "session " + req.SessionID + " is already on deployment " + to}
+	}
+	if err := s.targetMismatch(ctx, a, req.SessionID, t.deployment, to); err != nil {
+		return MoveReceipt{}, err
 	}
 	if retired, err := a.store.DeploymentRetired(ctx, to); err != nil {
 		return MoveReceipt{}, fail(ErrUnavailable, "read deployment %s: %v", to, err)

@@ -30,6 +30,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/sessions/{id}", s.user(s.httpStatus))
 	s.route(mux, "GET /v1/sessions/{id}/events", s.user(s.events))
 	s.adminRoutes(mux)
+	s.route(mux, "GET /v1/ingress", s.httpInfo)
 	s.route(mux, "GET /healthz", func(w http.ResponseWriter, _ *http.Request) error {
 		_, err := w.Write([]byte("ok\n"))
 		return err

@@ -8,13 +8,19 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/micro"
 )
 
 // The NATS interface: the same operations as a micro service
-// "baton-ingress", one endpoint per operation on baton.ingress.<op>, all in
-// the queue group "baton-ingress" (every ingress instance shares the load).
+// "baton-ingress-<agent>", one endpoint per operation on
+// baton.ingress.<agent>.<op>, all in the queue group
+// "baton-ingress-<agent>" (every ingress of the agent shares the load, and
+// no other agent's ingress sees it). The default agent's ingresses also
+// serve the un-prefixed service of builds before agents: "baton-ingress"
+// on baton.ingress.<op> in the queue group "baton-ingress" — deprecated,
+// kept for one release.
 // Request and answer bodies are the HTTP ones; operations on one session
 // carry its ID in the body ({"sessionId", ...}). A refusal carries the
 // headers Nats-Service-Error-Code (the HTTP status, e.g. "404") and
@@ -22,11 +28,31 @@ import (
 // {"error":{"code","message"}}. Authorization is NATS's: see docs/api.md
 // for the permissions a channel service needs.
 
-// ServiceName and QueueGroup of the micro service.
+// ServiceName and QueueGroup of the default agent's un-prefixed micro
+// service (deprecated: use AgentServiceName and baton.ingress.<agent>.*).
 const (
 	ServiceName = "baton-ingress"
 	QueueGroup  = "baton-ingress"
 )
+
+// AgentServiceName is the name, and the queue group, of an agent's micro
+// service: baton-ingress-<agent>.
+func AgentServiceName(agent string) string { return ServiceName + "-" + agent }
+
+// Services are the micro services an ingress serves: its agent's, and for
+// the default agent the deprecated un-prefixed one.
+type Services []micro.Service
+
+// Stop stops every service; the first error is returned.
+func (ss Services) Stop() error {
+	var first error
+	for _, svc := range ss {
+		if err := svc.Stop(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
 
 // Version is the ingress API version the micro service reports.
 const Version = "1.0.0"
@@ -47,13 +73,37 @@ func kindNames(kinds []wire.Kind) []string {
 	return out
 }
 
-// Micro registers the micro service on the server's connection. ctx bounds
-// every operation; Stop the service to remove it.
-func (s *Server) Micro(ctx context.Context) (micro.Service, error) {
+// Micro registers the micro services on the server's connection: the
+// agent's (baton.ingress.<agent>.*), and for the default agent the
+// deprecated un-prefixed one (baton.ingress.*). ctx bounds every
+// operation; Stop the services to remove them.
+func (s *Server) Micro(ctx context.Context) (Services, error) {
+	agent := s.agent()
+	svc, err := s.service(ctx, AgentServiceName(agent), "Baton ingress of agent "+agent+
+		": start sessions and send them commands (the HTTP API over NATS)",
+		func(op string) string { return s.cfg.Names.AgentIngress(agent, op) })
+	if err != nil {
+		return nil, err
+	}
+	out := Services{svc}
+	if agent == subjects.DefaultAgent {
+		legacy, err := s.service(ctx, ServiceName, "Baton ingress of the default agent on the un-prefixed subjects "+
+			"(deprecated: use "+AgentServiceName(agent)+" on "+s.cfg.Names.AgentIngress(agent, "*")+")", s.cfg.Names.Ingress)
+		if err != nil {
+			_ = out.Stop()
+			return nil, err
+		}
+		out = append(out, legacy)
+	}
+	return out, nil
+}
+
+// service adds one micro service, its queue group its name, with an
+// endpoint per operation on subject(op).
+func (s *Server) service(ctx context.Context, name, description string, subject func(op string) string) (micro.Service, error) {
 	svc, err := micro.AddService(s.cfg.NC, micro.Config{
-		Name: ServiceName, Version: Version, QueueGroup: QueueGroup,
-		Description: "Baton ingress: start sessions and send them commands (the HTTP API over NATS)",
-		Metadata:    map[string]string{"deployment": s.cfg.Deployment, "prefix": s.cfg.Names.Prefix()},
+		Name: name, Version: Version, QueueGroup: name, Description: description,
+		Metadata: map[string]string{"deployment": s.cfg.Deployment, "agent": s.agent(), "prefix": s.cfg.Names.Prefix()},
 	})
 	if err != nil {
 		return nil, err
@@ -62,7 +112,7 @@ func (s *Server) Micro(ctx context.Context) (micro.Service, error) {
 		h := s.microOp(op)
 		err := svc.AddEndpoint(strings.ReplaceAll(op, ".", "-"), micro.ContextHandler(ctx, func(ctx context.Context, req micro.Request) {
 			s.serveMicro(ctx, op, req, h)
-		}), micro.WithEndpointSubject(s.cfg.Names.Ingress(op)), micro.WithEndpointQueueGroup(QueueGroup))
+		}), micro.WithEndpointSubject(subject(op)), micro.WithEndpointQueueGroup(name))
 		if err != nil {
 			_ = svc.Stop()
 			return nil, err

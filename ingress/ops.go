@@ -18,16 +18,21 @@ import (
 )
 
 // Receipt answers an accepted command: 202 {"sessionId","seq","created",
-// "deploymentId"}. Seq is the command's BATON_INBOX stream sequence;
-// DeploymentID the deployment that accepted it (the acceptedDeploymentId
-// stamp, this ingress's --deployment-id); Created whether this request
-// created the session. A repeat of an idempotent request returns the first
-// receipt unchanged.
+// "deploymentId","ownerLive"}. Seq is the command's BATON_INBOX stream
+// sequence; DeploymentID the deployment that accepted it (the
+// acceptedDeploymentId stamp: the agent's promoted deployment, else this
+// ingress's --deployment-id); Created whether this request created the
+// session. OwnerLive says whether an owner will act on it: false when the
+// session's deployment has no live owner process and no live deployment
+// adopts its sessions (the command waits in the inbox until one does). A
+// repeat of an idempotent request returns the first receipt's session,
+// created and deploymentId.
 type Receipt struct {
 	SessionID    string `json:"sessionId"`
 	Seq          uint64 `json:"seq"`
 	Created      bool   `json:"created"`
 	DeploymentID string `json:"deploymentId"`
+	OwnerLive    bool   `json:"ownerLive"`
 }
 
 // Created answers POST /v1/sessions: 201 {"sessionId","deploymentId",
@@ -39,23 +44,25 @@ type Created struct {
 	Seq          uint64 `json:"seq,omitempty"`
 }
 
-// Create starts a session on this deployment (docs/api.md): the owner
-// claims the alias, if any, before it replies; then the first message, if
-// any, is published. A taken alias is 409 (410 if its session ended) and
-// writes nothing; no owner answering is 503.
+// Create starts a session on the deployment this ingress stamps (its
+// agent's promoted one, else its own; docs/api.md): the owner claims the
+// alias, if any, before it replies; then the first message, if any, is
+// published. A taken alias is 409 (410 if its session ended) and writes
+// nothing; a retired deployment with none promoted is 409
+// deployment_retired; no owner answering is 503.
 func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 	a, err := s.topology(ctx)
 	if err != nil {
 		return Created{}, err
 	}
-	cmd, data, err := s.prepare(&r)
+	cmd, data, err := s.prepare(a, &r)
 	if err != nil {
 		return Created{}, err
 	}
 	if err := s.aliasFree(ctx, a, r.Alias); err != nil {
 		return Created{}, err
 	}
-	rep, err := s.start(ctx, r.Alias, r.Timeout)
+	rep, err := s.start(ctx, a, r.Alias, r.Timeout)
 	if err != nil {
 		return Created{}, err
 	}
@@ -63,7 +70,7 @@ func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 		return Created{}, aliasTaken(r.Alias, rep.SessionID, rep.Ended)
 	}
 	s.met.created.Inc()
-	out := Created{SessionID: rep.SessionID, DeploymentID: cmp.Or(rep.DeploymentID, s.cfg.Deployment), Created: true}
+	out := Created{SessionID: rep.SessionID, DeploymentID: cmp.Or(rep.DeploymentID, cmd.AcceptedDeploymentID), Created: true}
 	if data == nil {
 		return out, nil
 	}
@@ -120,7 +127,7 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	if err != nil {
 		return Receipt{}, err
 	}
-	cmd, data, err := s.prepare(&r)
+	cmd, data, err := s.prepare(a, &r)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -130,6 +137,11 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	t, err := s.resolve(ctx, a, &r, create)
 	if err != nil {
 		return Receipt{}, err
+	}
+	if r.Kind == wire.KindDeliver && !t.created {
+		if err := s.agentMismatch(ctx, a, t.sessionID, t.deployment, s.agent()); err != nil {
+			return Receipt{}, err
+		}
 	}
 	if t, err = s.expect(ctx, a, t, &r, cmd.ID); err != nil {
 		return Receipt{}, err
@@ -141,19 +153,22 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	return rc, err
 }
 
-// prepare builds and encodes the command (current wire version) before
-// anything is looked up, so an invalid command is refused with nothing
-// written. A request without a command (a bare create) returns nil data.
-func (s *Server) prepare(r *Request) (wire.Command, []byte, error) {
+// prepare builds and encodes the command (current wire version), stamped
+// with the deployment this ingress stamps now, before anything is looked
+// up, so an invalid command is refused with nothing written. A request
+// without a command (a bare create) returns a command with only its stamp
+// and nil data.
+func (s *Server) prepare(a *attached, r *Request) (wire.Command, []byte, error) {
+	dep, _ := s.stamp(a)
 	if r.Kind == "" {
-		return wire.Command{}, nil, nil
+		return wire.Command{AcceptedDeploymentID: dep}, nil, nil
 	}
-	cmd := r.command(s.cfg.Deployment, s.now())
+	cmd := r.command(dep, s.now())
 	cmd.ID = ulid.Make().String()
 	if r.IdempotencyKey != "" {
 		cmd.ID = idemID(r.IdempotencyKey)
 	}
-	data, err := encode(wire.CurrentVersion, s.cfg.Deployment, cmd)
+	data, err := encode(wire.CurrentVersion, dep, cmd)
 	return cmd, data, err
 }
 
@@ -169,14 +184,15 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 			return Receipt{}, err
 		}
 	}
-	rc := Receipt{SessionID: t.sessionID, Created: t.created, DeploymentID: s.cfg.Deployment}
+	rc := Receipt{SessionID: t.sessionID, Created: t.created, DeploymentID: cmd.AcceptedDeploymentID,
+		OwnerLive: s.ownerLive(a, t.deployment, cmd.AcceptedDeploymentID)}
 	msgID := cmd.ID
 	if cmd.IdempotencyKey != "" {
 		msgID = t.sessionID + "/" + cmd.ID
 		digest := commandDigest(cmd)
 		var first receipt
 		err := retryLeaderless(ctx, func(ctx context.Context) (err error) {
-			first, err = a.receipts.claim(ctx, t.sessionID, cmd.ID, receipt{Created: t.created, DeploymentID: s.cfg.Deployment, Digest: digest})
+			first, err = a.receipts.claim(ctx, t.sessionID, cmd.ID, receipt{Created: t.created, DeploymentID: cmd.AcceptedDeploymentID, Digest: digest})
 			return err
 		})
 		if err != nil {
@@ -202,14 +218,14 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 		return Receipt{}, publishError(err)
 	}
 	rc.Seq = ack.Sequence
-	s.wake(t)
+	s.wake(t, cmd.AcceptedDeploymentID)
 	return rc, nil
 }
 
 // wake tells the session's deployment, fire-and-forget over core NATS,
 // that the session has a command (docs/runtime.md, hibernation). Nobody
 // answering is fine: a loaded session reads its consumer anyway.
-func (s *Server) wake(t target) {
+func (s *Server) wake(t target, stamp string) {
 	if t.deployment == "" {
 		return
 	}
@@ -217,10 +233,11 @@ func (s *Server) wake(t target) {
 	if err := s.cfg.NC.Publish(s.cfg.Names.Wake(t.deployment), data); err != nil {
 		s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
 	}
-	// The producer's own deployment too: if the session's deployment was
-	// retired and its owner is gone, an owner of this one adopts it.
-	if t.deployment != s.cfg.Deployment {
-		if err := s.cfg.NC.Publish(s.cfg.Names.Wake(s.cfg.Deployment), data); err != nil {
+	// The stamped deployment too: if the session's deployment was retired,
+	// or another promoted, and its owner is gone, an owner of the stamped
+	// one adopts it.
+	if t.deployment != stamp {
+		if err := s.cfg.NC.Publish(s.cfg.Names.Wake(stamp), data); err != nil {
 			s.log.Debug("wake not sent", "session", t.sessionID, "err", err)
 		}
 	}

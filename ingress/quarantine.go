@@ -140,6 +140,9 @@ func (s *Server) End(ctx context.Context, id string) (Ended, bool, error) {
 // checkRetryTarget refuses a retry on another deployment that is retired,
 // or, without force, of a session whose live waits would cross.
 func (s *Server) checkRetryTarget(ctx context.Context, a *attached, rec record.SessionRecord, dep string, force bool) error {
+	if err := s.targetMismatch(ctx, a, rec.SessionID, rec.DeploymentID, dep); err != nil {
+		return err
+	}
 	retired, err := a.store.DeploymentRetired(ctx, dep)
 	switch {
 	case err != nil:

@@ -121,13 +121,14 @@ func ownerVersion(rec record.SessionRecord, h record.Hook) int {
 // startFor starts a session that claims the request's alias. A loser of
 // the claim race is told the holder and delivers there.
 func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok string) (target, error) {
-	rep, err := s.start(ctx, r.Alias, r.Timeout)
+	rep, err := s.start(ctx, a, r.Alias, r.Timeout)
 	if err != nil {
 		return target{}, err
 	}
 	if rep.Created {
 		s.met.created.Inc()
-		return target{sessionID: rep.SessionID, token: tok, wireV: versionOr(rep.WireV), deployment: cmp.Or(rep.DeploymentID, s.cfg.Deployment), created: true}, nil
+		dep, _ := s.stamp(a)
+		return target{sessionID: rep.SessionID, token: tok, wireV: versionOr(rep.WireV), deployment: cmp.Or(rep.DeploymentID, dep), created: true}, nil
 	}
 	if rep.Ended {
 		return target{}, fail(ErrGone, "alias %q belongs to session %s, which has ended", clip(r.Alias), rep.SessionID)
@@ -141,23 +142,29 @@ func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok stri
 	return s.session(ctx, a, record.Hook{Token: tok, SessionID: rep.SessionID, WireV: rep.WireV}, tok)
 }
 
-// start asks an owner of this deployment to create a session, claiming
-// alias ("" for none) before it replies. No responder, or none within
-// StartTimeout, is unavailable: nothing was created by this request.
-func (s *Server) start(ctx context.Context, alias, timeout string) (protocol.StartReply, error) {
-	req := protocol.StartRequest{DeploymentID: s.cfg.Deployment, Timeout: timeout}
+// start asks an owner of the deployment this ingress stamps to create a
+// session, claiming alias ("" for none) before it replies. A retired
+// deployment is refused (409 deployment_retired); no responder, or none
+// within StartTimeout, is unavailable: nothing was created by this request.
+func (s *Server) start(ctx context.Context, a *attached, alias, timeout string) (protocol.StartReply, error) {
+	dep, _ := s.stamp(a)
+	if a.fleet.Retired(dep) {
+		return protocol.StartReply{}, &Error{Err: ErrConflict, Detail: CodeDeploymentRetired,
+			Message: "deployment " + dep + " is retired and agent " + s.agent() + " has no other promoted; promote a deployment (POST /v1/admin/agents/" + s.agent() + "/promote) or un-retire " + dep + "; nothing was created"}
+	}
+	req := protocol.StartRequest{DeploymentID: dep, Timeout: timeout}
 	if alias != "" {
 		req.Aliases = []string{alias}
 	}
 	data, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
-	msg, err := s.cfg.NC.RequestWithContext(ctx, s.cfg.Names.Start(s.cfg.Deployment), data)
+	msg, err := s.cfg.NC.RequestWithContext(ctx, s.cfg.Names.Start(dep), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return protocol.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s is running", s.cfg.Deployment)
+		return protocol.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s is running", dep)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return protocol.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s answered within %s", s.cfg.Deployment, s.cfg.StartTimeout)
+		return protocol.StartReply{}, fail(ErrUnavailable, "no owner of deployment %s answered within %s", dep, s.cfg.StartTimeout)
 	case err != nil:
 		return protocol.StartReply{}, fail(ErrUnavailable, "start request: %v", err)
 	}

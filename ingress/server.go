@@ -31,7 +31,11 @@ type Config struct {
 	NC         *nats.Conn
 	JS         jetstream.JetStream
 	Names      subjects.Names // zero: subjects.Default()
-	Deployment string         // stamped on every command as acceptedDeploymentId
+	Deployment string         // this ingress's deployment: stamped as acceptedDeploymentId unless its agent has one promoted
+	// Agent is the agent the ingress serves (docs/runtime.md R10;
+	// "" is subjects.DefaultAgent): its promoted deployment is stamped,
+	// and deliveries to another agent's sessions are refused.
+	Agent string
 	// Tokens are the bearer tokens accepted on /v1/; AdminTokens those on
 	// /v1/admin/. Without Tokens, New refuses unless InsecureDev is set.
 	Tokens      []string
@@ -109,6 +113,11 @@ type Server struct {
 
 	attachMu sync.Mutex
 	att      atomic.Pointer[attached]
+
+	mismatch atomic.Pointer[kv.AgentMismatchError] // the deployment belongs to another agent
+
+	life context.Context // the server's life: the fleet watch (ended by Close)
+	stop context.CancelFunc
 }
 
 // attached are the handles that need the topology. The ingress starts
@@ -118,7 +127,9 @@ type attached struct {
 	inbox    jetstream.Stream
 	events   jetstream.Stream
 	receipts *receipts
-	refs     *refs // resolves message.output content stored out of line
+	refs     *refs     // resolves message.output content stored out of line
+	fleet    *kv.Fleet // agents, promotions, retirements, live owners
+	unwatch  context.CancelFunc
 }
 
 // New validates cfg and returns a Server. It does no I/O: the topology is
@@ -126,6 +137,11 @@ type attached struct {
 func New(cfg Config) (*Server, error) {
 	if err := subjects.ValidateDeployment(cfg.Deployment); err != nil {
 		return nil, fmt.Errorf("ingress: deployment: %w", err)
+	}
+	if cfg.Agent != "" {
+		if err := subjects.ValidateAgent(cfg.Agent); err != nil {
+			return nil, fmt.Errorf("ingress: agent: %w", err)
+		}
 	}
 	if cfg.NC == nil || cfg.JS == nil {
 		return nil, errors.New("ingress: NC and JS are required")
@@ -140,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, met: met, auth: newAuth(cfg.Tokens, cfg.AdminTokens, cfg.InsecureDev)}
 	s.log = cfg.Log.With(slog.String("deployment", cfg.Deployment))
+	s.life, s.stop = context.WithCancel(context.Background())
 	s.hubs = newHubs(s)
 	s.busy.gauge = met.inflight
 	return s, nil
@@ -147,7 +164,34 @@ func New(cfg Config) (*Server, error) {
 
 // Close stops every event hub (and deletes its consumer). Open SSE
 // responses end.
-func (s *Server) Close() { s.hubs.close() }
+func (s *Server) Close() {
+	s.hubs.close()
+	s.stop()
+}
+
+// Enroll attaches the ingress to the topology, trying again every second
+// until it exists or ctx ends: it registers the deployment's agent and
+// starts following the fleet. A deployment that belongs to another agent
+// is a *kv.AgentMismatchError at once (the binary exits 1 on it); ctx's
+// end is its error.
+func (s *Server) Enroll(ctx context.Context) error {
+	for {
+		_, err := s.topology(ctx)
+		if err == nil {
+			return nil
+		}
+		if e := s.mismatch.Load(); e != nil {
+			return e
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
 
 // topology returns the attached handles, opening them if needed.
 func (s *Server) topology(ctx context.Context) (*attached, error) {
@@ -160,6 +204,10 @@ func (s *Server) topology(ctx context.Context) (*attached, error) {
 		return a, nil
 	}
 	a, err := s.open(ctx)
+	if e := (*kv.AgentMismatchError)(nil); errors.As(err, &e) {
+		s.mismatch.Store(e)
+		return nil, fail(ErrUnavailable, "%v", err)
+	}
 	if err != nil {
 		return nil, fail(ErrUnavailable, "the Baton topology is not ready: %v", err)
 	}
@@ -190,7 +238,22 @@ func (s *Server) open(ctx context.Context) (*attached, error) {
 		return nil, err
 	}
 	refs := newRefs(state, s.log, s.met, s.cfg.Now)
-	return &attached{store: store, inbox: inbox, events: events, receipts: rc, refs: refs}, nil
+	if err := store.RegisterAgent(ctx, s.cfg.Deployment, s.agent()); err != nil {
+		return nil, err
+	}
+	watch, unwatch := context.WithCancel(s.life)
+	fleet, err := store.WatchFleet(watch, s.log.Warn)
+	if err != nil {
+		unwatch()
+		return nil, err
+	}
+	select {
+	case <-fleet.Loaded():
+	case <-ctx.Done():
+		unwatch()
+		return nil, ctx.Err()
+	}
+	return &attached{store: store, inbox: inbox, events: events, receipts: rc, refs: refs, fleet: fleet, unwatch: unwatch}, nil
 }
 
 // Ready reports whether the ingress can serve: NATS connected and the

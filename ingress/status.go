@@ -14,15 +14,19 @@ import (
 
 // Status answers GET /v1/sessions/{id}, as of the session's last commit.
 type Status struct {
-	SessionID    string   `json:"sessionId"`
-	OwnerRunID   string   `json:"ownerRunId"`
-	DeploymentID string   `json:"deploymentId"`
-	Epoch        uint64   `json:"epoch"`
-	State        string   `json:"state"` // active, handoff, hibernated, paused, ended, quarantined
-	Idle         bool     `json:"idle"`
-	QueueDepth   int      `json:"queueDepth"`
-	EventSeq     uint64   `json:"eventSeq"`
-	Tokens       []string `json:"tokens"` // raw addresses: the session ID, then the aliases
+	SessionID    string `json:"sessionId"`
+	OwnerRunID   string `json:"ownerRunId"`
+	DeploymentID string `json:"deploymentId"`
+	// OwnerLive says whether an owner will act on a command sent now: the
+	// session's deployment has a live owner process, or the deployment
+	// this ingress stamps has one and adopts the session (see Receipt).
+	OwnerLive  bool     `json:"ownerLive"`
+	Epoch      uint64   `json:"epoch"`
+	State      string   `json:"state"` // active, handoff, hibernated, paused, ended, quarantined
+	Idle       bool     `json:"idle"`
+	QueueDepth int      `json:"queueDepth"`
+	EventSeq   uint64   `json:"eventSeq"`
+	Tokens     []string `json:"tokens"` // raw addresses: the session ID, then the aliases
 	// BootAttempts counts the boot attempts since the session was last
 	// settled (docs/driver.md, "Quarantine"); 0 for a healthy session.
 	BootAttempts int `json:"bootAttempts"`
@@ -112,6 +116,8 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	}
 	st.Idle = readable && record.NotIdle(record.CheckpointActivity(rec, cp, st.QueueDepth > 0)) == ""
 	st.Handles, st.ParentSessionID, st.Depth = family(cp)
+	stamp, _ := s.stamp(a)
+	st.OwnerLive = s.ownerLive(a, rec.DeploymentID, stamp)
 	return st, nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/baton-rt/baton/internal/app"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -54,7 +53,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ing, err := ingress.New(ingress.Config{
-		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID,
+		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID, Agent: cfg.AgentName,
 		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev, FinishWait: cfg.FinishWait,
 		Limits: ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
 	})
@@ -75,10 +74,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	srv := &http.Server{Handler: handler(ing, reg), ReadHeaderTimeout: 10 * time.Second}
-	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted(), "service", ingress.ServiceName,
-		"admin_routes", len(cfg.AdminTokens) > 0)
-	errc := make(chan error, 1)
+	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted(), "agent", cfg.AgentName,
+		"service", ingress.AgentServiceName(cfg.AgentName), "admin_routes", len(cfg.AdminTokens) > 0)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	// Attach as soon as the topology exists: a deployment of another agent
+	// ends the process (exit 1) instead of serving 503s.
+	go func() {
+		if err := ing.Enroll(ctx); err != nil && ctx.Err() == nil {
+			errc <- err
+		}
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -90,7 +96,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 // drain stops admission on HTTP and NATS, ends the event streams and waits
 // up to timeout for the requests in flight to finish. Requests still
 // running then are logged one by one, cut off, and make drain fail.
-func drain(ctx context.Context, timeout time.Duration, srv *http.Server, svc micro.Service, ing *ingress.Server, log *slog.Logger) error {
+func drain(ctx context.Context, timeout time.Duration, srv *http.Server, svc ingress.Services, ing *ingress.Server, log *slog.Logger) error {
 	log.Info("ingress draining: no new requests; waiting for the ones in flight", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

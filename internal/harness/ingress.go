@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 
 	"github.com/baton-rt/baton/ingress"
-	"github.com/nats-io/nats.go/micro"
 )
 
 // Ingress is an in-process ingress.Server on a real HTTP listener
@@ -13,7 +12,7 @@ import (
 type Ingress struct {
 	*ingress.Server
 	HTTP   *httptest.Server
-	svc    micro.Service
+	svc    ingress.Services
 	cancel context.CancelFunc
 }
 
