@@ -16,8 +16,12 @@
 # Signals: the terminal sends Ctrl-C's SIGINT to the whole foreground
 # process group, owner and ingress included, so this script passes nothing
 # on: one Ctrl-C is one signal, a drain; a second Ctrl-C is a second signal,
-# which aborts. A SIGTERM sent to this script alone (make passes its own on)
-# is passed on once per signal.
+# which aborts. A SIGTERM sent to the whole group (kill -TERM -- -PGID) is
+# the same: owner and ingress have it, and the copy make passes on to this
+# script is not passed on again (twice would abort the drain). A SIGTERM
+# sent to make alone (make passes it on) or to this script alone is passed
+# on, once per signal. Which of the two a SIGTERM was, the sentinel tells
+# (group_signalled).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
@@ -121,9 +125,45 @@ describe() { # exit status → words
 
 owner=
 ingress=
+sentinel= # a process of this group that only a signal to the group ends
 stopping= # set by a signal
 trapped=  # set by a signal, cleared before each wait
 status=
+
+# nap SECONDS: sleep, quietly: a SIGTERM to the group ends the sleep too,
+# and bash would report that ("Terminated"), where a Ctrl-C's SIGINT ends
+# it silently.
+nap() { { sleep "$1"; } 2>/dev/null || true; }
+
+# start_sentinel: a process in this script's process group that nothing
+# but a signal to the whole group ends (SIGTERM's default action; a
+# background process of a script ignores SIGINT), its output not make's.
+# It ends itself within a second of this script's end, however that ends.
+start_sentinel() {
+  (while kill -0 $$ 2>/dev/null; do sleep 1; done) </dev/null >/dev/null 2>&1 &
+  sentinel=$!
+}
+
+# group_signalled: the SIGTERM this script got was sent to the whole
+# process group (owner and ingress have it too) if it ended the sentinel;
+# that takes a moment, so wait up to a second for it.
+group_signalled() {
+  local _
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    kill -0 "$sentinel" 2>/dev/null || return 0
+    nap 0.1
+  done
+  return 1
+}
+
+# on_term: a SIGTERM. Owner and ingress are told only if it did not reach
+# them: sent to this script alone, or to make, which passes its own on.
+# make also passes on a SIGTERM sent to the group; that copy finds the
+# sentinel ended too, so it is not passed on a second time.
+on_term() {
+  trapped=1 stopping=1
+  group_signalled || kill -TERM $owner $ingress 2>/dev/null || true
+}
 
 # reap PID: wait for PID to end and set status to its exit status. It polls
 # rather than blocking in `wait`: a trapped signal cuts a blocking wait short,
@@ -132,7 +172,7 @@ status=
 # returns the status bash kept for it.
 reap() {
   local again
-  while kill -0 "$1" 2>/dev/null; do sleep 0.1 || true; done
+  while kill -0 "$1" 2>/dev/null; do nap 0.1; done
   trapped=
   if wait "$1" 2>/dev/null; then status=0; else status=$?; fi
   if [ -n "$trapped" ]; then # a signal in that instant: ask once more
@@ -144,12 +184,14 @@ reap() {
 
 # foreground DEP HTTP METRICS: owner and ingress of DEP until they end.
 foreground() {
-  local dep=$1 http=$2 metrics=$3 token holder orc irc
+  local dep=$1 http=$2 metrics=$3 token holder orc irc export_url=
   token=$(admin_token)
   # SIGINT: the terminal sent it to the whole group, owner and ingress have
-  # it already. SIGTERM came to this script alone: pass it on.
+  # it already. SIGTERM: on_term.
+  start_sentinel
+  trap 'kill "$sentinel" 2>/dev/null || true' EXIT
   trap 'trapped=1 stopping=1' INT
-  trap 'trapped=1 stopping=1; kill -TERM $owner $ingress 2>/dev/null || true' TERM
+  trap on_term TERM
   "$BIN/owner" --deployment-id "$dep" --nats-url "$NATS_URL" --metrics-listen "127.0.0.1:$metrics" \
     --lock-file "$DATA/owner-$dep.lock" &
   owner=$!
@@ -159,25 +201,28 @@ foreground() {
       holder=$(running_instance "$dep") && die "deployment $dep already runs from $DATA ($holder); stop it first"
       die "the $dep owner did not start ($(describe "$status"))"
     fi
-    sleep 0.1 || true
+    nap 0.1
   done
   "$BIN/ingress" --deployment-id "$dep" --nats-url "$NATS_URL" --listen "127.0.0.1:$http" \
     --insecure-dev --admin-token-file "$tokenfile" &
   ingress=$!
-  until [ -n "$stopping" ] || listening "$http" || ! kill -0 "$ingress" 2>/dev/null; do sleep 0.1 || true; done
+  until [ -n "$stopping" ] || listening "$http" || ! kill -0 "$ingress" 2>/dev/null; do nap 0.1; done
   if [ -z "$stopping" ] && kill -0 "$ingress" 2>/dev/null; then
+    # off the default port, the line that points the nats CLI here
+    [ "$NATS_PORT" = 4222 ] || export_url="
+            export NATS_URL=$NATS_URL   (the nats CLI's default is port 4222)"
     cat <<EOF
 baton: deployment $dep is running
   ingress   http://127.0.0.1:$http   (--insecure-dev: no user token needed; admin routes on)
   admin     export A='Authorization: Bearer $token'   (token in $tokenfile)
   metrics   http://127.0.0.1:$metrics/metrics
-  NATS      $NATS_URL
+  NATS      $NATS_URL$export_url
   Ctrl-C drains owner and ingress and exits; a second Ctrl-C aborts the drain. NATS keeps running.
 EOF
   fi
   # Until a signal, or until either process ends: then the other is told.
   while [ -z "$stopping" ] && kill -0 "$owner" 2>/dev/null && kill -0 "$ingress" 2>/dev/null; do
-    sleep 0.2 || true
+    nap 0.2
   done
   [ -n "$stopping" ] || kill -TERM "$owner" "$ingress" 2>/dev/null || true
   reap "$owner"
