@@ -186,9 +186,7 @@ func (sc *scan) event(i int, e runtime.Event) {
 	case runtime.EventTurnCompleted, runtime.EventTurnCancelled:
 		sc.turn = false
 		if e.Kind == runtime.EventTurnCompleted {
-			limited := i > 0 && sc.events[i-1].Kind == runtime.EventLimitReached
-			sc.w.require(e.V == 2 && (d.StopReason == "limit") == limited,
-				"turn.completed v%d stopReason %q after %s", e.V, d.StopReason, sc.events[max(i-1, 0)].Kind)
+			sc.turnCompleted(i, e, d)
 		}
 	case runtime.EventLimitReached:
 		sc.limit(i, d)
@@ -202,6 +200,23 @@ func (sc *scan) event(i int, e runtime.Event) {
 		sc.w.require(sc.w.ends == 1 && sc.post.Ended == d.Reason, "finalized twice or inconsistently")
 		sc.ended = true
 	}
+}
+
+// turnCompleted: a turn's stop reason is limit right after limit.reached,
+// error right after the error event of the step that failed it, done
+// otherwise; error alone needs data version 3, the others are written at 2.
+func (sc *scan) turnCompleted(i int, e runtime.Event, d appliedData) {
+	want, v := "done", 2
+	if i > 0 {
+		switch sc.events[i-1].Kind {
+		case runtime.EventLimitReached:
+			want = "limit"
+		case runtime.EventError:
+			want, v = "error", 3
+		}
+	}
+	sc.w.require(e.V == v && d.StopReason == want,
+		"turn.completed v%d stopReason %q after %s, want v%d %q", e.V, d.StopReason, sc.events[max(i-1, 0)].Kind, v, want)
 }
 
 // limit: limit.reached names a limit of this deployment that was reached,

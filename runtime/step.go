@@ -110,7 +110,8 @@ func (m *Machine) validate(r StepResult) StepResult {
 	return r
 }
 
-// failStep records the error; the turn ends (or the session, if fatal).
+// failStep records the error; the turn ends with stop reason error (or
+// the session ends, if fatal).
 func (m *Machine) failStep(t *Turn, r StepResult) {
 	m.emit(wire.ErrorData{Message: r.Error, Code: r.Code, TurnID: t.ID, Step: uint64(t.Steps)})
 	if r.Fatal {
@@ -119,7 +120,7 @@ func (m *Machine) failStep(t *Turn, r StepResult) {
 		return
 	}
 	m.reportTurn(t, wire.ChildFailed, r.Error, "")
-	m.completeTurn(t)
+	m.endTurn(t, wire.StopError)
 }
 
 func (m *Machine) addAliases(aliases []string) {
@@ -168,8 +169,10 @@ func (m *Machine) endTurn(t *Turn, reason string) {
 	m.emit(wire.SessionWaiting{Reason: wire.WaitMessage})
 }
 
-func turnCompleted(t *Turn, reason string) wire.TurnCompletedV2 {
-	return wire.TurnCompletedV2{TurnID: t.ID, StopReason: reason, Usage: t.Usage}
+// turnCompleted is turn.completed at the lowest data version that
+// expresses reason (3 for error).
+func turnCompleted(t *Turn, reason string) wire.EventBody {
+	return wire.LowestTurnCompleted(wire.TurnCompletedV2{TurnID: t.ID, StopReason: reason, Usage: t.Usage})
 }
 
 func (m *Machine) waitInput(t *Turn, id, question string) {

@@ -67,6 +67,7 @@ var builtinSamples = map[string]any{
 var versionedSamples = []EventBody{
 	TaskCompletedV2{TaskID: "t1", Kind: "crawl", Result: json.RawMessage(`{"rows":3}`)},
 	TurnCompletedV2{TurnID: "t1", StopReason: StopLimit, Usage: Usage{InputTokens: 3, CostUSD: 0.5}},
+	TurnCompletedV3{TurnID: "t1", StopReason: StopError, Usage: Usage{InputTokens: 3}},
 	SessionEndedV2{Reason: EndTerminated},
 	SessionEndedV3{Reason: EndClosed},
 	ChildCompletedV2{Handle: "researcher", ChildSessionID: "sess-2", TurnID: "none", Outcome: ChildFailed,

@@ -96,6 +96,62 @@ func TestHandoffSkippedVersions(t *testing.T) {
 	}
 }
 
+// turn.completed is written at data version 2 for stop reasons done and
+// limit and at version 3 only for error (LowestTurnCompleted); version 2
+// refuses error, version 3 accepts every reason. A reader that knows only
+// versions 1 and 2 (an older build) passes the frozen version 3 through
+// unchanged.
+func TestTurnCompletedVersions(t *testing.T) {
+	reg := DefaultEvents()
+	for _, r := range []string{StopDone, StopLimit, StopError} {
+		body := LowestTurnCompleted(TurnCompletedV2{TurnID: "t1", StopReason: r, Usage: Usage{InputTokens: 5}})
+		want := 2
+		if r == StopError {
+			want = 3
+		}
+		if DataVersionOf(body) != want || body.EventKind() != EventTurnCompleted {
+			t.Errorf("%s: %T at data version %d, want %d", r, body, DataVersionOf(body), want)
+		}
+		e, err := NewBodyEvent(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SessionID, e.Seq, e.OwnerRunID, e.DeploymentID, e.Time = "s", 1, "run", "dep", envelope(e.Kind, nil).Time
+		if _, err := EncodeEvent(reg, e); err != nil {
+			t.Errorf("%s at data version %d: %v", r, e.V, err)
+		}
+	}
+	v2 := envelope(EventTurnCompleted, TurnCompletedV2{TurnID: "t1", StopReason: StopError})
+	v2.V = 2
+	if _, err := EncodeEvent(reg, v2); !errors.Is(err, ErrInvalid) {
+		t.Errorf("error in data version 2 accepted: %v", err)
+	}
+	v3 := envelope(EventTurnCompleted, TurnCompletedV3{TurnID: "t1", StopReason: "failed"})
+	v3.V = 3
+	if _, err := EncodeEvent(reg, v3); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an unknown stop reason in data version 3 accepted: %v", err)
+	}
+	if reg.Version(EventTurnCompleted) != 3 {
+		t.Errorf("turn.completed newest data version %d, want 3", reg.Version(EventTurnCompleted))
+	}
+
+	old := NewEventRegistry()
+	if err := errors.Join(
+		registerBuiltin(old, EventTurnCompleted, func(TurnCompleted) error { return nil }),
+		registerBuiltinV(old, EventTurnCompleted, 2, func(TurnCompletedV2) error { return nil }),
+	); err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.TrimSuffix(readFile(t, "testdata/events/fixtures/turn.completed.v3.json"), []byte("\n"))
+	e, err := DecodeEvent(old, b)
+	if !errors.Is(err, ErrUnknownVersion) || e.V != 3 {
+		t.Fatalf("older reader: %+v %v", e, err)
+	}
+	if out, err := EncodeEvent(nil, e); err != nil || !bytes.Equal(out, b) {
+		t.Fatalf("passed through as %s (%v)", out, err)
+	}
+}
+
 // A reader that knows only data version 1 of session.ended (an older
 // build) meets version 2: it gets the event, envelope validated, with
 // ErrUnknownVersion, and passes it through unchanged; a reader without a

@@ -61,6 +61,8 @@ const (
 	// Stop reasons of turn.completed (data version 2).
 	StopDone  = "done"
 	StopLimit = "limit"
+	// StopError: a failed step ended the turn (data version 3).
+	StopError = "error"
 
 	// Limits of limit.reached.
 	LimitStepsPerTurn     = "steps_per_turn"
@@ -216,8 +218,9 @@ type TurnCompleted struct {
 }
 
 // TurnCompletedV2 is data version 2 of turn.completed: why the turn
-// stopped (done: the agent completed it or a step failed; limit: a limit
-// ended it, after limit.reached) and the usage its steps reported.
+// stopped (done: the agent completed it; limit: a limit ended it, after
+// limit.reached) and the usage its steps reported. A turn a failed step
+// ended is version 3 (TurnCompletedV3, LowestTurnCompleted).
 type TurnCompletedV2 struct {
 	TurnID     string `json:"turnId" jsonschema:"minLength=1"`
 	StopReason string `json:"stopReason" jsonschema:"enum=done,enum=limit"`
@@ -386,9 +389,6 @@ func registerBuiltins(r *EventRegistry) error {
 			return nonEmpty("taskId", d.TaskID)
 		}),
 		registerBuiltin(r, EventTurnCompleted, func(d TurnCompleted) error { return nonEmpty("turnId", d.TurnID) }),
-		registerBuiltinV(r, EventTurnCompleted, 2, func(d TurnCompletedV2) error {
-			return all(nonEmpty("turnId", d.TurnID), oneOf("stopReason", d.StopReason, StopDone, StopLimit), d.Usage.Validate())
-		}),
 		registerBuiltin(r, EventLimitReached, func(d LimitReached) error {
 			if d.Used < 0 || d.Max < 1 {
 				return errors.New("used must be >= 0 and max >= 1")
@@ -441,6 +441,7 @@ func registerBuiltins(r *EventRegistry) error {
 		registerBuiltin(r, EventSessionRetried, func(d SessionRetried) error { return validDeployment(d.DeploymentID) }),
 		registerChildEvents(r),
 		registerQuarantineEvents(r),
+		registerTurnEvents(r),
 	)
 }
 
