@@ -3,7 +3,6 @@ package owner_test
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,8 +13,8 @@ import (
 	"github.com/baton-rt/baton/internal/harness"
 )
 
-// extDir is the external module: example.com/extagent, with Baton replaced
-// by this checkout.
+// extDir holds the external module's main.go; its go.mod is made by the
+// commands docs/agent.md shows (extModule).
 var extDir = filepath.Join("testdata", "extagent")
 
 const mod = "github.com/baton-rt/baton/"
@@ -28,7 +27,7 @@ func TestExternalModuleServesDeliveries(t *testing.T) {
 	t.Parallel()
 	h := harness.For(t)
 	bin := filepath.Join(t.TempDir(), "extowner")
-	goIn(t, extDir, "build", "-o", bin, ".")
+	newExtModule(t, "replace").goCmd(t, "build", "-o", bin, ".")
 	s := h.Server()
 	env := h.Env(s.URL())
 	ps := harness.NewProcs(t, 40)
@@ -53,35 +52,31 @@ func TestExternalModuleServesDeliveries(t *testing.T) {
 
 // The external module's own package imports no internal package of Baton
 // (Go would refuse to build it, and this names the offender), and does
-// import owner, so the check is not vacuous. Not parallel: it runs before
-// the build of TestExternalModuleServesDeliveries, never beside it in the
-// same module directory.
+// import owner, so the check is not vacuous.
 func TestExternalModuleImportsPublicPackagesOnly(t *testing.T) {
-	imports := strings.Fields(goIn(t, extDir, "list", "-f", "{{join .Imports \" \"}}", "."))
+	t.Parallel()
+	m := newExtModule(t, "replace")
+	imports := strings.Fields(m.goCmd(t, "list", "-f", "{{join .Imports \" \"}}", "."))
 	if !slices.Contains(imports, mod+"owner") {
-		t.Fatalf("example.com/extagent imports %v, not %sowner", imports, mod)
+		t.Fatalf("the external module imports %v, not %sowner", imports, mod)
 	}
 	for _, imp := range imports {
 		if strings.HasPrefix(imp, mod) && strings.Contains(imp+"/", "/internal/") {
-			t.Errorf("example.com/extagent imports %s: a user's module cannot", imp)
+			t.Errorf("the external module imports %s: a user's module cannot", imp)
 		}
 	}
 }
 
-// goIn runs the go command in dir, outside any workspace and allowed to
-// resolve the module's replace, and returns its standard output.
-func goIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod -buildvcs=false")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.String())
+// The workspace that docs/agent.md shows as the other way to depend on an
+// unpublished Baton builds the owner binary.
+func TestExternalModuleBuildsInWorkspace(t *testing.T) {
+	t.Parallel()
+	m := newExtModule(t, "workspace")
+	bin := filepath.Join(t.TempDir(), "extowner")
+	m.goCmd(t, "build", "-o", bin, ".")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("go build in the workspace wrote no binary: %v", err)
 	}
-	return string(out)
 }
 
 // docs/agent.md, "Write your own agent", shows the external module's
