@@ -230,6 +230,27 @@ func (s *Server) Move(ctx context.Context, req Request) (MoveReceipt, error) {
 	return MoveReceipt{Receipt: rc, TargetDeploymentID: to, FromDeploymentID: t.deployment, Force: req.Move.Force}, nil
 }
 
+// deploymentRoute reads the deployment of a /v1/admin/deployments/{dep}/…
+// route, whose body must be empty or {}, and attaches to the topology.
+func (s *Server) deploymentRoute(w http.ResponseWriter, r *http.Request) (string, *attached, error) {
+	dep := r.PathValue("dep")
+	if err := subjects.ValidateDeployment(dep); err != nil {
+		return "", nil, invalidDeployment(dep, err)
+	}
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(b) > 0 {
+		var v struct{}
+		if err := decodeStrict(b, &v, nil); err != nil {
+			return "", nil, bad("%v", err)
+		}
+	}
+	a, err := s.topology(r.Context())
+	return dep, a, err
+}
+
 // Retired answers POST /v1/admin/deployments/{dep}/retire.
 type Retired struct {
 	DeploymentID string    `json:"deploymentId"`
@@ -239,21 +260,7 @@ type Retired struct {
 }
 
 func (s *Server) httpRetire(w http.ResponseWriter, r *http.Request) error {
-	dep := r.PathValue("dep")
-	if err := subjects.ValidateDeployment(dep); err != nil {
-		return invalidDeployment(dep, err)
-	}
-	b, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	if len(b) > 0 {
-		var v struct{}
-		if err := decodeStrict(b, &v, nil); err != nil {
-			return bad("%v", err)
-		}
-	}
-	a, err := s.topology(r.Context())
+	dep, a, err := s.deploymentRoute(w, r)
 	if err != nil {
 		return err
 	}

@@ -225,21 +225,7 @@ type Unretired struct {
 }
 
 func (s *Server) httpUnretire(w http.ResponseWriter, r *http.Request) error {
-	dep := r.PathValue("dep")
-	if err := subjects.ValidateDeployment(dep); err != nil {
-		return invalidDeployment(dep, err)
-	}
-	b, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	if len(b) > 0 {
-		var v struct{}
-		if err := decodeStrict(b, &v, nil); err != nil {
-			return bad("%v", err)
-		}
-	}
-	a, err := s.topology(r.Context())
+	dep, a, err := s.deploymentRoute(w, r)
 	if err != nil {
 		return err
 	}
