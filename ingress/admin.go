@@ -183,7 +183,9 @@ func (s *Server) httpMove(w http.ResponseWriter, r *http.Request) error {
 // inbox, the path of every command: the owner applies the idle rule and the
 // handoff transaction (docs/runtime.md, docs/handoff.md), or records handoff.skipped. It
 // refuses, writing nothing: a move to the session's own deployment or to a
-// retired one, and force unless the session's deployment is retired.
+// retired one, a session of another agent than this ingress's or a move
+// to another agent's deployment, and force unless the session's
+// deployment is retired.
 func (s *Server) Move(ctx context.Context, req Request) (MoveReceipt, error) {
 	a, err := s.topology(ctx)
 	if err != nil {
@@ -201,6 +203,9 @@ func (s *Server) Move(ctx context.Context, req Request) (MoveReceipt, error) {
 	if t.deployment == to {
 		return MoveReceipt{}, &Error{Err: ErrConflict, Detail: CodeSameDeployment,
 			Message: "session " + req.SessionID + " is already on deployment " + to}
+	}
+	if err := s.agentMismatch(ctx, a, req.SessionID, t.deployment, s.agent()); err != nil {
+		return MoveReceipt{}, err
 	}
 	if err := s.targetMismatch(ctx, a, req.SessionID, t.deployment, to); err != nil {
 		return MoveReceipt{}, err

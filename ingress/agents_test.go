@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -94,6 +95,13 @@ func TestAgentsAtTheIngress(t *testing.T) {
 
 	// Admin refusals.
 	checkError(t, e, http.MethodPost, "/v1/admin/sessions/"+c.SessionID+"/move", `{"deploymentId":"b1"}`, adminToken, http.StatusConflict, ingress.CodeAgentMismatch)
+	e.owner("a2", "pa2", poolAgent("alpha"))
+	r, err = e.http.DoJSON(t.Context(), http.MethodPost, beta.URL()+"/v1/admin/sessions/"+c.SessionID+"/move",
+		map[string]any{"deploymentId": "a2"}, harness.Bearer(adminToken))
+	e.h.Check(err)
+	if r.Code != http.StatusConflict || errCode(r.Body) != ingress.CodeAgentMismatch {
+		t.Fatalf("a move of alpha's session through beta's ingress: %d %s", r.Code, r.Body)
+	}
 	checkError(t, e, http.MethodPost, "/v1/admin/agents/alpha/promote", `{"deploymentId":"b1"}`, adminToken, http.StatusConflict, ingress.CodeAgentMismatch)
 	checkError(t, e, http.MethodPost, "/v1/admin/agents/gamma/promote", `{"deploymentId":"a1"}`, adminToken, http.StatusNotFound, ingress.CodeUnknownAgent)
 	checkError(t, e, http.MethodPost, "/v1/admin/agents/Alpha/promote", `{"deploymentId":"a1"}`, adminToken, http.StatusBadRequest, ingress.CodeInvalidAgent)
@@ -202,4 +210,18 @@ func hasKind(evs []wire.Event, kind string) bool {
 		}
 	}
 	return false
+}
+
+// A quarantined session is never retried on another agent's deployment:
+// 409 agent_mismatch, nothing written.
+func TestRetryToAnotherAgentRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.quarantinedAlone("retry-across")
+	e.h.Check(e.Store.RegisterAgent(t.Context(), "b1", "beta"))
+	before := e.durable()
+	checkError(t, e, http.MethodPost, "/v1/admin/sessions/"+id+"/retry", `{"deploymentId":"b1"}`, adminToken, http.StatusConflict, ingress.CodeAgentMismatch)
+	if after := e.durable(); !equalDurable(before, after) {
+		t.Fatalf("a refused retry wrote: %v -> %v", before, after)
+	}
 }
