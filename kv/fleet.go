@@ -80,7 +80,9 @@ func (f *Fleet) watch(ctx context.Context) (jetstream.KeyWatcher, error) {
 }
 
 // follow applies the watch's entries; a watch that ends before ctx is
-// started again from the current state.
+// started again from the current state, over the view as it was (so it
+// never shows an empty fleet meanwhile): what the new watch's current
+// state does not hold is dropped once it has been read.
 func (f *Fleet) follow(ctx context.Context, w jetstream.KeyWatcher, loaded chan struct{}) {
 	for {
 		f.apply(ctx, w, loaded)
@@ -98,11 +100,11 @@ func (f *Fleet) follow(ctx context.Context, w jetstream.KeyWatcher, loaded chan 
 		if ctx.Err() != nil {
 			return
 		}
-		f.reset()
 	}
 }
 
 func (f *Fleet) apply(ctx context.Context, w jetstream.KeyWatcher, loaded chan struct{}) {
+	seen := map[string]bool{} // the keys of the current state, until it is read
 	for {
 		select {
 		case <-ctx.Done():
@@ -111,17 +113,52 @@ func (f *Fleet) apply(ctx context.Context, w jetstream.KeyWatcher, loaded chan s
 			if !ok {
 				return
 			}
-			if e == nil {
-				select {
-				case <-loaded:
-				default:
-					close(loaded)
+			if e != nil {
+				if seen != nil {
+					seen[e.Key()] = true
 				}
+				f.entry(e)
 				continue
 			}
-			f.entry(e)
+			if seen != nil {
+				f.prune(seen)
+				seen = nil
+			}
+			select {
+			case <-loaded:
+			default:
+				close(loaded)
+			}
 		}
 	}
+}
+
+// prune drops from the view every key a new watch's current state does
+// not hold (gone while no watch ran).
+func (f *Fleet) prune(seen map[string]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for dep := range f.agents {
+		if !seen[subjects.AgentKey(dep)] {
+			delete(f.agents, dep)
+		}
+	}
+	for dep := range f.deploys {
+		if !seen[subjects.DeploymentKey(dep)] {
+			delete(f.deploys, dep)
+		}
+	}
+	for pid := range f.leases {
+		if !seen[subjects.LeaseKey(pid)] {
+			delete(f.leases, pid)
+		}
+	}
+	for agent := range f.promoted {
+		if !seen[subjects.PromotionKey(agent)] {
+			delete(f.promoted, agent)
+		}
+	}
+	f.notify()
 }
 
 // entry applies one watched entry.
