@@ -49,8 +49,9 @@ const missingTTL = 2 * time.Second
 // the current state is in the view. log, if not nil, reports a watch that
 // failed and is being started again.
 func (s *Store) WatchFleet(ctx context.Context, log func(msg string, args ...any)) (*Fleet, error) {
-	f := &Fleet{store: s, log: log, changed: make(chan struct{}), loaded: make(chan struct{})}
-	f.reset()
+	f := &Fleet{store: s, log: log, changed: make(chan struct{}), loaded: make(chan struct{}),
+		agents: map[string]string{}, deploys: map[string]Deployment{}, leases: map[string]string{},
+		promoted: map[string]promotion{}, missing: map[string]time.Time{}}
 	w, err := f.watch(ctx)
 	if err != nil {
 		return nil, err
@@ -62,13 +63,6 @@ func (s *Store) WatchFleet(ctx context.Context, log func(msg string, args ...any
 // Loaded is closed once the view holds the state present when the watch
 // started.
 func (f *Fleet) Loaded() <-chan struct{} { return f.loaded }
-
-func (f *Fleet) reset() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.agents, f.deploys, f.leases = map[string]string{}, map[string]Deployment{}, map[string]string{}
-	f.promoted, f.missing = map[string]promotion{}, map[string]time.Time{}
-}
 
 func (f *Fleet) watch(ctx context.Context) (jetstream.KeyWatcher, error) {
 	keys := []string{subjects.AgentKeys(), subjects.DeploymentKeys(), subjects.LeaseKeys(), subjects.PromotionKeys()}

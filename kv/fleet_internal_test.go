@@ -14,17 +14,9 @@ import (
 // current state over the view as it was — what it holds stays visible
 // throughout — and drops what it does not hold (gone while no watch ran).
 func TestFleetRewatchKeepsThenPrunes(t *testing.T) {
-	s := natstest.Server(t)
-	_, js := natstest.Connect(t, s.ClientURL())
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := topology.Ensure(c, js, topology.Config{Replicas: 1}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Open(c, js, subjects.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openInternal(t, c)
 	if err := st.RegisterAgent(c, "v2", "shop"); err != nil {
 		t.Fatal(err)
 	}
@@ -72,4 +64,20 @@ func TestFleetRewatchKeepsThenPrunes(t *testing.T) {
 	end()
 	<-done
 	stopWatch(w)
+}
+
+// openInternal opens a Store on a new embedded server with the topology
+// (R1), for the package's internal tests.
+func openInternal(t *testing.T, c context.Context) *Store {
+	t.Helper()
+	s := natstest.Server(t)
+	_, js := natstest.Connect(t, s.ClientURL())
+	if _, err := topology.Ensure(c, js, topology.Config{Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(c, js, subjects.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -7,27 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/internal/natstest"
-	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/record"
-	"github.com/baton-rt/baton/subjects"
 )
 
 // TestSettleCAS: a lost CAS is sent again only while the leader still shows
 // the key at the expected revision (the replicated stream's transient 10164),
 // at most casAttempts times; a key that moved is a conflict at once.
 func TestSettleCAS(t *testing.T) {
-	s := natstest.Server(t)
-	_, js := natstest.Connect(t, s.ClientURL())
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := topology.Ensure(c, js, topology.Config{Replicas: 1}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Open(c, js, subjects.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openInternal(t, c)
 	rev, err := st.sessions.kv.Put(c, "k", []byte("v1"))
 	if err != nil {
 		t.Fatal(err)
