@@ -105,7 +105,7 @@ func (o *sweeper) hibernatedWithWork(ctx context.Context, id, tok string) bool {
 	rec := cur.Record
 	ours := rec.State == record.StateHibernated && rec.DeploymentID == o.cfg.Deployment &&
 		(rec.Retry == nil || rec.Retry.DeploymentID == o.cfg.Deployment)
-	if !ours && !o.retire.adoptable(ctx, rec) {
+	if !ours && !o.retire.adoptable(rec) {
 		return false
 	}
 	cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint)

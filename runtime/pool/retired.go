@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -19,41 +17,21 @@ import (
 // gone. The adopter claims it by CAS from the record's revision (the dead
 // owner's epoch): a target-driven transaction, with no source to confirm.
 
-// retiredTTL bounds how stale the cached set of retired deployments is.
-const retiredTTL = 2 * time.Second
-
 // retirement answers whether a session of another deployment may be
-// adopted here: its deployment retired (cached for retiredTTL) and its
-// owner gone, or an operator retried it on this one.
+// adopted here: its deployment retired (the fleet view's deploy.* keys)
+// and its owner gone, or an operator retried it on this one.
 type retirement struct {
 	cfg    *Config
 	log    *slog.Logger
 	peers  *peerSet
 	agents *agents
-
-	mu  sync.Mutex
-	at  time.Time
-	set map[string]bool
 }
 
-// isRetired reports whether dep was retired by an operator (cached for
-// retiredTTL; a read error counts as not retired).
-func (o *retirement) isRetired(ctx context.Context, dep string) bool {
-	r := o
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.set == nil || time.Since(r.at) > retiredTTL {
-		ids, err := o.cfg.Store.RetiredDeployments(ctx)
-		if err != nil {
-			o.log.Debug("list retired deployments", "err", err)
-			return r.set[dep]
-		}
-		r.set, r.at = map[string]bool{}, time.Now()
-		for _, id := range ids {
-			r.set[id] = true
-		}
-	}
-	return r.set[dep]
+// isRetired reports whether dep was retired by an operator, as far as the
+// fleet view knows (false until it has loaded).
+func (o *retirement) isRetired(dep string) bool {
+	f := o.agents.fleet.Load()
+	return f != nil && f.Retired(dep)
 }
 
 // ownerGone reports whether a record has no live owner process: hibernated,
@@ -68,7 +46,7 @@ func (o *retirement) ownerGone(rec record.SessionRecord) bool {
 // the session has no live owner; or an operator retried the quarantined
 // session on this one (record.RetryTarget). A quarantined session is never
 // adoptable, nor one of another agent.
-func (o *retirement) adoptable(ctx context.Context, rec record.SessionRecord) bool {
+func (o *retirement) adoptable(rec record.SessionRecord) bool {
 	switch {
 	case rec.DeploymentID == o.cfg.Deployment, rec.State == record.StateEnded, rec.State == record.StateHandoff, rec.Quarantined():
 		return false
@@ -78,7 +56,7 @@ func (o *retirement) adoptable(ctx context.Context, rec record.SessionRecord) bo
 	if !o.ownerGone(rec) || !o.agents.sameAgentKnown(rec.DeploymentID) {
 		return false
 	}
-	return o.isRetired(ctx, rec.DeploymentID) || o.agents.promotedHere(rec.DeploymentID)
+	return o.isRetired(rec.DeploymentID) || o.agents.promotedHere(rec.DeploymentID)
 }
 
 // ErrWaitsPending refuses an unforced adoption of a session with a live

@@ -116,7 +116,7 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 		rep.Outcome = protocol.WakeElsewhere
 		return rep, false
 	}
-	if o.retire.adoptable(ctx, rec) {
+	if o.retire.adoptable(rec) {
 		loaded, err := o.adoptRetired(ctx, cur)
 		return o.loadReply(rep, loaded, err)
 	}
