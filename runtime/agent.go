@@ -100,7 +100,8 @@ type TaskSpec struct {
 }
 
 // Run calls a.Step for one [RunStep] input and returns the [StepDone] to feed
-// back. An agent error becomes a failed step (StepResult.Error). A panic in
+// back. An agent error becomes a failed step (StepResult.Error; code
+// agent_retryable if it was marked with [Retryable]). A panic in
 // Step is recovered: the step fails with code agent_panic, and the panic
 // value and stack are returned as a *PanicError for the caller to log.
 func Run(ctx context.Context, a Agent, in StepInput) (d StepDone, perr *PanicError) {
@@ -114,6 +115,9 @@ func Run(ctx context.Context, a Agent, in StepInput) (d StepDone, perr *PanicErr
 	r, err := a.Step(ctx, in)
 	if err != nil {
 		r = StepResult{Error: err.Error()}
+		if IsRetryable(err) {
+			r.Code = CodeAgentRetryable
+		}
 	}
 	d.Result = r
 	return d, nil

@@ -89,7 +89,7 @@ func (m *Machine) inputRoom(t *Turn, c *Command) bool {
 
 func (m *Machine) canSteer() bool {
 	t := m.snap.Turn
-	return m.snap.Ended == "" && !m.snap.Paused && t != nil && t.Open
+	return m.snap.Ended == "" && !m.snap.Paused && t != nil && t.Open && m.retryOf(t) == nil
 }
 
 // admitFIFO applies the FIFO head while the session is settled and the
@@ -135,7 +135,7 @@ func (m *Machine) runNext() []Effect {
 	m.step = &RunStep{Input: StepInput{
 		SessionID: m.cfg.SessionID, TurnID: t.ID, Step: t.Steps + 1, Caller: t.Caller,
 		State: s.State, History: s.History, Inputs: s.Turn.Inputs,
-	}}
+	}, Retry: m.retryOf(t)}
 	return []Effect{*m.step}
 }
 

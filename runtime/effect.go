@@ -18,8 +18,13 @@ type Commit struct {
 type Publish struct{ Events []Event }
 
 // RunStep asks the driver to run one agent step. The driver answers with
-// [StepDone].
-type RunStep struct{ Input StepInput }
+// [StepDone]. Retry is set when the step runs again after a failure its
+// [RetryPolicy] retries: the driver waits Retry.After first (a
+// [CancelStep] ends the wait), and the step replays its journal.
+type RunStep struct {
+	Input StepInput
+	Retry *StepRetry
+}
 
 // CancelStep asks the driver to cancel the running step's context now. The
 // durable effect of the interrupt follows at the next boundary.

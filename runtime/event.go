@@ -27,6 +27,7 @@ const (
 	EventCommandRejected  = wire.EventCommandRejected
 	EventTurnStarted      = wire.EventTurnStarted
 	EventTurnStep         = wire.EventTurnStep
+	EventTurnStepRetried  = wire.EventTurnStepRetried
 	EventMessageOutput    = wire.EventMessageOutput
 	EventInputRequested   = wire.EventInputRequested
 	EventAuthRequested    = wire.EventAuthRequested

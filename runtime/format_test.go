@@ -26,6 +26,9 @@ func formatEffect(e runtime.Effect) string {
 	case runtime.Publish:
 		return fmt.Sprintf("publish %d..%d\n", e.Events[0].Seq, e.Events[len(e.Events)-1].Seq)
 	case runtime.RunStep:
+		if r := e.Retry; r != nil {
+			return fmt.Sprintf("run %s inputs=%s attempt=%d after=%s code=%s\n", e.Input.Key(), ids(e.Input.Inputs), r.Attempt, r.After, r.Code)
+		}
 		return fmt.Sprintf("run %s inputs=%s\n", e.Input.Key(), ids(e.Input.Inputs))
 	case runtime.CancelStep:
 		return fmt.Sprintf("cancel-step %s/%d (%s)\n", e.TurnID, e.Step, e.Reason)

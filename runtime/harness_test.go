@@ -85,7 +85,7 @@ func (h *harness) newMachine(args map[string]string, snap runtime.Snapshot) erro
 	h.cfg = runtime.Config{
 		SessionID: or(args["session"], "s1"), RunID: "r" + strconv.Itoa(h.runs),
 		Deployment: or(args["dep"], or(h.cfg.Deployment, "A")), Timeout: timeout,
-		EventKinds: (&demo.Agent{}).EventKinds(),
+		EventKinds: (&demo.Agent{}).EventKinds(), Retry: retryPolicy(args, h.cfg.Retry),
 	}
 	m, err := runtime.NewMachine(h.cfg, snap)
 	h.m, h.run, h.pending = m, nil, nil
@@ -127,11 +127,35 @@ func (h *harness) recv(args map[string]string) ([]runtime.Effect, error) {
 	return h.handle(runtime.Received{Cmd: c})
 }
 
+// retryPolicy reads `retries=N backoff=1s,5s` of a new (or crashed)
+// machine; without them, the previous machine's policy.
+func retryPolicy(args map[string]string, prev runtime.RetryPolicy) runtime.RetryPolicy {
+	n, ok := args["retries"]
+	if !ok {
+		return prev
+	}
+	p := runtime.RetryPolicy{}
+	p.Retries, _ = strconv.Atoi(n)
+	for b := range strings.SplitSeq(args["backoff"], ",") {
+		if d, err := time.ParseDuration(b); err == nil {
+			p.Backoff = append(p.Backoff, d)
+		}
+	}
+	return p
+}
+
 // step runs the demo agent on the running step; "cancelled" runs it with a
-// cancelled context, as after a CancelStep.
+// cancelled context, as after a CancelStep; `fail=CODE` does not run it:
+// the step fails with that code (a remote worker's death, a panic, …).
 func (h *harness) step(args map[string]string) ([]runtime.Effect, error) {
 	if h.run == nil {
 		return nil, errors.New("harness: no step running")
+	}
+	if code, ok := args["fail"]; ok {
+		in := h.run.Input
+		h.run = nil
+		return h.handle(runtime.StepDone{TurnID: in.TurnID, Step: in.Step,
+			Result: runtime.Failed(code, errors.New("step failed: "+code))})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if args["_0"] == "cancelled" {

@@ -28,6 +28,9 @@ type Config struct {
 	// the lowest unapplied one before they are deleted from the inbox and
 	// forgotten ([Forget]; default wire.MaxAppliedAbove).
 	MaxAppliedAbove int
+	// Retry is how a step that failed for a reason outside the agent's
+	// control runs again (the zero policy: never).
+	Retry RetryPolicy
 }
 
 // Limits bound a turn's steps and the tokens (input + output) a turn and a
@@ -65,6 +68,7 @@ type Machine struct {
 	bud             budget          // what the current boundary's admissions add
 	forgetting      map[uint64]bool // applied sequences a Forget asked to delete
 	forgotten       []uint64        // deleted from the inbox: dropped at the next flush
+	retry           *retrying       // the step that runs again, and its attempt
 }
 
 // broken is the seam runtime's own tests break the machine through, to

@@ -11,6 +11,10 @@ import (
 // fold commits a finished step's result into the open turn.
 func (m *Machine) fold(d *StepDone) {
 	t, r := m.snap.Turn, m.validate(d.Result)
+	if m.retryStep(t, r) {
+		return
+	}
+	m.retry = nil
 	t.Steps++
 	t.Inputs = nil
 	m.addUsage(t, r.Usage)

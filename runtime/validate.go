@@ -29,6 +29,10 @@ const (
 	CodeAgentTimeout         = wire.CodeAgentTimeout
 	CodeAgentUnavailable     = wire.CodeAgentUnavailable
 	CodeAgentRequestTooLarge = wire.CodeAgentRequestTooLarge
+	// CodeAgentRetryable fails the step of an in-process agent whose error
+	// was wrapped with [Retryable]; the step runs again under the
+	// deployment's [RetryPolicy].
+	CodeAgentRetryable = wire.CodeAgentRetryable
 )
 
 // Bounds of a step result's fields besides its events and state (those are

@@ -29,6 +29,7 @@ func (CommandApplied) EventKind() string     { return EventCommandApplied }
 func (CommandRejected) EventKind() string    { return EventCommandRejected }
 func (TurnStarted) EventKind() string        { return EventTurnStarted }
 func (TurnStep) EventKind() string           { return EventTurnStep }
+func (TurnStepRetried) EventKind() string    { return EventTurnStepRetried }
 func (MessageOutput) EventKind() string      { return EventMessageOutput }
 func (InputRequested) EventKind() string     { return EventInputRequested }
 func (AuthRequested) EventKind() string      { return EventAuthRequested }

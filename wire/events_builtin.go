@@ -15,6 +15,7 @@ const (
 	EventCommandRejected  = "command.rejected"
 	EventTurnStarted      = "turn.started"
 	EventTurnStep         = "turn.step"
+	EventTurnStepRetried  = "turn.step_retried"
 	EventMessageOutput    = "message.output"
 	EventInputRequested   = "input.requested"
 	EventAuthRequested    = "auth.requested"
@@ -99,6 +100,9 @@ const (
 	// to fit the server's max_payload even with its parts sent by
 	// reference.
 	CodeAgentRequestTooLarge = "agent_request_too_large"
+	// CodeAgentRetryable: an in-process agent's step returned an error it
+	// marked retryable (runtime.Retryable): a transient failure.
+	CodeAgentRetryable = "agent_retryable"
 )
 
 // CommandRef names an inbox command by ID and inbox stream sequence.
@@ -375,6 +379,7 @@ func registerBuiltins(r *EventRegistry) error {
 			return all(nonEmpty("commandId", d.CommandID), positive("seq", d.Seq), nonEmpty("kind", d.Kind))
 		}),
 		registerCommandRejected(r),
+		registerStepRetried(r),
 		registerBuiltin(r, EventTurnStarted, func(d TurnStarted) error { return nonEmpty("turnId", d.TurnID) }),
 		registerBuiltin(r, EventTurnStep, func(d TurnStep) error { return all(nonEmpty("turnId", d.TurnID), positive("step", d.Step)) }),
 		registerBuiltin(r, EventMessageOutput, validateMessageOutput),
