@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// backoffList is the value of --quarantine-backoff over
-// Config.QuarantineBackoff: comma-separated non-negative Go durations, at
-// least one.
+// backoffList is the value of --quarantine-backoff and --step-retry-backoff
+// over Config.QuarantineBackoff and Config.StepRetryBackoff:
+// comma-separated non-negative Go durations, at least one.
 type backoffList []time.Duration
 
 func (b *backoffList) String() string {

@@ -109,6 +109,18 @@ type Config struct {
 	MaxTokensPerTurn    int64
 	MaxTokensPerSession int64
 
+	// StepRetries is how many times a step that failed for a reason
+	// outside the agent's control runs again: its remote worker died or
+	// went silent (agent_timeout), none answered (agent_unavailable), or
+	// an in-process agent's error was marked with runtime.Retryable
+	// (agent_retryable) (--step-retries; default 2; 0: never; not
+	// negative). Each retry is recorded as turn.step_retried.
+	StepRetries int
+	// StepRetryBackoff is the wait before the first, second, … retry, the
+	// last entry repeating (--step-retry-backoff; default 1s,5s; no
+	// negative wait; empty: none).
+	StepRetryBackoff []time.Duration
+
 	// Tasks are the background task handlers by kind (see
 	// runtime.TaskHandler); "sleep" is built in unless Tasks replaces it.
 	// WithTask adds to them.
@@ -147,5 +159,7 @@ func DefaultConfig() Config {
 		QuarantineAfter:    pool.DefaultQuarantineAfter,
 		QuarantineBackoff:  slices.Clone(pool.DefaultQuarantineBackoff),
 		MaxStepsPerTurn:    pool.DefaultMaxStepsPerTurn,
+		StepRetries:        pool.DefaultStepRetries,
+		StepRetryBackoff:   slices.Clone(pool.DefaultStepRetryBackoff),
 	}
 }

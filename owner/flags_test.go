@@ -60,6 +60,31 @@ func TestLimitFlags(t *testing.T) {
 	}
 }
 
+// --step-retries and --step-retry-backoff default to the pool's policy
+// (2; 1s,5s), parse into Config and reach the pool as its StepRetry.
+func TestStepRetryFlags(t *testing.T) {
+	d := DefaultConfig()
+	if d.StepRetries != 2 || !slices.Equal(d.StepRetryBackoff, []time.Duration{time.Second, 5 * time.Second}) {
+		t.Fatalf("defaults: %d %v, want 2 [1s 5s]", d.StepRetries, d.StepRetryBackoff)
+	}
+	f, err := parseFlags([]string{"--deployment-id", "v1", "--step-retries", "4", "--step-retry-backoff", "100ms,2s,30s"}, mustOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{100 * time.Millisecond, 2 * time.Second, 30 * time.Second}
+	if c := f.cfg; c.StepRetries != 4 || !slices.Equal(c.StepRetryBackoff, want) {
+		t.Fatalf("parsed %d %v", c.StepRetries, c.StepRetryBackoff)
+	}
+	pc := resolved{Config: f.cfg}.poolConfig(nil, nil, nil, nil, nil, nil, nil)
+	if pc.StepRetry.Retries != 4 || !slices.Equal(pc.StepRetry.Backoff, want) {
+		t.Fatalf("pool policy %+v", pc.StepRetry)
+	}
+	f, err = parseFlags([]string{"--deployment-id", "v1", "--step-retries", "0"}, mustOptions(t))
+	if err != nil || f.cfg.StepRetries != 0 {
+		t.Fatalf("--step-retries 0: %v %d", err, f.cfg.StepRetries)
+	}
+}
+
 // Every bad value is a usage error naming its flag, before anything runs.
 func TestUsageErrors(t *testing.T) {
 	o := mustOptions(t)
@@ -71,6 +96,9 @@ func TestUsageErrors(t *testing.T) {
 		{"--max-tokens-per-turn -1: want 0 (no limit)", []string{"--max-tokens-per-turn", "-1"}},
 		{"--max-tokens-per-session -5: want 0 (no limit)", []string{"--max-tokens-per-session", "-5"}},
 		{`invalid value "x" for flag -max-tokens-per-session`, []string{"--max-tokens-per-session", "x"}},
+		{"--step-retries -1: want 0 (never) or more", []string{"--step-retries", "-1"}},
+		{`invalid value "1s,-1s" for flag -step-retry-backoff: a negative wait`, []string{"--step-retry-backoff", "1s,-1s"}},
+		{`invalid value "1s,x" for flag -step-retry-backoff`, []string{"--step-retry-backoff", "1s,x"}},
 		{"--lease-ttl 1.5s: want whole seconds", []string{"--lease-ttl", "1500ms"}},
 		{"--process-id", []string{"--process-id", "a.b"}},
 		{"--metrics-listen", []string{"--metrics-listen", "nope"}},
@@ -117,7 +145,7 @@ func TestExecHelpAndExitCodes(t *testing.T) {
 	if code := app.Exec(t.Context(), b, []string{"--help"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("--help: exit %d, %s", code, stderr.String())
 	}
-	for _, want := range []string{"Usage: myowner [flags]", "Runs my agent.", "-max-tokens-per-session", "-quarantine-backoff"} {
+	for _, want := range []string{"Usage: myowner [flags]", "Runs my agent.", "-max-tokens-per-session", "-quarantine-backoff", "-step-retries", "-step-retry-backoff"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, stdout.String())
 		}
@@ -143,6 +171,8 @@ func TestConfigValidate(t *testing.T) {
 		"--max-tokens-per-turn":    func(c *Config) { c.MaxTokensPerTurn = -1 },
 		"--max-tokens-per-session": func(c *Config) { c.MaxTokensPerSession = -1 },
 		"--quarantine-backoff":     func(c *Config) { c.QuarantineBackoff = []time.Duration{time.Second, -time.Second} },
+		"--step-retries":           func(c *Config) { c.StepRetries = -1 },
+		"--step-retry-backoff":     func(c *Config) { c.StepRetryBackoff = []time.Duration{-time.Second} },
 		"--drain-timeout":          func(c *Config) { c.DrainTimeout = -time.Second },
 		"--replicas 3 needs":       func(c *Config) { c.Replicas = 3 },
 	} {

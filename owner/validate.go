@@ -95,9 +95,13 @@ func (c Config) checkValues() error {
 	return nil
 }
 
-// checkLimits checks the turn and session limits.
+// checkLimits checks the turn and session limits and the step retries.
 func (c Config) checkLimits() error {
 	switch {
+	case c.StepRetries < 0:
+		return fmt.Errorf("--step-retries %d: want 0 (never) or more", c.StepRetries)
+	case slices.ContainsFunc(c.StepRetryBackoff, func(d time.Duration) bool { return d < 0 }):
+		return fmt.Errorf("--step-retry-backoff %v: a negative wait", c.StepRetryBackoff)
 	case c.MaxStepsPerTurn < 0:
 		return fmt.Errorf("--max-steps-per-turn %d: want 0 (the default, %d) or more", c.MaxStepsPerTurn, DefaultConfig().MaxStepsPerTurn)
 	case c.MaxTokensPerTurn < 0:

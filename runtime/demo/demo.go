@@ -33,6 +33,8 @@ type Agent struct {
 	Exit func(code int)
 	// Effects records each real execution of an /effects call (optional).
 	Effects interface{ Record(Effect) }
+
+	flaky attempts // /flaky: the attempts of each step in this process
 }
 
 var _ runtime.Agent = (*Agent)(nil)
@@ -84,6 +86,8 @@ func (a *Agent) apply(ctx context.Context, in runtime.StepInput, d directive, r 
 		r.Outcome, r.Task = runtime.OutcomeTask, &runtime.TaskSpec{Kind: TaskFetch, Input: input}
 	case "fail":
 		return runtime.StepResult{}, ErrFail
+	case "flaky":
+		return a.flakyStep(in, d.arg, r)
 	case "done":
 		r.Outcome = runtime.OutcomeFinish
 	case "alias":
@@ -139,7 +143,7 @@ func parse(c runtime.Command) directive {
 	}
 	name, arg, _ := strings.Cut(strings.TrimPrefix(c.Text, "/"), " ")
 	switch name {
-	case "sleep", "ask", "authorize", "task", "fail", "done", "alias",
+	case "sleep", "ask", "authorize", "task", "fail", "flaky", "done", "alias",
 		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood", "effects", "fetch",
 		"spawn", "spawnbg", "continue", "close":
 		return directive{name: name, arg: strings.TrimSpace(arg)}

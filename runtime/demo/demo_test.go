@@ -77,6 +77,36 @@ func TestFailIsAStepError(t *testing.T) {
 	}
 }
 
+// /flaky n fails the step's first n attempts with a retryable error
+// (runtime.Run gives it code agent_retryable), counted per step; the next
+// attempt echoes. /fail's error is not retryable.
+func TestFlakyIsRetryable(t *testing.T) {
+	a := &demo.Agent{}
+	in := runtime.StepInput{SessionID: "s", TurnID: "t1", Step: 1, Inputs: []runtime.Command{deliver("/flaky 2")}}
+	for attempt := 1; attempt <= 2; attempt++ {
+		done, _ := runtime.Run(context.Background(), a, in)
+		if done.Result.Code != runtime.CodeAgentRetryable || !strings.Contains(done.Result.Error, "attempt") {
+			t.Fatalf("attempt %d: %+v, want agent_retryable", attempt, done.Result)
+		}
+	}
+	other := in
+	other.SessionID = "s2"
+	if done, _ := runtime.Run(context.Background(), a, other); done.Result.Code != runtime.CodeAgentRetryable {
+		t.Fatalf("another session's step counts its own attempts: %+v", done.Result)
+	}
+	done, _ := runtime.Run(context.Background(), a, in)
+	if done.Result.Error != "" || done.Result.Outcome != runtime.OutcomeDone || texts(done.Result)[0] != "/flaky 2" {
+		t.Fatalf("attempt 3: %+v, want the echo", done.Result)
+	}
+	_, err := step(t, &demo.Agent{}, deliver("/flaky"))
+	if !errors.Is(err, demo.ErrFlaky) || !runtime.IsRetryable(err) {
+		t.Fatalf("/flaky: %v, want ErrFlaky marked retryable", err)
+	}
+	if _, err := step(t, &demo.Agent{}, deliver("/fail")); runtime.IsRetryable(err) {
+		t.Fatal("/fail is retryable")
+	}
+}
+
 func TestSleepHonoursCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(10 * time.Millisecond); cancel() }()

@@ -13,6 +13,10 @@
 //	/authorize       waits for an authorization callback
 //	/task <dur>      starts a background task of that duration; the turn ends
 //	/fail            the step fails: an error event, the turn ends
+//	/flaky [n]       the step's first n attempts (default 1) in this process
+//	                 fail with an error marked runtime.Retryable
+//	                 (agent_retryable): the step runs again under the
+//	                 owner's --step-retries; the attempt after succeeds
 //	/done            the session finishes (session.ended {reason: done})
 //	/alias <name>    adds an alias (the turn ends normally)
 //

@@ -43,6 +43,14 @@ const (
 // Config.MaxStepsPerTurn is 0.
 const DefaultMaxStepsPerTurn = 50
 
+// The step retry policy bin/owner starts from (--step-retries,
+// --step-retry-backoff); a zero Config.StepRetry retries nothing.
+const DefaultStepRetries = 2
+
+// DefaultStepRetryBackoff is the wait before the first and the later
+// retries of a step.
+var DefaultStepRetryBackoff = []time.Duration{time.Second, 5 * time.Second}
+
 // Config wires an Owner to its NATS connection, store and agent.
 type Config struct {
 	NC         *nats.Conn
@@ -139,6 +147,11 @@ type Config struct {
 	// negative: refused by New).
 	MaxTokensPerTurn    int64
 	MaxTokensPerSession int64
+	// StepRetry is how a step that failed for a reason outside the agent's
+	// control (agent_timeout, agent_unavailable, agent_retryable) runs
+	// again (runtime.RetryPolicy; zero: never; a negative count or wait is
+	// refused by New).
+	StepRetry runtime.RetryPolicy
 	// Failpoints are the armed fault injection points (internal/failpoint;
 	// tests and bin/owner --fault only); nil in production.
 	Failpoints *failpoint.Registry
@@ -181,6 +194,7 @@ func (c Config) withDefaults() Config {
 	if c.ChildSendTimeout == 0 {
 		c.ChildSendTimeout = DefaultChildSendTimeout
 	}
+	c.StepRetry.Backoff = slices.Clone(c.StepRetry.Backoff)
 	c.Tasks = maps.Clone(c.Tasks)
 	if c.Tasks == nil {
 		c.Tasks = map[string]runtime.TaskHandler{}
@@ -227,7 +241,8 @@ func (c Config) validateDurability() error {
 	return c.validateLimits()
 }
 
-// validateLimits refuses a negative turn or session limit.
+// validateLimits refuses a negative turn or session limit, or step retry
+// policy.
 func (c Config) validateLimits() error {
 	switch {
 	case c.MaxStepsPerTurn < 0:
@@ -236,6 +251,10 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("pool: max tokens per turn %d: must not be negative", c.MaxTokensPerTurn)
 	case c.MaxTokensPerSession < 0:
 		return fmt.Errorf("pool: max tokens per session %d: must not be negative", c.MaxTokensPerSession)
+	case c.StepRetry.Retries < 0:
+		return fmt.Errorf("pool: step retries %d: must not be negative", c.StepRetry.Retries)
+	case slices.ContainsFunc(c.StepRetry.Backoff, func(d time.Duration) bool { return d < 0 }):
+		return fmt.Errorf("pool: step retry backoff %v: no wait may be negative", c.StepRetry.Backoff)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ type metrics struct {
 	fences       prometheus.Counter       // self-fencing
 	pauses       prometheus.Counter       // overdue lease renewals (sessions paused)
 	stepFailures *prometheus.CounterVec   // failed steps by code
+	stepRetries  *prometheus.CounterVec   // steps run again by the code they failed with
 	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
 	sends        *prometheus.CounterVec   // commands for other sessions by kind and result
 	finishes     *prometheus.CounterVec   // operators' finishes of quarantined sessions by outcome
@@ -96,13 +97,13 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		}, []string{"op"}),
 		stepFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_owner_step_failures_total",
-			Help: "Steps that failed with a code: event_invalid, event_too_large, result_invalid, agent_panic, step_timeout.",
+			Help: "Step attempts that failed with a code (event_invalid, event_too_large, result_invalid, agent_panic, step_timeout, agent_timeout, agent_unavailable, agent_retryable, …), each attempt of a retried step counted.",
 		}, []string{"code"}),
 		live: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_owner_live_events_total",
 			Help: "Live events (message.delta, message.discarded) by result: published, failed (the connection refused the publish), dropped (a step's live buffer was full).",
 		}, []string{"result"}),
-		sends: newSendsMetric(), finishes: newFinishesMetric(),
+		sends: newSendsMetric(), finishes: newFinishesMetric(), stepRetries: newStepRetriesMetric(),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	m.renewals, m.fences, m.pauses = leaseMetrics()
@@ -110,7 +111,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.live, m.sends, m.finishes,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -246,6 +247,9 @@ func (m *metrics) StepDone(d runtime.StepDone, took time.Duration) { m.stepDone(
 // StepFailed counts a failed step by its code.
 func (m *metrics) StepFailed(code string) { m.stepFailed(code) }
 
+// StepRetried counts a step that runs again, by the code it failed with.
+func (m *metrics) StepRetried(code string) { m.stepRetries.WithLabelValues(code).Inc() }
+
 // Hibernated counts a hibernation.
 func (m *metrics) Hibernated() { m.hibernated() }
 
@@ -254,6 +258,13 @@ func (m *metrics) LiveDropped(n int) { m.live.WithLabelValues("dropped").Add(flo
 
 // InboxLag observes how long a command waited in the inbox.
 func (m *metrics) InboxLag(d time.Duration) { m.inboxLag.Observe(d.Seconds()) }
+
+func newStepRetriesMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_owner_step_retries_total",
+		Help: "Failed steps run again under --step-retries, by the code the attempt failed with (agent_timeout, agent_unavailable, agent_retryable); counted when the retry starts.",
+	}, []string{"code"})
+}
 
 func newSendsMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -51,6 +51,9 @@ type Env struct {
 	ChildSendTimeout time.Duration
 	// Limits are this deployment's maximums (runtime.Limits; zero: none).
 	Limits runtime.Limits
+	// StepRetry is how a step that failed for a reason outside the agent's
+	// control runs again (runtime.RetryPolicy; zero: never).
+	StepRetry runtime.RetryPolicy
 	// Failpoints are the armed fault injection points (tests and --fault
 	// only; nil arms none).
 	Failpoints *failpoint.Registry

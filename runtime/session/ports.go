@@ -206,6 +206,9 @@ type Observer interface {
 	Conflict(op string)
 	StepDone(d runtime.StepDone, took time.Duration)
 	StepFailed(code string)
+	// StepRetried counts a failed step that runs again (code: why it
+	// failed), when its retry starts.
+	StepRetried(code string)
 	Hibernated()
 	InboxLag(d time.Duration)
 	// LiveDropped counts deltas a step's live buffer had no room for.
@@ -219,6 +222,7 @@ func (Nop) Committed([]wire.Event)                   {}
 func (Nop) Conflict(string)                          {}
 func (Nop) StepDone(runtime.StepDone, time.Duration) {}
 func (Nop) StepFailed(string)                        {}
+func (Nop) StepRetried(string)                       {}
 func (Nop) Hibernated()                              {}
 func (Nop) InboxLag(time.Duration)                   {}
 func (Nop) LiveDropped(int)                          {}

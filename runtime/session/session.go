@@ -57,6 +57,7 @@ func New(env *Env, b Boot) (*Session, error) {
 	m, err := runtime.NewMachine(runtime.Config{
 		SessionID: b.Record.SessionID, RunID: b.Record.OwnerRunID, Deployment: env.Deployment,
 		Timeout: b.Timeout, EventKinds: env.Agent.EventKinds(), RecentIDs: wire.MaxAppliedIDs, Limits: env.Limits,
+		Retry: env.StepRetry,
 	}, snap)
 	if err != nil {
 		return nil, err

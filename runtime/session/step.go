@@ -26,17 +26,31 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 	s.cancel = cancel
 	rerun := s.bootDue != "" && s.bootDue == r.Input.Key()
 	s.bootDue = ""
-	live, jl := newStreamer(s.env, s.id, r.Input), newJournal(s.env, s.log, s.id, r.Input, rerun)
+	// A retry replays the journal of the attempts before it, as a re-run
+	// at boot does; its streamer is new (the failed attempt's live output
+	// ended with message.discarded).
+	live, jl := newStreamer(s.env, s.id, r.Input), newJournal(s.env, s.log, s.id, r.Input, rerun || r.Retry != nil)
 	if jl != nil {
 		s.journals[r.Input.Key()] = jl
 	}
 	// What the step's goroutine needs of the session, copied here on the
 	// loop: the machine is the loop's alone.
 	run := stepRun{env: s.env, log: s.log, in: r.Input, open: openHandles(s.m.Handles())}
+	if r.Retry != nil {
+		s.retrying(r)
+	}
 	go func() {
 		defer cancel()
 		if rerun {
 			live.discard()
+		}
+		if r.Retry != nil && sleep(stepCtx, r.Retry.After) != nil {
+			// Cancelled in the backoff: the machine discards the result
+			// (the interrupt that cancelled it waits in its queue), or
+			// the session is stopping.
+			s.deliverStep(ctx, runtime.StepDone{TurnID: r.Input.TurnID, Step: r.Input.Step,
+				Result: runtime.Failed("", errors.New("cancelled before the retry started"))})
+			return
 		}
 		began := time.Now()
 		sctx := runtime.WithLogger(stepCtx, s.log.With("turn", r.Input.TurnID, "step", r.Input.Step))
@@ -49,11 +63,40 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 		d := jl.outcome(run.exec(sctx))
 		live.finish(d.Result.Error != "" || stepCtx.Err() != nil)
 		s.env.Observer.StepDone(d, time.Since(began))
-		select {
-		case s.steps <- d:
-		case <-ctx.Done():
-		}
+		s.deliverStep(ctx, d)
 	}()
+}
+
+// deliverStep hands a step's result to the session loop, unless the
+// session stopped.
+func (s *Session) deliverStep(ctx context.Context, d runtime.StepDone) {
+	select {
+	case s.steps <- d:
+	case <-ctx.Done():
+	}
+}
+
+// retrying logs and counts a step that runs again.
+func (s *Session) retrying(r runtime.RunStep) {
+	s.env.Observer.StepRetried(r.Retry.Code)
+	s.log.Warn("step failed for a reason outside the agent's control; it runs again",
+		"turn", r.Input.TurnID, "step", r.Input.Step, "code", r.Retry.Code,
+		"attempt", r.Retry.Attempt, "after", r.Retry.After.String())
+}
+
+// sleep waits d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // stepRun is one step of the agent as its own goroutine runs it, with
