@@ -1,7 +1,8 @@
 // Package runtime holds the owner program's pure core: the session state
-// machine (one ordered input queue, admission, turn policy, waits, idle
-// eligibility, the handoff decision, timeout and finalization) and the
-// [Agent] interface that user code implements.
+// machine (one ordered input queue, admission, turn policy, step retries
+// ([RetryPolicy]), waits, idle eligibility, the handoff decision, timeout
+// and finalization) and the [Agent] interface that user code implements
+// (with [Retryable] for its transient errors).
 //
 // The machine imports no NATS, reads no clock and starts no goroutine, in the
 // style of etcd raft's RawNode/Ready split. Its rules are written in
@@ -23,8 +24,9 @@
 //		  ResolveCommit → leader read: the record holds Writer → CommitDone{OK},
 //		                  otherwise CommitDone{Conflict}
 //		  Publish       → append the events (msg ID <sessionID>/<seq>)
-//		  RunStep       → run the agent ([Run]) with a cancellable context
-//		                  → Handle(StepDone{...})
+//		  RunStep       → run the agent ([Run]) with a cancellable context,
+//		                  after RunStep.Retry.After for a retry (its journal
+//		                  replayed) → Handle(StepDone{...})
 //		  CancelStep    → cancel that context now
 //		  Handoff       → the handoff transaction → Handle(HandoffDone{...})
 //		  SendCommands  → store each in its receiver's inbox; a child-creating

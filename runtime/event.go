@@ -58,7 +58,7 @@ const (
 func BuiltinEvents() []string {
 	return []string{
 		EventSessionStarted, EventCommandApplied, EventCommandRejected, EventTurnStarted,
-		EventTurnStep, EventMessageOutput, EventInputRequested,
+		EventTurnStep, EventTurnStepRetried, EventMessageOutput, EventInputRequested,
 		EventAuthRequested, EventTaskStarted, EventTaskCompleted,
 		EventTurnCompleted, EventTurnCancelled, EventSessionWaiting,
 		EventSessionPaused, EventSessionResumed, EventHandoffStarted,

@@ -110,7 +110,7 @@ func pick(t *rapid.T, ok bool, live func() string) string {
 
 var genOutcomes = []string{
 	"continue", "continue", "continue", "done", "done", "done", "input", "authorize",
-	"task", "task", "finish", "error", "fatal", "badkind", "badoutcome",
+	"task", "task", "finish", "error", "fatal", "badkind", "badoutcome", "transient", "transient",
 }
 
 // genResult draws a step result: every outcome, failures and illegal ones.
@@ -132,6 +132,9 @@ func (w *world) genResult() runtime.StepResult {
 		r.Task = &runtime.TaskSpec{Duration: time.Minute}
 	case "error", "fatal":
 		r.Outcome, r.Error, r.Fatal = runtime.OutcomeDone, "boom", o == "fatal"
+	case "transient": // retried under the world's policy
+		r.Outcome, r.Error = runtime.OutcomeDone, "flake"
+		r.Code = rapid.SampledFrom([]string{runtime.CodeAgentTimeout, runtime.CodeAgentUnavailable, runtime.CodeAgentRetryable}).Draw(t, "code")
 	case "badkind":
 		r.Outcome, r.Events = runtime.OutcomeDone, append(r.Events, runtime.NewEvent("turn.completed", nil))
 	case "continue":

@@ -32,6 +32,9 @@ type appliedData struct {
 	TurnID    string `json:"turnId"`
 	Step      int    `json:"step"`
 	Reason    string `json:"reason"`
+	// turn.step_retried
+	Attempt int    `json:"attempt"`
+	Code    string `json:"code"`
 	// turn.completed and limit.reached
 	StopReason string `json:"stopReason"`
 	Limit      string `json:"limit"`
@@ -190,6 +193,8 @@ func (sc *scan) event(i int, e runtime.Event) {
 		}
 	case runtime.EventLimitReached:
 		sc.limit(i, d)
+	case runtime.EventTurnStepRetried:
+		sc.stepRetried(d)
 	case runtime.EventTurnStep, runtime.EventError:
 		key := d.TurnID + "/" + strconv.Itoa(d.Step)
 		sc.w.require(!sc.w.steps[key], "step %s committed twice", key)
@@ -200,6 +205,22 @@ func (sc *scan) event(i int, e runtime.Event) {
 		sc.w.require(sc.w.ends == 1 && sc.post.Ended == d.Reason, "finalized twice or inconsistently")
 		sc.ended = true
 	}
+}
+
+// stepRetried: a step runs again only for a retryable code, while it is
+// uncommitted and the turn's due step, within the policy's retries, one
+// attempt after the last in this run (a new run counts from attempt 2).
+func (sc *scan) stepRetried(d appliedData) {
+	key := d.TurnID + "/" + strconv.Itoa(d.Step)
+	w := sc.w
+	w.require(runtime.RetryableCode(d.Code), "turn.step_retried with code %q", d.Code)
+	w.require(!w.steps[key] && !w.aborted[key], "step %s retried after it was committed or cancelled", key)
+	w.require(d.Attempt == w.retried[key]+1 || w.retried[key] == 0 && d.Attempt == 2,
+		"step %s retried as attempt %d after attempt %d", key, d.Attempt, w.retried[key])
+	w.require(d.Attempt <= w.cfg.Retry.Retries+1, "step %s attempt %d beyond %d retries", key, d.Attempt, w.cfg.Retry.Retries)
+	t := sc.post.Turn
+	w.require(t != nil && t.ID == d.TurnID && t.Steps == d.Step-1 && t.Open, "step %s retried but not due in the commit", key)
+	w.retried[key] = d.Attempt
 }
 
 // turnCompleted: a turn's stop reason is limit right after limit.reached,

@@ -41,6 +41,7 @@ type world struct {
 	refused   map[string]int  // command ID → committed command.rejected events
 	steps     map[string]bool // committed step keys
 	aborted   map[string]bool // steps whose context was cancelled (this run)
+	retried   map[string]int  // step key → its last turn.step_retried attempt (this run)
 	ends      int
 	deleted   map[uint64]bool // applied commands the driver deleted from the inbox (Forget)
 	forgets   runtime.Forgotten
@@ -66,6 +67,9 @@ func newWorld(t *rapid.T, broken func(*runtime.Machine)) *world {
 			MaxTokensPerSession: int64(rapid.SampledFrom([]int{0, 100, 250}).Draw(t, "maxSessionTokens")),
 		}
 	}
+	if rapid.Bool().Draw(t, "retries") {
+		w.cfg.Retry = runtime.RetryPolicy{Retries: rapid.IntRange(0, 2).Draw(t, "retryN"), Backoff: []time.Duration{time.Second}}
+	}
 	w.boot(runtime.BootNew)
 	return w
 }
@@ -87,7 +91,7 @@ func (w *world) bootWith(b runtime.Boot) {
 	}
 	w.m, w.pending, w.uncertain, w.step, w.cancelled, w.handoff = m, nil, false, nil, false, nil
 	w.fed, w.triggers, w.wantSkip = map[uint64]bool{}, map[uint64]string{}, map[uint64]string{}
-	w.aborted = map[string]bool{}
+	w.aborted, w.retried = map[string]bool{}, map[string]int{}
 	w.reported, w.forgets = nil, runtime.Forgotten{}
 	w.kept, w.landed, w.lastNew = false, 0, 0
 	w.cursor = 0
