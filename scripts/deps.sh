@@ -81,6 +81,8 @@ check ./internal/execlog '^$'
 check ./cmd/owner "^$mod/(owner|runtime|runtime/demo)\$"
 # test/remote/worker is a worker as any language writes it: no Baton package
 forbid ./test/remote/worker "^$mod/(wire|subjects|runtime|record|kv|protocol|owner|ingress|internal)(/|\$)"
+# test/remote/workerproc is such a worker as a process: package worker only
+check ./test/remote/workerproc "^$mod/test/remote/worker\$"
 # examples/...: what another module's binary could be. Its code (not its
 # tests) imports only the public packages owner, runtime, wire and subjects.
 if [ -d examples ]; then

@@ -32,7 +32,9 @@ func TestPermissions(t *testing.T) {
 		"WORKER_V1_PASSWORD": "w1-pw", "WORKER_V2_PASSWORD": "w2-pw", "SLACK_BOT_PASSWORD": "bot-pw",
 	}, "    { user: owner, password: owner-pw }", workers, forDeployment(workers, "v2"), docUsers(t, "channel-service"))
 	e := newPermEnv(t, userURL(srv, "owner", "owner-pw"))
-	e.owner("a", "--agent-unavailable-after", "5s", "--agent-inline-bytes", "64")
+	// One attempt: this test is about the failure itself; retries are
+	// retry_test.go's.
+	e.owner("a", "--agent-unavailable-after", "5s", "--agent-inline-bytes", "64", "--step-retries", "0")
 
 	w1, served := e.permWorker(userURL(srv, "worker-v1", "w1-pw"))
 	id := e.create()

@@ -115,8 +115,9 @@ func TestWorkersShareAndUnavailable(t *testing.T) {
 	e := newEnv(t)
 	// The window is long enough for the test's own steps under load (a
 	// worker started once the owner is seen asking again must subscribe
-	// within it).
-	a := e.owner("a", "--agent-unavailable-after", "5s")
+	// within it). One attempt: this test is about the failure itself;
+	// retries are retry_test.go's.
+	a := e.owner("a", "--agent-unavailable-after", "5s", "--step-retries", "0")
 	w1, w2 := e.worker("w1"), e.worker("w2")
 	ids := []string{e.create(), e.create(), e.create(), e.create()}
 	for round := 1; e.servedBy("w1") == 0 || e.servedBy("w2") == 0; round++ {
@@ -218,8 +219,9 @@ func TestOlderProtocolRefused(t *testing.T) {
 func TestWorkerDiesMidStep(t *testing.T) {
 	e := newEnv(t)
 	// A timeout no live worker's reply takes under load, short enough to
-	// keep the test quick.
-	e.owner("a", "--agent-heartbeat-interval", "500ms", "--agent-heartbeat-timeout", "3s")
+	// keep the test quick. One attempt: this test is about the failure
+	// itself; retries are retry_test.go's.
+	e.owner("a", "--agent-heartbeat-interval", "500ms", "--agent-heartbeat-timeout", "3s", "--step-retries", "0")
 	e.worker("doomed")
 	id := e.create()
 	t0 := time.Now()
