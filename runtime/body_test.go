@@ -68,6 +68,14 @@ var bodyCases = map[string]bodyCase{
 		func(v bodyValues) (string, Fields) { return EventTurnStep, Fields{"turnId": v.turn, "step": v.step} },
 		func(v bodyValues) wire.EventBody { return wire.TurnStep{TurnID: v.turn, Step: uint64(v.step)} },
 	},
+	"turn.step_retried": { // new with the typed bodies: the map it would have been
+		func(v bodyValues) (string, Fields) {
+			return EventTurnStepRetried, Fields{"turnId": v.turn, "step": v.step, "attempt": v.seq, "code": v.d}
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.TurnStepRetried{TurnID: v.turn, Step: uint64(v.step), Attempt: v.seq, Code: v.d}
+		},
+	},
 	"message.output": { // Output
 		func(v bodyValues) (string, Fields) { return EventMessageOutput, Fields{"text": v.outputText} },
 		func(v bodyValues) wire.EventBody { return wire.MessageOutput{Text: v.outputText} },
