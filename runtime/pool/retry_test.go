@@ -169,9 +169,7 @@ func TestFlakyBeyondRetries(t *testing.T) {
 
 	// Nothing runs the failed step again later.
 	evs = e.answered(id, "after", 2)
-	if n := harness.Count(evs, wire.EventTurnStepRetried); n != 2 {
-		t.Fatalf("%d turn.step_retried events after the next turn", n)
-	}
+	wantRetried(t, evs, 2)
 	e.wantRuns(id, "t1/1", 3)
 }
 
@@ -196,9 +194,7 @@ func TestPanicNotRetried(t *testing.T) {
 		if len(errs) != 1 || errs[0].Code != c.code || errs[0].TurnID != c.turn || errs[0].Step != 1 {
 			t.Fatalf("%s: errors %+v, want one of %s/1 with code %q", c.text, errs, c.turn, c.code)
 		}
-		if n := harness.Count(evs, wire.EventTurnStepRetried); n != 0 {
-			t.Fatalf("%s: %d turn.step_retried events: %s", c.text, n, harness.Kinds(evs))
-		}
+		wantRetried(t, evs, 0)
 		if r := stopReason(t, turn); r != "error" {
 			t.Fatalf("%s: stop reason %q, want error", c.text, r)
 		}
@@ -206,9 +202,7 @@ func TestPanicNotRetried(t *testing.T) {
 
 	// The next turn settles after both; neither step ran again.
 	evs := e.answered(id, "after", 3)
-	if n := harness.Count(evs, wire.EventTurnStepRetried); n != 0 {
-		t.Fatalf("%d turn.step_retried events: %s", n, harness.Kinds(evs))
-	}
+	wantRetried(t, evs, 0)
 	e.wantRuns(id, "t1/1", 1)
 	e.wantRuns(id, "t2/1", 1)
 }
@@ -258,9 +252,7 @@ func TestCancelDuringRetryBackoff(t *testing.T) {
 	if r := stopReason(t, turnEvents(t, evs, "t2")); r != "done" {
 		t.Fatalf("stop reason %q, want done", r)
 	}
-	if n := harness.Count(evs, wire.EventTurnStepRetried); n != 1 {
-		t.Fatalf("%d turn.step_retried events: %s", n, harness.Kinds(evs))
-	}
+	wantRetried(t, evs, 1)
 	e.wantRuns(id, "t1/1", 1)
 	e.wantRuns(id, "t2/1", 1)
 }
@@ -281,16 +273,20 @@ func TestZeroPolicyRetriesNothing(t *testing.T) {
 	if len(errs) != 1 || errs[0].Code != wire.CodeAgentRetryable || errs[0].TurnID != "t1" || errs[0].Step != 1 {
 		t.Fatalf("errors %+v, want one agent_retryable of t1/1", errs)
 	}
-	if n := harness.Count(evs, wire.EventTurnStepRetried); n != 0 {
-		t.Fatalf("%d turn.step_retried events: %s", n, harness.Kinds(evs))
-	}
+	wantRetried(t, evs, 0)
 	if r := stopReason(t, turn); r != "error" {
 		t.Fatalf("stop reason %q, want error", r)
 	}
 
 	evs = e.answered(id, "after", 2)
-	if n := harness.Count(evs, wire.EventTurnStepRetried); n != 0 {
-		t.Fatalf("%d turn.step_retried events: %s", n, harness.Kinds(evs))
-	}
+	wantRetried(t, evs, 0)
 	e.wantRuns(id, "t1/1", 1)
+}
+
+// wantRetried fails unless evs hold n turn.step_retried events.
+func wantRetried(t *testing.T, evs []wire.Event, n int) {
+	t.Helper()
+	if got := harness.Count(evs, wire.EventTurnStepRetried); got != n {
+		t.Fatalf("%d turn.step_retried events, want %d: %s", got, n, harness.Kinds(evs))
+	}
 }
