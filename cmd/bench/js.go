@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/baton-rt/baton/internal/bench"
@@ -14,7 +15,7 @@ import (
 // with.
 func benchJS(ctx context.Context, e *env, r *bench.Reporter) error {
 	for _, f := range []func(context.Context, *env, *bench.Reporter) error{
-		benchPublishSync, benchPublishAsync, benchPublishConsume, benchKV, benchConsumerCreate, benchSyncAlways,
+		benchPublishSync, benchPublishAsync, benchPublishConsume, benchPublishConsume100, benchKV, benchConsumerCreate, benchSyncAlways,
 	} {
 		if err := f(ctx, e, r); err != nil {
 			return err
@@ -123,6 +124,82 @@ func benchPublishConsume(ctx context.Context, e *env, r *bench.Reporter) error {
 	}
 	r.Latencies("js_publish_consume_rtt", samples, 0)
 	return nil
+}
+
+// benchPublishConsumeLoops: benchPublishConsume as loops closed loops at
+// once, each on a subject and pull consumer of its own, against the same
+// server — the raw counterpart of loops concurrent sessions, whose queueing
+// on two cores is not Baton's serialisation. It reports the latencies and
+// the loops' throughput (js_publish_consume_rtt_<loops>).
+func benchPublishConsumeLoops(ctx context.Context, e *env, r *bench.Reporter, loops int) error {
+	name := fmt.Sprintf("RAWRTT%d", loops)
+	s, err := rawStream(ctx, e, name)
+	if err != nil {
+		return err
+	}
+	per := max(e.n(2000)/loops, 20)
+	var mu sync.Mutex
+	var samples []time.Duration
+	var errs []error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range loops {
+		subject := fmt.Sprintf("%s.%d", name, i)
+		c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable: fmt.Sprintf("rtt%d", i), FilterSubjects: []string{subject},
+			AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy,
+		})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			got, err := publishConsumeLoop(ctx, e, c, subject, per)
+			mu.Lock()
+			samples, errs = append(samples, got...), append(errs, err)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	r.Latencies(fmt.Sprintf("js_publish_consume_rtt_%d", loops), samples, time.Since(start), bench.Field("loops", loops))
+	return nil
+}
+
+// benchPublishConsume100 is the raw counterpart of 100 concurrent sessions
+// (delivery_to_step_start_100's baseline).
+func benchPublishConsume100(ctx context.Context, e *env, r *bench.Reporter) error {
+	return benchPublishConsumeLoops(ctx, e, r, stepStartConcurrency)
+}
+
+// publishConsumeLoop runs n+5 publish → consume round trips on subject
+// (the first five are warm-up) and returns the n measured ones.
+func publishConsumeLoop(ctx context.Context, e *env, c jetstream.Consumer, subject string, n int) ([]time.Duration, error) {
+	msgs, err := c.Messages()
+	if err != nil {
+		return nil, err
+	}
+	defer msgs.Stop()
+	samples := make([]time.Duration, 0, n)
+	for i := range n + 5 {
+		t0 := time.Now()
+		if _, err := e.js.Publish(ctx, subject, []byte("x")); err != nil {
+			return samples, err
+		}
+		m, err := msgs.Next()
+		if err != nil {
+			return samples, err
+		}
+		d := time.Since(t0)
+		if err := m.Ack(); err != nil {
+			return samples, err
+		}
+		if i >= 5 {
+			samples = append(samples, d)
+		}
+	}
+	return samples, nil
 }
 
 func benchKV(ctx context.Context, e *env, r *bench.Reporter) error {
