@@ -1,7 +1,15 @@
 // Command bench prints Baton's benchmark figures as BENCH lines (see
 // internal/bench), each later figure compared with a raw JetStream baseline
 // measured in the same run against the same embedded server over TCP
-// loopback with file storage.
+// loopback with file storage. A figure of concurrent sessions is compared
+// with as many concurrent raw loops (js_publish_consume_rtt_100).
+//
+// Profiles, per suite (the embedded server runs in the process, so they
+// hold its share too): -cpuprofile P writes P.<suite> for each suite;
+// -mutexprofile P and -blockprofile P write P.<suite> after each suite
+// but the js baselines, counting contention from the first such suite
+// on (Go's contention profiles cannot be reset: run one suite with -only
+// for a profile of it alone). Read them with go tool pprof.
 package main
 
 import (
@@ -9,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -56,22 +63,18 @@ func suites() []suite {
 func main() {
 	only := flag.String("only", "", "comma-separated suites to run (default: all); js always runs first")
 	scale := flag.Float64("scale", 1, "multiplies every iteration count")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	var p profiles
+	flag.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile of each suite to this path plus .<suite>")
+	flag.StringVar(&p.mutex, "mutexprofile", "", "write the mutex contention profile after each suite but js to this path plus .<suite>")
+	flag.StringVar(&p.block, "blockprofile", "", "write the blocking profile after each suite but js to this path plus .<suite>")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err == nil && pprof.StartCPUProfile(f) == nil {
-			defer pprof.StopCPUProfile()
-		}
-	}
-	if err := run(*only, *scale); err != nil {
+	if err := run(*only, *scale, p); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(only string, scale float64) error {
+func run(only string, scale float64, p profiles) error {
 	dir, err := os.MkdirTemp("", "baton-bench-")
 	if err != nil {
 		return err
@@ -99,7 +102,15 @@ func run(only string, scale float64) error {
 			continue
 		}
 		start := time.Now()
-		if err := su.run(ctx, e, r); err != nil {
+		stop, err := p.start(su.name)
+		if err != nil {
+			return err
+		}
+		err = su.run(ctx, e, r)
+		if perr := stop(); err == nil {
+			err = perr
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", su.name, err)
 		}
 		fmt.Fprintf(os.Stderr, "bench: suite %s took %s\n", su.name, time.Since(start).Round(time.Millisecond))

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"os"
+	goruntime "runtime"
+	"runtime/pprof"
+)
+
+// profiles are the profile paths of -cpuprofile, -mutexprofile and
+// -blockprofile ("": none); each suite's go to <path>.<suite>.
+type profiles struct{ cpu, mutex, block string }
+
+// start starts profiling suite and returns what stops it and writes its
+// profiles. Contention is recorded from the first suite after the js
+// baselines on.
+func (p profiles) start(suite string) (func() error, error) {
+	var cpu *os.File
+	if p.cpu != "" {
+		f, err := os.Create(p.cpu + "." + suite)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		cpu = f
+	}
+	contention := suite != "js"
+	if contention && p.mutex != "" {
+		goruntime.SetMutexProfileFraction(5)
+	}
+	if contention && p.block != "" {
+		goruntime.SetBlockProfileRate(10_000) // one blocking event per 10 µs blocked
+	}
+	return func() error {
+		var errs []error
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			errs = append(errs, cpu.Close())
+		}
+		if contention {
+			errs = append(errs, writeProfile("mutex", p.mutex, suite), writeProfile("block", p.block, suite))
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+// writeProfile writes the named runtime profile to path.suite.
+func writeProfile(name, path, suite string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path + "." + suite)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
