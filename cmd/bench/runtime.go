@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-rt/baton/internal/topology"
@@ -101,6 +102,7 @@ type rig struct {
 	nc     *nats.Conn
 	dep    string
 	store  *kv.Store
+	ownAPI atomic.Uint64 // JetStream API requests the bench's own counting made
 }
 
 func newRig(ctx context.Context, e *env) (*rig, error) { return newRigFor(ctx, e, "bench", "bench-1") }
