@@ -30,7 +30,7 @@ RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HT
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
-.PHONY: all build run deployment stop llm test soak bench lint staticcheck fmt-check vet deps sizes docimports fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop llm test soak bench bench-check lint staticcheck fmt-check vet deps sizes docimports fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
@@ -75,6 +75,15 @@ soak:
 ## bench: BENCH lines, each compared with a raw JetStream baseline from the same run
 bench:
 	$(GO) run ./cmd/bench
+
+## bench-check: one make bench against docs/bench-reference.txt (ratios,
+## each within the tolerance its measured spread sets); not in CI: noisy
+## machines. Rebuild the reference deliberately: ten runs, then
+## go run ./internal/tools/benchref build run*.txt > docs/bench-reference.txt
+bench-check:
+	@out=$$(mktemp); trap 'rm -f $$out' EXIT; \
+	$(GO) run ./cmd/bench > $$out && cat $$out && \
+	$(GO) run ./internal/tools/benchref check docs/bench-reference.txt < $$out
 
 lint: fmt-check vet staticcheck deps sizes docimports
 
