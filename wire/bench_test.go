@@ -51,3 +51,20 @@ func BenchmarkEncodeCheckpoint(b *testing.B) {
 		}
 	}
 }
+
+// A current-version (version-2) delivery and child result, and the event
+// encoder: the typed paths a delivery takes besides the version-1 fixture.
+
+func BenchmarkDecodeDeliverV2(b *testing.B) { benchDecode(b, "testdata/v2/deliver.json") }
+
+func BenchmarkDecodeChildResult(b *testing.B) { benchDecode(b, "testdata/v2/child.result.json") }
+
+func BenchmarkEncodeEvent(b *testing.B) {
+	reg := DefaultEvents()
+	e := envelope(EventMessageOutput, MessageOutput{TurnID: "t1", Text: "hello there"})
+	for b.Loop() {
+		if _, err := EncodeEvent(reg, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func Encode(target Capability, c Command) ([]byte, error) {
 // invalid value is a *Error (errors.Is with ErrUnknownVersion,
 // ErrUnknownKind, ErrInvalid, ErrTooLarge).
 //
-// A current-version document takes the typed fast path (fast.go): strict
+// A current-version document takes the typed path (typed.go): strict
 // decode into Command plus the Go rules, which are held to the frozen
 // schema by tests. A version-0 document is lifted through the migration
 // chain and its result takes the same typed path. Whatever the typed path
@@ -57,10 +57,10 @@ func Decode(b []byte) (Command, error) {
 	return decodeLifted(b, true)
 }
 
-// decodeReference is Decode without the typed fast path: generic parse,
+// decodeReference is Decode without the typed path: generic parse,
 // migration chain, the compiled schema, strict decode and the Go rules.
-// It is the reference the fast path is tested against (equivalence_test.go)
-// and decides whatever the fast path does not accept.
+// It is the reference the typed path is tested against (equivalence_test.go)
+// and decides whatever the typed path does not accept.
 func decodeReference(b []byte) (Command, error) {
 	if len(b) > MaxCommandBytes {
 		return Command{}, reject(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
@@ -72,11 +72,6 @@ func decodeReference(b []byte) (Command, error) {
 // With fast set, a migrated document is decided by the typed path when it
 // accepts it; the reference checks decide everything else.
 func decodeLifted(b []byte, fast bool) (Command, error) {
-	if fast {
-		if c, raw, ok := decodeMigrated(b); ok {
-			return debugCheckDecoded(c, raw)
-		}
-	}
 	doc, err := parseObject(b)
 	if err != nil {
 		return Command{}, reject(ErrInvalid, "%v", err)
@@ -85,28 +80,26 @@ func decodeLifted(b []byte, fast bool) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	c, err := decodeCurrent(cur, b, from == CurrentVersion || liftedAsIs(doc, cur))
+	asIs := from == CurrentVersion || liftedAsIs(doc, cur)
+	if fast && !asIs {
+		if c, raw, ok := decodeMigrated(cur); ok {
+			return debugCheckDecoded(c, raw)
+		}
+	}
+	c, err := decodeCurrent(cur, b, asIs)
 	if err != nil {
 		return Command{}, annotate(err, cur, from)
 	}
 	return c, nil
 }
 
-// decodeMigrated is the typed path of an older document: lifted through
-// the migration chain in its generic form, re-encoded and read by
-// decodeFast. It reports ok only when all of that accepts; the reference
-// path decides the rest.
-func decodeMigrated(b []byte) (Command, []byte, bool) {
-	doc, ok := parseGenericObject(b)
-	if !ok {
-		return Command{}, nil, false
-	}
-	cur, from, err := defaultRegistry.lift(doc)
-	if err != nil || from == CurrentVersion || liftedAsIs(doc, cur) {
-		return Command{}, nil, false // decodeFast read it as it is
-	}
-	raw, ok := appendGeneric(make([]byte, 0, len(b)+64), cur)
-	if !ok {
+// decodeMigrated is the typed path of an older document, lifted through
+// the migration chain in its generic form (cur): re-encoded and read by
+// decodeFast. It reports ok only when that accepts; the reference checks
+// decide the rest.
+func decodeMigrated(cur map[string]any) (Command, []byte, bool) {
+	raw, err := marshal(cur)
+	if err != nil {
 		return Command{}, nil, false
 	}
 	c, v := decodeFast(raw)

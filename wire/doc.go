@@ -9,9 +9,10 @@
 // ([CurrentVersion]). Its JSON Schema is generated from the Go types
 // (invopop/jsonschema) and frozen in testdata/schema_v2.json: it is the
 // declared contract. Runtime validation is Go code held to that schema by
-// tests (equivalence_test.go): a typed decoder that states what the schema
-// says about the JSON text (fast.go) and Go rules that state the rest, plus
-// what a schema cannot say (validate.go). The compiled schema
+// tests (equivalence_test.go): a strict standard decoder
+// (go-json-experiment/json, the Go project's encoding/json/v2) configured to
+// state what the schema says about the JSON text (typed.go) and Go rules
+// that state the rest, plus what a schema cannot say (validate.go). The compiled schema
 // (santhosh-tekuri/jsonschema) remains the reference path: it decides only
 // what the typed path does not accept, and words the errors.
 //
@@ -35,7 +36,7 @@
 // function; built-ins come from [DefaultEvents] and agent code adds its own
 // with [RegisterEvent] at start-up. [EncodeEvent] (append) and [DecodeEvent]
 // (reload) validate at the durable boundary only, on the same typed path as
-// commands (event_fast.go). With a nil registry (the
+// commands (typed.go, shape.go). With a nil registry (the
 // ingress) the envelope is validated and an unknown kind's data passes
 // through unchanged; with a registry an unknown kind is reported
 // ([ErrUnknownKind]) together with the event, never dropped.
@@ -52,6 +53,6 @@
 // session's blobs). The size limits, and how they nest so that whatever the
 // ingress accepts can be stored, are in limits.go.
 //
-// The package is a leaf: it imports the standard library and the two JSON
-// Schema libraries only. See docs/wire.md for the version-bump procedure.
+// The package is a leaf: it imports the standard library, the two JSON
+// Schema libraries and the strict JSON decoder only. See docs/wire.md for the version-bump procedure.
 package wire

@@ -101,7 +101,7 @@ func EncodeEvent(reg *EventRegistry, e Event) ([]byte, error) {
 // wrapping ErrUnknownKind (ErrUnknownVersion), so the caller can report it
 // and still forward it; any other error returns no event.
 //
-// Validation runs on the typed path (event_fast.go): the Go rules, held to
+// Validation runs on the typed path (typed.go, shape.go): the Go rules, held to
 // the frozen schemas by tests. What it does not accept is decided by the
 // reference path, which also produces the typed error.
 func DecodeEvent(reg *EventRegistry, b []byte) (Event, error) {
@@ -211,6 +211,25 @@ func (e *Event) validateEnvelope() error {
 		return e.fail(ErrTooLarge, "data is %d bytes, limit %d", len(e.Data), MaxEventDataBytes)
 	}
 	return nil
+}
+
+// validEventKind matches eventKindPattern, ^[a-z][a-z0-9]*([._-][a-z0-9]+)*$.
+func validEventKind(k string) bool {
+	if k == "" || k[0] < 'a' || k[0] > 'z' {
+		return false
+	}
+	sep := false
+	for i := 1; i < len(k); i++ {
+		switch c := k[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			sep = false
+		case (c == '.' || c == '_' || c == '-') && !sep:
+			sep = true
+		default:
+			return false
+		}
+	}
+	return !sep
 }
 
 func (e *Event) fail(sentinel error, format string, args ...any) *EventError {

@@ -221,12 +221,12 @@ func (r *EventRegistry) check(e Event, data any) error {
 func (r *EventRegistry) checkFast(e *Event) (verdict, error) {
 	s, err := r.lookup(e)
 	if err != nil {
-		return rejected, err
+		return declined, err
 	}
 	if s.shape == nil {
 		doc, err := parseDoc(e.Data)
 		if err != nil || s.contract.check(doc) != nil || s.check(e.Data) != nil {
-			return rejected, nil
+			return declined, nil
 		}
 		return accepted, nil
 	}
@@ -234,11 +234,11 @@ func (r *EventRegistry) checkFast(e *Event) (verdict, error) {
 		return v, nil
 	}
 	if s.decode(e.Data) != nil {
-		return rejected, nil
+		return declined, nil
 	}
 	if debugSchema {
 		if err := debugCheck(s.contract, e.Data); err != nil {
-			return rejected, e.fail(ErrInvalid, "data schema (debug check): %v", err)
+			return declined, e.fail(ErrInvalid, "data schema (debug check): %v", err)
 		}
 	}
 	return accepted, nil

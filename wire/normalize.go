@@ -127,3 +127,26 @@ func compactOrNull(raw json.RawMessage) json.RawMessage {
 	}
 	return compactRaw(raw)
 }
+
+// looseSpace reports whether v holds a white-space byte outside its
+// strings: whether json.Compact would change valid JSON v. (For invalid
+// input the answer does not matter: compaction fails and keeps it.)
+func looseSpace(v []byte) bool {
+	inString := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case inString:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ', c == '\t', c == '\n', c == '\r':
+			return true
+		}
+	}
+	return false
+}

@@ -87,12 +87,9 @@ func encodeV2(c Command) ([]byte, error) {
 // MaxCommandBytes; with debugSchema set, it also checks the bytes against
 // the target version's schema k.
 func (c *Command) encodeChecked(k *contract) ([]byte, error) {
-	b, ok := appendCommand(make([]byte, 0, 512), c)
-	if !ok {
-		var err error
-		if b, err = marshal(c); err != nil {
-			return nil, c.fail(ErrInvalid, "marshal: %v", err)
-		}
+	b, err := marshal(c)
+	if err != nil {
+		return nil, c.fail(ErrInvalid, "marshal: %v", err)
 	}
 	if len(b) > MaxCommandBytes {
 		return nil, c.fail(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)

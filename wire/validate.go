@@ -17,7 +17,7 @@ var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 // kind ↔ body) and what a schema cannot say (`latest`, zero times). What the
 // schema states about the JSON text itself — exact member names, no unknown
 // member, no null, required members, minLength of an optional member — is
-// checked by the typed decoders (fast.go, event_fast.go), since it is gone
+// checked by the typed decoders (typed.go, shape.go), since it is gone
 // once a value is in its Go type. TestSchemaAgreement and
 // FuzzSchemaAgreement hold the two together to the schema.
 

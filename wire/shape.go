@@ -1,119 +1,24 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// The typed fast path of DecodeEvent (and so of EncodeEvent): the envelope is
-// read straight into Event and checked by the Go rules (validateEnvelope);
-// a kind's data is checked by its shape (exact member names, no unknown
-// member, no null, required members present) before it is decoded into its
-// Go type and validated. As for commands, the fast path only accepts;
-// everything else is decided by the reference path (decodeEventReference),
-// which runs the compiled schemas and produces the typed error.
-
-// Envelope members, as bits of a seen-set.
-const (
-	eSession = 1 << iota
-	eSeq
-	eTime
-	eOwner
-	eDeployment
-	eKind
-	eV
-	eData
-	eAll = 1<<iota - 1
-)
-
-// decodeEventFast reads an event envelope. It returns accepted with the
-// normalized, validated event, or a verdict for the reference path.
-func decodeEventFast(b []byte) (Event, verdict) {
-	if !utf8.Valid(b) {
-		return Event{}, rejected
-	}
-	d := cmdDecoder{s: jscan{b: b}}
-	s := &d.s
-	var e Event
-	m := d.object(func(k []byte, m *seen) bool {
-		switch string(k) {
-		case "sessionId":
-			m.add(eSession)
-			e.SessionID = s.string()
-		case "seq":
-			m.add(eSeq)
-			n, err := strconv.ParseUint(string(s.number()), 10, 64)
-			if err != nil {
-				return false
-			}
-			e.Seq = n
-		case "time":
-			m.add(eTime)
-			e.Time = s.timeValue()
-		case "ownerRunId":
-			m.add(eOwner)
-			e.OwnerRunID = s.string()
-		case "deploymentId":
-			m.add(eDeployment)
-			e.DeploymentID = s.string()
-		case "kind":
-			m.add(eKind)
-			e.Kind = s.string()
-		case "v":
-			m.add(eV)
-			n, err := strconv.ParseInt(string(s.number()), 10, 64)
-			if err != nil {
-				return false
-			}
-			e.V = int(n)
-		case "data":
-			m.add(eData)
-			if s.peek() != '{' {
-				return false
-			}
-			e.Data = s.raw()
-		default:
-			return false
-		}
-		return !s.bad
-	})
-	switch {
-	case d.dup:
-		return Event{}, declined
-	case !d.ok():
-		return Event{}, failedVerdict(b, false)
-	case !s.end() || m.set != eAll:
-		return Event{}, rejected
-	}
-	e.Time = e.Time.UTC() // normalizeEvent: the data is compact already
-	if e.validateEnvelope() != nil {
-		return Event{}, rejected
-	}
-	return e, accepted
-}
-
-// validEventKind matches eventKindPattern, ^[a-z][a-z0-9]*([._-][a-z0-9]+)*$.
-func validEventKind(k string) bool {
-	if k == "" || k[0] < 'a' || k[0] > 'z' {
-		return false
-	}
-	sep := false
-	for i := 1; i < len(k); i++ {
-		switch c := k[i]; {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-			sep = false
-		case (c == '.' || c == '_' || c == '-') && !sep:
-			sep = true
-		default:
-			return false
-		}
-	}
-	return !sep
-}
+// The typed check of an event's data. The shape of a kind's Go type is
+// derived once, by reflection, at registration; the data is then read
+// token by token with the strict decoder's token API (jsontext: exact
+// member names, a repeated name refused, valid UTF-8) and held to the
+// shape before it is decoded into its Go type and validated. As for
+// commands, the check only accepts; everything else is decided by the
+// reference path (decodeEventReference), which runs the compiled schemas
+// and produces the typed error.
 
 // shape is the JSON shape of a Go type as far as the generated schema
 // states it beyond what encoding/json checks itself: exact member names,
@@ -277,74 +182,82 @@ func hasSchemaMethod(t reflect.Type) bool {
 	return false
 }
 
-// check reads one value of the shape. It reports dup for an object whose
-// member names repeat (ambiguous for a typed reader: declined).
-func (sh *shape) check(d *cmdDecoder) {
-	s := &d.s
+// check reads one value of the shape from dec and reports whether it fits.
+func (sh *shape) check(dec *jsontext.Decoder) bool {
 	switch sh.kind {
 	case shapeAny:
-		s.skipValue()
+		return dec.SkipValue() == nil
 	case shapeScalar:
-		switch s.peek() {
-		case '{', '[', 'n':
-			s.fail()
-		default:
-			s.skipValue()
+		switch dec.PeekKind() {
+		case '"', '0', 't', 'f':
+			return dec.SkipValue() == nil
 		}
+		return false // null, an object, an array, or not JSON
 	case shapeTime:
-		s.timeValue()
+		v, err := dec.ReadValue()
+		var t time.Time
+		return err == nil && timeToken(v, &t)
 	case shapeArray:
-		if !s.open('[') {
-			return
-		}
-		for first := true; s.more(&first, ']') && d.ok(); {
-			sh.elem.check(d)
-		}
+		return sh.elements(dec, '[', ']', false)
 	case shapeMap:
-		if !s.open('{') {
-			return
-		}
-		for first := true; s.more(&first, '}') && d.ok(); {
-			s.key()
-			sh.elem.check(d)
-		}
+		return sh.elements(dec, '{', '}', true)
 	case shapeObject:
-		var m seen64
-		if !s.open('{') {
-			return
-		}
-		for first := true; s.more(&first, '}') && d.ok(); {
-			f, ok := sh.fields[string(s.key())]
-			if !ok {
-				s.fail()
-				return
-			}
-			if uint64(m)&f.bit != 0 {
-				d.dup = true
-				return
-			}
-			m |= seen64(f.bit)
-			f.shape.check(d)
-		}
-		if d.ok() && uint64(m)&sh.required != sh.required {
-			s.fail()
-		}
+		return sh.object(dec)
 	}
+	return false
 }
 
-type seen64 uint64
+// elements reads an array (or a map's members) whose values are all of the
+// element shape.
+func (sh *shape) elements(dec *jsontext.Decoder, open, close jsontext.Kind, keyed bool) bool {
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != open {
+		return false
+	}
+	for dec.PeekKind() != close {
+		if keyed {
+			if _, err := dec.ReadToken(); err != nil {
+				return false
+			}
+		}
+		if !sh.elem.check(dec) {
+			return false
+		}
+	}
+	_, err := dec.ReadToken()
+	return err == nil
+}
 
-// checkData checks raw (one compact JSON object) against the shape.
+// object reads an object whose members are the struct's, each of its
+// shape, with every required member present.
+func (sh *shape) object(dec *jsontext.Decoder) bool {
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
+	var set uint64 // the decoder refuses a repeated name itself
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return false
+		}
+		f, ok := sh.fields[name.String()]
+		if !ok || !f.shape.check(dec) {
+			return false
+		}
+		set |= f.bit
+	}
+	_, err := dec.ReadToken()
+	return err == nil && set&sh.required == sh.required
+}
+
+// checkData reports whether raw (one JSON object, and nothing after it)
+// fits the shape.
 func (sh *shape) checkData(raw []byte) verdict {
-	d := cmdDecoder{s: jscan{b: raw}}
-	sh.check(&d)
-	switch {
-	case d.dup:
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if !sh.check(dec) {
 		return declined
-	case !d.ok():
-		return failedVerdict(raw, false)
-	case !d.s.end():
-		return rejected
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return declined
 	}
 	return accepted
 }
