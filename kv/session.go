@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
@@ -47,6 +48,7 @@ func (s *Store) UpdateSession(ctx context.Context, rec record.SessionRecord, rev
 	if err != nil {
 		return 0, err
 	}
+	stages.Mark(rec.SessionID, "record")
 	return s.update(ctx, s.sessions, key, data, rev)
 }
 

@@ -33,13 +33,15 @@ check ./subjects '^$'
 check ./wire '^$'
 check ./runtime "^$mod/(wire|subjects|record)\$"
 check ./record "^$mod/(subjects|wire)\$"
-check ./kv "^$mod/(subjects|wire|record)\$"
+check ./kv "^$mod/(subjects|wire|record|internal/stages)\$"
 check ./handoff "^$mod/(record|subjects|protocol|internal/failpoint)\$"
 check ./protocol "^$mod/(wire|subjects)\$"
 # failpoints: a leaf the owner side names its fault points in
 check ./internal/failpoint '^$'
+# the delivery's stage marks (make bench's breakdown, -tags batonstages): a leaf
+check ./internal/stages '^$'
 # the per-session driver never reaches back into the process pool
-check ./runtime/session "^$mod/(wire|subjects|record|runtime|handoff|internal/failpoint)\$"
+check ./runtime/session "^$mod/(wire|subjects|record|runtime|handoff|internal/failpoint|internal/stages)\$"
 forbid ./runtime/session "^$mod/(runtime/pool|kv)(/|\$)"
 # the remote agent is an agent: it knows the runtime's agent API, wire's
 # shapes and the subjects, nothing of the owner process or its stores
@@ -50,7 +52,7 @@ check ./runtime/eventlog "^$mod/(kv|record|wire)\$"
 # the JetStream port adapters sit below the pool: they implement the
 # session's ports over kv, wire and the subjects, and know nothing of the
 # owner process that wires them
-check ./runtime/jsport "^$mod/(kv|runtime|runtime/session|subjects|wire)\$"
+check ./runtime/jsport "^$mod/(kv|runtime|runtime/session|subjects|wire|internal/stages)\$"
 forbid ./runtime/jsport "^$mod/(runtime/pool|owner|ingress)(/|\$)"
 owner_side="^$mod/(owner|runtime/pool|runtime/session|runtime/jsport|runtime/eventlog|handoff|runtime/demo)(/|\$)"
 forbid ./ingress "$owner_side"

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/internal/topology"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
@@ -41,6 +42,7 @@ func (p *probe) EventKinds() []string { return p.inner.EventKinds() }
 
 func (p *probe) Step(ctx context.Context, in runtime.StepInput) (runtime.StepResult, error) {
 	now := time.Now()
+	stages.Mark(in.SessionID, "step.started")
 	p.mu.Lock()
 	p.steps++
 	for _, c := range in.Inputs {
@@ -236,10 +238,12 @@ func (r *rig) deliverTextFromAndWait(ctx context.Context, sessionID, dep, text s
 	}
 	defer sub.Unsubscribe()
 	ch := r.probe.expect(id)
+	stages.Start(sessionID)
 	t0 := time.Now()
 	if _, err := r.e.js.Publish(ctx, r.names.Inbox(sessionID), data, jetstream.WithMsgID(id)); err != nil {
 		return 0, err
 	}
+	stages.Mark(sessionID, "published")
 	var d time.Duration
 	select {
 	case t := <-ch:

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/baton-rt/baton/internal/bench"
+	"github.com/baton-rt/baton/internal/stages"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -72,6 +74,7 @@ func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions in
 		ids[i] = id
 	}
 	per := max(rg.e.n(2000)/sessions, 20)
+	stages.Reset()
 	var mu sync.Mutex
 	var samples []time.Duration
 	var firstErr error
@@ -107,7 +110,9 @@ func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions in
 	if sessions > 1 {
 		base = fmt.Sprintf("js_publish_consume_rtt_%d", sessions)
 	}
-	r.Latencies(fmt.Sprintf("delivery_to_step_start_%d", sessions), samples, time.Since(start),
-		bench.Baseline(base), bench.Field("sessions", sessions))
+	name := fmt.Sprintf("delivery_to_step_start_%d", sessions)
+	r.Latencies(name, samples, time.Since(start), bench.Baseline(base), bench.Field("sessions", sessions))
+	stages.Report(os.Stderr, name) // a build with -tags batonstages only
+
 	return nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
@@ -36,6 +38,7 @@ type reader struct {
 	// lost receives the error that ended delivery unexpectedly (consumer
 	// deleted, heartbeats missed after a server restart...); never closed.
 	lost chan error
+	key  string // the session ID, for the stage marks (internal/stages)
 }
 
 func (r *reader) Deliveries() <-chan session.Delivery { return r.out }
@@ -108,6 +111,9 @@ func (ib Inbox) Open(ctx context.Context, c session.Cursor) (session.Reader, err
 	}
 	r := &reader{iter: iter, cons: cons, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
 		done: make(chan struct{}), lost: make(chan error, 1)}
+	if stages.Enabled {
+		r.key = c.Name[:max(strings.LastIndexByte(c.Name, '-'), 0)]
+	}
 	go r.read()
 	return r, nil
 }
@@ -181,6 +187,7 @@ func (r *reader) read() {
 	defer close(r.done)
 	for {
 		msg, err := r.iter.Next()
+		stages.Mark(r.key, "pulled")
 		if errors.Is(err, jetstream.ErrNoHeartbeat) && r.alive() {
 			continue
 		}

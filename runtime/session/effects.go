@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/baton-rt/baton/internal/failpoint"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/internal/failpoint"
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/oklog/ulid/v2"
@@ -87,10 +88,12 @@ func (s *Session) forget(ctx context.Context, f runtime.Forget) ([]runtime.Input
 
 // commit is the one CAS of the session record.
 func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
+	stages.Mark(s.id, "machine")
 	if err := s.pub.await(); err != nil {
 		return nil, err
 	}
 	rec, outbox, err := s.record(ctx, c.Snapshot)
+	stages.Mark(s.id, "checkpoint")
 	if code := refusal(err); code != "" {
 		return nil, s.refused(ctx, code, err)
 	}
@@ -113,6 +116,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	}
 	switch {
 	case err == nil:
+		stages.Mark(s.id, "committed")
 		s.rec, s.rev, s.pub.outbox, s.due = rec, rev, outbox, dueStep(c.Snapshot)
 		if rec.BootAttempts == 0 {
 			s.env.Process.Settled(s.id) // it did not kill the process

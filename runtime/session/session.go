@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-rt/baton/internal/failpoint"
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/subjects"
@@ -151,6 +152,7 @@ func (s *Session) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case d := <-s.cur.deliveries():
+			stages.Mark(s.id, "loop")
 			s.act.Touch()
 			s.env.Observer.InboxLag(time.Since(d.Stored))
 			in := wire.DecodeInput(d.Seq, d.Data)

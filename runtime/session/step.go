@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
@@ -22,6 +23,7 @@ import (
 // found in flight is re-run after message.discarded, and a step whose
 // result will not be committed ends with one.
 func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
+	stages.Mark(s.id, "step.dispatched")
 	stepCtx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	rerun := s.bootDue != "" && s.bootDue == r.Input.Key()
