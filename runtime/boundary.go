@@ -132,9 +132,13 @@ func (m *Machine) runNext() []Effect {
 		return nil
 	}
 	s := m.snap.Clone()
+	// The step's history is its own copy: Clone shares the session's, and
+	// an agent that truncates and appends to its input, or overwrites an
+	// entry, must not reach the history the next commit writes. Its
+	// entries' parts stay shared (read-only: see Entry).
 	m.step = &RunStep{Input: StepInput{
 		SessionID: m.cfg.SessionID, TurnID: t.ID, Step: t.Steps + 1, Caller: t.Caller,
-		State: s.State, History: s.History, Inputs: s.Turn.Inputs,
+		State: s.State, History: slices.Clone(s.History), Inputs: s.Turn.Inputs,
 	}, Retry: m.retryOf(t)}
 	return []Effect{*m.step}
 }

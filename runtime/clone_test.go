@@ -40,9 +40,9 @@ func TestCloneMatchesJSON(t *testing.T) {
 		}
 	}
 	c := full.Clone()
-	c.History[0], c.Turn.Inputs[0].Value[0], c.Waits.Input.RequestID, c.Outbox[0].Data[0] = AssistantText("changed"), '2', "z", '['
+	c.Turn.Inputs[0].Value[0], c.Waits.Input.RequestID, c.Outbox[0].Data[0] = '2', "z", '['
 	c.Applied.Above[0], c.Timer.ID, c.Turn.Inputs[0].TextRef.Size = 99, "other", 2
-	c.History = append(c.History[:1], AssistantText("appended"))
+	c.History = append(c.History, AssistantText("appended"))
 	c.Turn.Inputs[0].Payloads[0].Message.Parts[0].URL = "v"
 	c.Turn.Inputs[0].Payloads[0].Ext["k"][0] = '2'
 	if full.History[0].Text() != "hi" || full.History[1].Role != RoleAssistant || len(full.History[1].ToolCalls) != 1 ||
@@ -50,5 +50,21 @@ func TestCloneMatchesJSON(t *testing.T) {
 		string(full.Outbox[0].Data) != "{}" || full.Applied.Above[0] != 5 || full.Timer.ID != "run" ||
 		full.Turn.Inputs[0].TextRef.Size != 1 {
 		t.Fatal("clone shares memory with the original")
+	}
+}
+
+// TestCloneSharesHistoryByAppendOnly: a clone shares the history (entries
+// are immutable), and an append on either side never reaches the other.
+func TestCloneSharesHistoryByAppendOnly(t *testing.T) {
+	orig := Snapshot{History: make([]Entry, 2, 8)}
+	orig.History[0], orig.History[1] = AssistantText("a"), AssistantText("b")
+	c := orig.Clone()
+	if &c.History[0] != &orig.History[0] {
+		t.Fatal("the clone copied the history")
+	}
+	orig.History = append(orig.History, AssistantText("orig"))
+	c.History = append(c.History, AssistantText("clone"))
+	if len(c.History) != 3 || c.History[2].Text() != "clone" || orig.History[2].Text() != "orig" {
+		t.Fatalf("an append reached the other side: clone %q, original %q", c.History[2].Text(), orig.History[2].Text())
 	}
 }

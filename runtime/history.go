@@ -23,8 +23,11 @@ import (
 // does not append anything by itself.
 //
 // An entry is never modified once it is in the history: snapshots share
-// its Content and ToolCalls, so an agent must treat StepInput.History as
-// read-only (the entries it returns in StepResult.History are copied).
+// the history itself, and every copy shares an entry's Content and
+// ToolCalls. StepInput.History is the step's own slice (an agent may
+// truncate, append or replace entries in it), but the parts it holds are
+// the session's: an agent must treat them as read-only (the entries it
+// returns in StepResult.History are copied).
 type Entry struct {
 	Role string `json:"role"` // RoleSystem, RoleUser, RoleAssistant or RoleTool
 	// Kind names what the runtime recorded (EntryInputResponse, …); empty

@@ -152,16 +152,19 @@ type Writer struct {
 	Write uint64 `json:"write"`
 }
 
-// Clone returns a deep copy, except that history entries share their
-// parts and tool calls (an entry is never modified once appended, and the
-// history is long: copying every entry's slices on every boundary costs a
-// delivery hundreds of microseconds). It is on every boundary, so it copies
-// by hand (TestCloneMatchesJSON holds it to a JSON round trip).
+// Clone returns a deep copy, except for the history: an entry is never
+// modified once appended, and the history only ever grows by append or is
+// replaced whole, so the copy shares it, clipped to its length — an append
+// to either side then never writes where the other one reads. The history
+// is long (a session that lives for days), and Clone runs on every
+// boundary: copying it cost a delivery tens of microseconds per thousand
+// entries, twice on the way to its step. Everything else is copied by hand
+// (TestCloneMatchesJSON holds it to a JSON round trip).
 func (s *Snapshot) Clone() Snapshot {
 	out := *s
 	out.Applied.Above = slices.Clone(s.Applied.Above)
 	out.Applied.RecentIDs = slices.Clone(s.Applied.RecentIDs)
-	out.History = slices.Clone(s.History) // entries are immutable: their parts are shared (see Entry)
+	out.History = slices.Clip(s.History) // shared: entries are immutable (see Entry)
 	out.State = cloneRaw(s.State)
 	if s.Turn != nil {
 		t := *s.Turn
