@@ -133,18 +133,39 @@ func knownFold(k map[string]bool, name string) bool {
 	return false
 }
 
-// encodeKeeping encodes v (a struct type without JSON methods) and adds
-// the kept members after its own.
-func encodeKeeping(v any, extra Members) ([]byte, error) {
+// member is one encoded member to add after a struct's own: its name and
+// its value's JSON, written verbatim.
+type member struct {
+	name string
+	raw  []byte
+}
+
+// encodeKeeping encodes v (a struct type without JSON methods), then adds
+// the raw members after its own and the kept ones after those.
+func encodeKeeping(v any, extra Members, raw ...member) ([]byte, error) {
 	data, err := json.Marshal(v)
-	if err != nil || extra == "" {
+	if err != nil || extra == "" && len(raw) == 0 {
 		return data, err
 	}
-	out := make([]byte, 0, len(data)+len(extra)+1)
-	out = append(out, data[:len(data)-1]...) // the object without its closing brace
-	if len(data) > 2 {                       // not "{}"
-		out = append(out, ',')
+	n := len(data) + len(extra) + 1
+	for _, m := range raw {
+		n += len(m.name) + len(m.raw) + 4
 	}
-	out = append(out, extra...)
+	out := make([]byte, 0, n)
+	out = append(out, data[:len(data)-1]...) // the object without its closing brace
+	sep := len(data) > 2                     // not "{}"
+	for _, m := range raw {
+		if sep {
+			out = append(out, ',')
+		}
+		out = append(append(append(append(out, '"'), m.name...), '"', ':'), m.raw...)
+		sep = true
+	}
+	if extra != "" {
+		if sep {
+			out = append(out, ',')
+		}
+		out = append(out, extra...)
+	}
 	return append(out, '}'), nil
 }

@@ -2,6 +2,7 @@ package record_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/baton-rt/baton/record"
@@ -130,6 +131,43 @@ func TestRecordWithoutUnknownMembers(t *testing.T) {
 	for _, bad := range []string{`{"epoch":"x"}`, `{"epoch":1} x`, `[1]`, `{`} {
 		if _, err := record.DecodeSession([]byte(bad)); err == nil {
 			t.Errorf("DecodeSession(%s): no error", bad)
+		}
+	}
+}
+
+// TestCheckpointWrittenVerbatim: the record writes its checkpoint as it
+// is, in encoding/json's place for it, and refuses one that is not an
+// object's bytes.
+func TestCheckpointWrittenVerbatim(t *testing.T) {
+	cp := json.RawMessage(`{"stateV":1,"history":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`)
+	rec := record.SessionRecord{SessionID: "01JAAAAAAAAAAAAAAAAAAAAAAA", DeploymentID: "v1", State: record.StateActive,
+		Epoch: 3, OwnerRunID: "r1", Writer: "r1", WriteCounter: 9, Checkpoint: cp}
+	for _, extra := range []record.Members{"", `"later":{"x":1}`} {
+		rec.Extra = extra
+		got, err := record.EncodeSession(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type plain record.SessionRecord // encoding/json's own encoding, for the bytes
+		want, err := json.Marshal(plain(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if extra != "" {
+			want = append(append(want[:len(want)-1:len(want)-1], ","+string(extra)...), '}')
+		}
+		if string(got) != string(want) {
+			t.Fatalf("encoded\n%s\nwant\n%s", got, want)
+		}
+		back, err := record.DecodeSession(got)
+		if err != nil || string(back.Checkpoint) != string(cp) || back.Extra != extra {
+			t.Fatalf("round trip: %v %s %q", err, back.Checkpoint, back.Extra)
+		}
+	}
+	for _, bad := range []string{`[1]`, `"x"`, `{"a":1`, ` {}`} {
+		rec.Checkpoint = json.RawMessage(bad)
+		if _, err := record.EncodeSession(rec); !errors.Is(err, record.ErrInvalid) {
+			t.Fatalf("checkpoint %s: err %v, want ErrInvalid", bad, err)
 		}
 	}
 }
