@@ -19,21 +19,31 @@ type publisher struct {
 }
 
 // publish appends events of the committed outbox after the append in
-// flight (if any) is done.
+// flight (if any) is done. The events are encoded in the append's own
+// goroutine: the loop goes on to the next step at once.
 func (p *publisher) publish(ctx context.Context, events []runtime.Event) error {
 	if err := p.await(); err != nil {
 		return err
 	}
-	type encoded struct {
-		seq  uint64
-		data []byte
-	}
-	batch := make([]encoded, 0, len(events))
+	batch := make([]wire.Event, 0, len(events))
 	for _, e := range events {
 		we, ok := p.stamped(e)
 		if !ok {
 			return fmt.Errorf("session %s: event %d is not in the committed outbox", p.id, e.Seq)
 		}
+		batch = append(batch, we)
+	}
+	done := make(chan error, 1)
+	p.wait = done
+	go func() { // the events are durable already: append them off the step's path
+		done <- p.append(ctx, batch)
+	}()
+	return nil
+}
+
+// append encodes and appends a batch in order.
+func (p *publisher) append(ctx context.Context, batch []wire.Event) error {
+	for _, we := range batch {
 		// Envelope only: the data was validated once, when the step's result
 		// was checked, and a committed event of a data version newer than
 		// this build knows is re-published unchanged.
@@ -41,19 +51,10 @@ func (p *publisher) publish(ctx context.Context, events []runtime.Event) error {
 		if err != nil {
 			return fmt.Errorf("session %s: %w", p.id, err)
 		}
-		batch = append(batch, encoded{we.Seq, data})
-	}
-	done := make(chan error, 1)
-	p.wait = done
-	go func() { // the events are durable already: append them off the step's path
-		for _, e := range batch {
-			if err := p.app.Append(ctx, e.seq, e.data); err != nil {
-				done <- err
-				return
-			}
+		if err := p.app.Append(ctx, we.Seq, data); err != nil {
+			return err
 		}
-		done <- nil
-	}()
+	}
 	return nil
 }
 
