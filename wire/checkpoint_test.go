@@ -420,6 +420,17 @@ func TestBlobRef(t *testing.T) {
 	if err := r.Verify([]byte("abd")); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("err = %v", err)
 	}
+	hex := r.Digest[len("sha256:"):]
+	for _, bad := range []BlobRef{
+		{Digest: "sha256:" + strings.ToUpper(hex), Size: 3}, {Digest: "sha256:" + hex[:63], Size: 3},
+		{Digest: "sha256:" + hex + "0", Size: 3}, {Digest: "sha512:" + hex, Size: 3},
+		{Digest: "sha256:" + hex[:63] + "g", Size: 3}, {Digest: "sha256:" + hex[:63] + "/", Size: 3},
+		{Digest: "", Size: 0}, {Digest: r.Digest, Size: -1},
+	} {
+		if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%+v: err = %v, want ErrInvalid", bad, err)
+		}
+	}
 }
 
 // A checkpoint of a state version this build does not read still yields
