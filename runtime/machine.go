@@ -155,7 +155,9 @@ func (m *Machine) Handle(in Input) ([]Effect, error) {
 }
 
 // Snapshot returns a copy of the working state. Between Handle calls with no
-// commit in flight it equals the last committed snapshot.
+// commit in flight it equals the last committed snapshot. The copy shares
+// the history with the machine (see Clone): read it, append to it or
+// replace it, but never write an entry in place.
 func (m *Machine) Snapshot() Snapshot { return m.snap.Clone() }
 
 // Queued returns a copy of the received, unprocessed commands.
