@@ -280,15 +280,13 @@ func (r *rig) deliverAndWaitText(ctx context.Context, sessionID, id, text, wantT
 	if err != nil {
 		return 0, err
 	}
-	output, settled := make(chan time.Time, 1), make(chan struct{}, 1)
+	output, w := make(chan time.Time, 1), newSettleWatch(id)
 	want := []byte(`"text":"` + wantText + `"`)
 	sub, err := r.e.nc.Subscribe(r.names.Events(sessionID), func(m *nats.Msg) {
-		switch {
-		case bytes.Contains(m.Data, []byte(`"kind":"message.output"`)) && bytes.Contains(m.Data, want):
+		if bytes.Contains(m.Data, []byte(`"kind":"message.output"`)) && bytes.Contains(m.Data, want) {
 			signal(output, time.Now())
-		case bytes.Contains(m.Data, []byte(`"kind":"session.waiting"`)):
-			signal(settled, struct{}{})
 		}
+		w.see(m.Data)
 	})
 	if err != nil {
 		return 0, err
@@ -306,7 +304,7 @@ func (r *rig) deliverAndWaitText(ctx context.Context, sessionID, id, text, wantT
 		return 0, fmt.Errorf("no message.output for %s", id)
 	}
 	select {
-	case <-settled:
+	case <-w.settled:
 		return d, nil
 	case <-time.After(30 * time.Second):
 		return 0, fmt.Errorf("turn of %s never settled", id)

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"encoding/json"
 	"context"
 	"fmt"
 	"log/slog"
@@ -224,15 +224,8 @@ func (r *rig) deliverTextFromAndWait(ctx context.Context, sessionID, dep, text s
 	if err != nil {
 		return 0, err
 	}
-	settled := make(chan struct{}, 1)
-	sub, err := r.e.nc.Subscribe(r.names.Events(sessionID), func(m *nats.Msg) {
-		if bytes.Contains(m.Data, []byte(`"kind":"session.waiting"`)) {
-			select {
-			case settled <- struct{}{}:
-			default:
-			}
-		}
-	})
+	w := newSettleWatch(id)
+	sub, err := r.e.nc.Subscribe(r.names.Events(sessionID), func(m *nats.Msg) { w.see(m.Data) })
 	if err != nil {
 		return 0, err
 	}
@@ -252,10 +245,49 @@ func (r *rig) deliverTextFromAndWait(ctx context.Context, sessionID, dep, text s
 		return 0, fmt.Errorf("step for %s never started", id)
 	}
 	select {
-	case <-settled:
+	case <-w.settled:
 		return d, nil
 	case <-time.After(30 * time.Second):
 		return 0, fmt.Errorf("turn of %s never settled", id)
+	}
+}
+
+// settleWatch follows a session's events as a core NATS subscriber gets
+// them and reports (settled) when the turn that command id started has
+// settled: a session.waiting after that turn's turn.started. Only the
+// order of the events' seqs counts: a core subscriber also gets an event
+// a successor re-publishes from its predecessor's outbox around a handoff
+// (the stream keeps one copy, core NATS delivers both), and an older
+// session.waiting taken for this turn's let the bench send its next
+// delivery to a busy session, which then ran it without a handoff.
+// Handlers of one subscription run one at a time, so it needs no lock.
+type settleWatch struct {
+	id      string
+	started uint64 // the seq of id's turn.started (0: not yet)
+	settled chan struct{}
+}
+
+func newSettleWatch(id string) *settleWatch {
+	return &settleWatch{id: id, settled: make(chan struct{}, 1)}
+}
+
+// see reads one event.
+func (w *settleWatch) see(data []byte) {
+	var ev struct {
+		Seq  uint64 `json:"seq"`
+		Kind string `json:"kind"`
+		Data struct {
+			CommandID string `json:"commandId"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return
+	}
+	switch {
+	case ev.Kind == wire.EventTurnStarted && ev.Data.CommandID == w.id:
+		w.started = ev.Seq
+	case ev.Kind == wire.EventSessionWaiting && w.started != 0 && ev.Seq > w.started:
+		signal(w.settled, struct{}{})
 	}
 }
 
