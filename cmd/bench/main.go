@@ -9,7 +9,10 @@
 // -mutexprofile P and -blockprofile P write P.<suite> after each suite
 // but the js baselines, counting contention from the first such suite
 // on (Go's contention profiles cannot be reset: run one suite with -only
-// for a profile of it alone). Read them with go tool pprof.
+// for a profile of it alone). Read them with go tool pprof. -figureprofile P
+// writes a CPU profile of each delivery_to_step_start figure alone to
+// P.<figure>; go run ./internal/tools/cpushare P.<figure> prints its share
+// by owner (server, client, each Baton package, GC).
 package main
 
 import (
@@ -67,7 +70,12 @@ func main() {
 	flag.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile of each suite to this path plus .<suite>")
 	flag.StringVar(&p.mutex, "mutexprofile", "", "write the mutex contention profile after each suite but js to this path plus .<suite>")
 	flag.StringVar(&p.block, "blockprofile", "", "write the blocking profile after each suite but js to this path plus .<suite>")
+	flag.StringVar(&figureCPU, "figureprofile", "", "write a CPU profile of each delivery_to_step_start figure alone to this path plus .<figure> (not with -cpuprofile)")
 	flag.Parse()
+	if p.cpu != "" && figureCPU != "" {
+		fmt.Fprintln(os.Stderr, "bench: -cpuprofile and -figureprofile exclude each other (one CPU profile at a time)")
+		os.Exit(2)
+	}
 	if err := run(*only, *scale, p); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -62,3 +62,29 @@ func writeProfile(name, path, suite string) error {
 	}
 	return f.Close()
 }
+
+// figureCPU is -figureprofile's path ("": none): a CPU profile of each
+// delivery_to_step_start figure alone, to <path>.<figure> (the suite's
+// other figures and set-up left out). It excludes -cpuprofile: Go runs
+// one CPU profile at a time.
+var figureCPU string
+
+// profileFigure starts the CPU profile of figure when -figureprofile asks
+// for it and returns what stops it and writes it.
+func profileFigure(figure string) (func() error, error) {
+	if figureCPU == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(figureCPU + "." + figure)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}

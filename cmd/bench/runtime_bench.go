@@ -74,7 +74,12 @@ func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions in
 		ids[i] = id
 	}
 	per := max(rg.e.n(2000)/sessions, 20)
+	name := fmt.Sprintf("delivery_to_step_start_%d", sessions)
 	stages.Reset()
+	stopProfile, err := profileFigure(name)
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	var samples []time.Duration
 	var firstErr error
@@ -101,6 +106,9 @@ func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions in
 		}()
 	}
 	wg.Wait()
+	if err := stopProfile(); err != nil && firstErr == nil {
+		firstErr = err
+	}
 	if firstErr != nil {
 		return firstErr
 	}
@@ -110,9 +118,7 @@ func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions in
 	if sessions > 1 {
 		base = fmt.Sprintf("js_publish_consume_rtt_%d", sessions)
 	}
-	name := fmt.Sprintf("delivery_to_step_start_%d", sessions)
 	r.Latencies(name, samples, time.Since(start), bench.Baseline(base), bench.Field("sessions", sessions))
 	stages.Report(os.Stderr, name) // a build with -tags batonstages only
-
 	return nil
 }
