@@ -1,10 +1,13 @@
 package cluster_test
 
 import (
-	"github.com/baton-rt/baton/internal/execlog"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/execlog"
 	"github.com/baton-rt/baton/internal/harness"
 )
 
@@ -31,5 +34,51 @@ func TestProblems(t *testing.T) {
 	}
 	if p := problems(obs, map[string][]time.Time{"o1": {at(100)}}); len(p) != 0 {
 		t.Fatalf("a move across the old owner's fence: problems %v, want none", p)
+	}
+}
+
+// TestStopTimes: an owner stops starting steps at each fence, and at a
+// pause that ended in a fence (its renewal then met a peer's takeover),
+// not at a pause that ended in a renewal. The logs are the shapes of a
+// CI run in which the election outlasted the lease TTL: the peer took the
+// paused owner's lease over, and ran its sessions, before the paused
+// owner's renewal met the takeover and logged its fence.
+func TestStopTimes(t *testing.T) {
+	line := func(sec float64, msg string) string {
+		ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(sec * float64(time.Second)))
+		return fmt.Sprintf(`{"time":%q,"level":"WARN","msg":%q,"process":"o2"}`, ts.Format(time.RFC3339Nano), msg)
+	}
+	at := func(sec float64) time.Time {
+		return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(sec * float64(time.Second)))
+	}
+	log := strings.Join([]string{
+		line(1, "lease acquired"),
+		line(2.4, pausedMsg), // renewed: no stop
+		line(2.6, renewedMsg),
+		line(4.4, pausedMsg), // ended in the fence: a stop from here
+		"not json",
+		line(9.3, fencedMsg),
+		line(9.4, "lease acquired"),
+		line(12, fencedMsg), // a fence without a pause
+	}, "\n")
+	got := stopTimes(log)
+	want := []time.Time{at(4.4), at(9.3), at(12)}
+	if !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Fatalf("stop times %v, want %v", got, want)
+	}
+	// the failed run: o2's last step before its pause, o1's step after
+	// o2's lease expired, o2's fence logged after o1's step
+	obs := []harness.ExecObs{
+		{Exec: execlog.Exec{SessionID: "s", StepKey: "t1/1", Process: "o2"}, NotBefore: at(0.9), By: at(0.95)},
+		{Exec: execlog.Exec{SessionID: "s", StepKey: "t2/1", Process: "o1"}, NotBefore: at(6.1), By: at(6.2)},
+	}
+	if p := problems(obs, map[string][]time.Time{"o2": {at(6.3)}}); len(p) != 1 {
+		t.Fatalf("a move before the fence, no pause: %d problems %v, want 1", len(p), p)
+	}
+	if p := problems(obs, map[string][]time.Time{"o2": stopTimes(strings.Join([]string{line(2.4, pausedMsg), line(6.3, fencedMsg)}, "\n"))}); len(p) != 0 {
+		t.Fatalf("a move across a pause that ended in a fence: problems %v, want none", p)
+	}
+	if p := problems(obs, map[string][]time.Time{"o2": stopTimes(strings.Join([]string{line(2.4, pausedMsg), line(2.6, renewedMsg), line(6.3, fencedMsg)}, "\n"))}); len(p) != 1 {
+		t.Fatalf("a move across a pause that ended in a renewal: %d problems %v, want 1", len(p), p)
 	}
 }

@@ -30,6 +30,8 @@ const (
 	fencedMsg = "fenced: stopping every session"
 	// pausedMsg is its line when its renewal is overdue (it pauses).
 	pausedMsg = "lease not renewed in time: every session pauses until a renewal lands"
+	// renewedMsg is its line when a renewal lands after a pause.
+	renewedMsg = "lease renewed after a pause: every session goes on"
 )
 
 // TestLeaseAcrossElection: owner processes hold sessions with traffic
@@ -245,18 +247,45 @@ func count(owners []*proctest.Proc, msg string) int {
 	return n
 }
 
-// fenceTimes lists each owner's fence times from its JSON log.
+// fenceTimes lists, for each owner, the times from its JSON log at which
+// it stopped starting steps for the rest of a lease period: each fence,
+// and each pause (a renewal overdue by TTL − TTL/4) that ended in a fence
+// rather than in a renewal. The second is the design's self-fence before
+// expiry: a peer can take a dead lease over only once the server expired
+// it, after the pause; the paused process learns of it only when its next
+// renewal meets the peer's write, and logs its fence then, which can be
+// after the peer's first step (an election that outlasts the TTL).
 func fenceTimes(owners []*proctest.Proc, pids []string) map[string][]time.Time {
 	out := map[string][]time.Time{}
 	for i, p := range owners {
-		for _, line := range strings.Split(p.Output(), "\n") {
-			var m struct {
-				Time time.Time `json:"time"`
-				Msg  string    `json:"msg"`
+		out[pids[i]] = stopTimes(p.Output())
+	}
+	return out
+}
+
+// stopTimes is fenceTimes of one owner's log.
+func stopTimes(log string) []time.Time {
+	var out []time.Time
+	var paused time.Time // zero unless a pause has not ended yet
+	for _, line := range strings.Split(log, "\n") {
+		var m struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch m.Msg {
+		case pausedMsg:
+			paused = m.Time
+		case renewedMsg:
+			paused = time.Time{}
+		case fencedMsg:
+			if !paused.IsZero() {
+				out = append(out, paused)
+				paused = time.Time{}
 			}
-			if json.Unmarshal([]byte(line), &m) == nil && m.Msg == fencedMsg {
-				out[pids[i]] = append(out[pids[i]], m.Time)
-			}
+			out = append(out, m.Time)
 		}
 	}
 	return out
@@ -295,7 +324,8 @@ func moves(obs []harness.ExecObs) int {
 // wherever a session's consecutive execution-log lines come from two
 // processes, the earlier process fenced itself between the two (at or
 // after the earlier line was written, at or before the later one was
-// seen). Lines are ordered by the read that saw them; lines of two
+// seen; a pause that ended in a fence counts from the pause, see
+// fenceTimes). Lines are ordered by the read that saw them; lines of two
 // processes seen by one read may be in either order, so there a fence of
 // either process inside that read's window satisfies the check.
 func problems(obs []harness.ExecObs, fenced map[string][]time.Time) []string {
