@@ -56,6 +56,7 @@ func runSuite(t *testing.T, open opener) {
 		{"fleet", testFleet},
 		{"advertise", testAdvertise},
 		{"index", testIndex},
+		{"sweep indexes", testSweepIndexes},
 		{"settle", testSettle},
 		{"session at across nodes", testSessionAt},
 		{"list sessions", testListSessions},

@@ -14,6 +14,8 @@ const (
 	deployPrefix  = "deploy."
 	agentPrefix   = "agent."
 	promotePrefix = "promote."
+	procPrefix    = "proc."
+	quarPrefix    = "quarantined."
 )
 
 // StableToken is the token of a session's stable address. Session IDs are
@@ -92,6 +94,42 @@ func ParseIndexKey(key string) (string, string, error) {
 		return "", "", noMatch(key)
 	}
 	return pid, sid, nil
+}
+
+// ProcessKey is an owner process's registration in the owners bucket:
+// proc.<deploymentID>.<processID>.
+func ProcessKey(deploymentID, processID string) string {
+	return procPrefix + deploymentID + "." + processID
+}
+
+// ProcessKeys matches the registrations of one deployment's processes.
+func ProcessKeys(deploymentID string) string { return procPrefix + deploymentID + ".*" }
+
+// ParseProcessKey splits a registration key into deployment and process ID.
+func ParseProcessKey(key string) (string, string, error) { return cutTwo(key, procPrefix) }
+
+// QuarantineKey is one entry of the quarantine index in the owners bucket:
+// quarantined.<deploymentID>.<sessionID>, the deployment the one that
+// quarantined it.
+func QuarantineKey(deploymentID, sessionID string) string {
+	return quarPrefix + deploymentID + "." + sessionID
+}
+
+// QuarantineKeys matches every entry of the quarantine index.
+func QuarantineKeys() string { return quarPrefix + "*.*" }
+
+// ParseQuarantineKey splits a quarantine index key into deployment and
+// session ID.
+func ParseQuarantineKey(key string) (string, string, error) { return cutTwo(key, quarPrefix) }
+
+// cutTwo splits <prefix><a>.<b> into a and b, each one non-empty token.
+func cutTwo(key, prefix string) (string, string, error) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	a, b, found := strings.Cut(rest, ".")
+	if !ok || !found || a == "" || b == "" || strings.ContainsAny(a, "*> ") || strings.ContainsAny(b, ".*> ") {
+		return "", "", noMatch(key)
+	}
+	return a, b, nil
 }
 
 // DeploymentKey is a deployment record's key in the owners bucket:

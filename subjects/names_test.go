@@ -85,4 +85,18 @@ func TestParsers(t *testing.T) {
 	if d, err := ParseDeploymentKey(DeploymentKey("blue")); err != nil || d != "blue" {
 		t.Fatalf("ParseDeploymentKey: %v", err)
 	}
+	if d, pid, err := ParseProcessKey(ProcessKey("blue", "p1")); err != nil || d != "blue" || pid != "p1" {
+		t.Fatalf("ParseProcessKey: %q %q %v", d, pid, err)
+	}
+	if d, sid, err := ParseQuarantineKey(QuarantineKey("blue", "S1")); err != nil || d != "blue" || sid != "S1" {
+		t.Fatalf("ParseQuarantineKey: %q %q %v", d, sid, err)
+	}
+	for _, bad := range []string{"proc.blue", "proc.blue.", "proc..p1", "proc.blue.p1.x", "index.blue.p1", "proc.*.p1"} {
+		if _, _, err := ParseProcessKey(bad); err == nil {
+			t.Errorf("ParseProcessKey(%q) accepted", bad)
+		}
+	}
+	if _, _, err := ParseQuarantineKey(ProcessKey("blue", "S1")); err == nil {
+		t.Error("ParseQuarantineKey accepted a registration key")
+	}
 }
