@@ -63,8 +63,8 @@ func (s *Store) DeleteSession(ctx context.Context, id string, rev uint64) error 
 
 // ListSessions returns the IDs of every live session record (deleted ones
 // excluded), sorted. It lists keys only; read a record with GetSession (a
-// hint) or LeaderSession. It costs one pass over the bucket's keys, so it is
-// for periodic sweeps, not for a hot path.
+// hint) or LeaderSession. It costs one pass over every key of the bucket,
+// so it is for an operator's report, never for a sweep or a hot path.
 func (s *Store) ListSessions(ctx context.Context) ([]string, error) {
 	l, err := s.sessions.kv.ListKeys(ctx)
 	if err != nil {

@@ -153,10 +153,20 @@ func (o *finisher) finish(ctx context.Context, cur record.Session) (protocol.Fin
 		return protocol.FinishReply{}, fmt.Errorf("claim the finish of %s: %w", id, err)
 	}
 	cur = record.Session{Record: claimed, Revision: rev}
+	var rep protocol.FinishReply
 	if claimed.Finish.Op == record.FinishRetry {
-		return o.finishRetry(ctx, cur)
+		rep, err = o.finishRetry(ctx, cur)
+	} else {
+		rep, err = o.finishEnd(ctx, cur)
 	}
-	return o.finishEnd(ctx, cur)
+	if err == nil && rec.Quarantine != nil {
+		// No longer quarantined: its quarantine index entry goes (a sweep
+		// removes it if this fails).
+		if rerr := o.cfg.Store.RemoveQuarantined(ctx, rec.Quarantine.DeploymentID, id); rerr != nil {
+			o.log.Debug("finish: remove the quarantine index entry", "session", id, "err", rerr)
+		}
+	}
+	return rep, err
 }
 
 // appendOutside appends an event outside any commit of the claimed

@@ -411,7 +411,9 @@ func parallel(t *testing.T, n, workers int, f func(i int) error) {
 
 // The owner's Prometheus metrics count what happened: a step with its
 // outcome, an inbox read, a hibernation, an ingress wake that loaded the
-// session, a lease renewal.
+// session, a lease renewal. No gauge counts the hibernated sessions: that
+// would read records no owner runs (docs/kv-records.md, "What a sweep
+// reads").
 func TestOwnerMetrics(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -436,8 +438,7 @@ func TestOwnerMetrics(t *testing.T) {
 			got["baton_owner_hibernations_total"] >= 1 &&
 			got[`baton_owner_wakes_total{outcome="loaded",source="ingress"}`] >= 1 &&
 			got[`baton_owner_lease_renewals_total{result="ok"}`] >= 1 &&
-			got["baton_owner_sessions_loaded"] <= 1 &&
-			got["baton_owner_sessions_hibernated"] >= 1 // set by the orphan sweep (1 s here)
+			got["baton_owner_sessions_loaded"] <= 1
 	})
 }
 

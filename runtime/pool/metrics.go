@@ -20,7 +20,6 @@ type metrics struct {
 	hibernations prometheus.Counter
 	wakes        *prometheus.CounterVec // by source and outcome
 	findings     *prometheus.CounterVec // by sweeper
-	hibernatedG  prometheus.Gauge
 	quarantinedG prometheus.Gauge
 	steps        *prometheus.HistogramVec // step duration by outcome
 	inboxLag     prometheus.Histogram     // command stored → read by its session
@@ -65,10 +64,6 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_sweeper_findings_total",
 			Help: "Sessions a sweeper acted on: inbox = hibernated with an unprocessed command, orphan = owner process without a live lease.",
 		}, []string{"sweeper"}),
-		hibernatedG: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "baton_owner_sessions_hibernated",
-			Help: "Hibernated sessions of this deployment, as of the last orphan sweep.",
-		}),
 		quarantinedG: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_quarantined",
 			Help: "Quarantined sessions of this deployment (no owner runs them until an operator retries or ends them), as of the last orphan sweep.",
@@ -110,7 +105,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.hibernatedG, m.quarantinedG,
+	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.quarantinedG,
 		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",

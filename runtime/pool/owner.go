@@ -216,9 +216,27 @@ func (o *Owner) Run(ctx context.Context) error {
 		o.serve(runCtx)
 		sleep(runCtx, 100*time.Millisecond) // a fence that repeats must not spin
 	}
+	o.unregister()
 	o.lease.release()
 	bg.Wait()
 	return <-errc
+}
+
+// unregister removes this process's registration when it stops with an
+// empty index (a drain hibernated or handed on every session), while its
+// lease key is still held, so a restart under the same ID registers after
+// it. With sessions left, the registration stays for their adopter, which
+// removes it once it adopted them all.
+func (o *Owner) unregister() {
+	ctx, cancel := context.WithTimeout(context.Background(), o.cfg.leaseCall())
+	defer cancel()
+	ids, err := o.cfg.Store.ListIndex(ctx, o.cfg.ProcessID)
+	if err != nil || len(ids) > 0 {
+		return
+	}
+	if err := o.cfg.Store.UnregisterProcess(ctx, o.cfg.Deployment, o.cfg.ProcessID); err != nil {
+		o.log.Debug("unregister the process", "err", err)
+	}
 }
 
 // serve runs one lease period: until ctx ends or the process is fenced.
@@ -232,6 +250,15 @@ func (o *Owner) serve(parent context.Context) {
 		o.reg.stopAll()
 	}()
 	o.reg.goBG(ctx, func() { o.lease.renewLoop(ctx) })
+	// Registered before any index entry of this period: a sweep finds a
+	// process whose index may hold sessions by its registration.
+	if err := o.cfg.Store.RegisterProcess(ctx, o.cfg.Deployment, o.cfg.ProcessID); err != nil {
+		if ctx.Err() == nil {
+			o.log.Error("register the process failed; fencing to retry", "err", err)
+			o.lease.fence(fmt.Errorf("register process: %w", err))
+		}
+		return
+	}
 	// Resume the index before serving start requests: start indexes a new
 	// session before it runs it, so a resume listing the index meanwhile
 	// would claim that session a second time in this process.

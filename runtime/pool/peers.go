@@ -208,6 +208,11 @@ func (o *adopter) adopt(ctx context.Context, dead string, extra []string) {
 	hwg.Wait()
 	if done && !h.lost {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		// Its index is adopted: the registration goes, while the key is
+		// held (a restart under the same ID registers after the release).
+		if err := o.cfg.Store.UnregisterProcess(rctx, o.cfg.Deployment, dead); err != nil {
+			o.log.Debug("unregister the adopted process", "dead", dead, "err", err)
+		}
 		_ = o.cfg.Store.ReleaseLease(rctx, dead, h.rev)
 		cancel()
 	}

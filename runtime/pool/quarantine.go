@@ -82,6 +82,11 @@ func (o *outside) quarantine(ctx context.Context, cur record.Session, attempts i
 	if err != nil {
 		return err
 	}
+	// Indexed before the CAS: every sweep finds a quarantined session's
+	// pending finish by the quarantine index (a stale entry is removed).
+	if err := o.cfg.Store.AddQuarantined(ctx, o.cfg.Deployment, id); err != nil {
+		return fmt.Errorf("pool: quarantine %s: index: %w", id, err)
+	}
 	if _, err := o.casRecord(ctx, rec, cur.Revision); err != nil {
 		return fmt.Errorf("pool: quarantine %s: %w", id, err)
 	}

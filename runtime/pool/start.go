@@ -192,8 +192,11 @@ func (o *starter) undoCreate(ctx context.Context, id string, rev uint64, tokens 
 			_ = o.cfg.Store.DeleteHook(ctx, tok, hrev)
 		}
 	}
-	_ = o.cfg.Store.DeleteSession(ctx, id, rev)
-	_ = o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id)
+	// The index entry goes only with the record: a record left naming
+	// this process is found by its index (sweep, adoption).
+	if err := o.cfg.Store.DeleteSession(ctx, id, rev); err == nil {
+		_ = o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id)
+	}
 }
 
 // serveHandoff is the candidate side of a handoff (docs/handoff.md): index

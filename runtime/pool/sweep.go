@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/baton-rt/baton/kv"
@@ -47,62 +48,119 @@ func needsOwner(st record.State) bool {
 	return st == record.StateActive || st == record.StateHandoff || st == record.StatePaused
 }
 
-// sweep adopts the sessions of this deployment whose record names an owner
-// process without a live lease — belt and braces for the lease watch: a
-// crash between an index write and a claim, an adopter that died half way,
-// a process that died while nobody watched. Each dead owner is adopted
-// through its lease key (TakeoverLease, so a live one is never adopted). A
-// session whose record names this process but does not run here is
-// re-claimed. A quarantined session with a pending operator finish is
-// finished (finishAll). Records are read by direct get: hints, decided by
-// CAS.
+// sweep is belt and braces for the lease watch, and finds its work from
+// three small listings, never by reading every session record
+// (docs/kv-records.md, "What a sweep reads"):
+//
+//   - the registered processes of this deployment (kv.Store.ListProcesses):
+//     each one without a live lease is adopted through its lease key
+//     (TakeoverLease, so a live one is never adopted) — a crash between an
+//     index write and a claim, an adopter that died half way, a process
+//     that died while nobody watched;
+//   - this process's own index: a session whose record names this process
+//     but does not run here is re-claimed;
+//   - the quarantine index (kv.Store.ListQuarantined): a quarantined
+//     session with a pending operator finish is finished (finishAll), and
+//     the quarantined gauge counts this deployment's.
+//
+// Records are read by direct get only for what the listings name: hints,
+// decided by CAS. The sessions no owner runs (hibernated, ended) are in
+// none of them.
 func (o *sweeper) sweep(ctx context.Context) {
-	ids, err := o.cfg.Store.ListSessions(ctx)
+	o.sweepProcesses(ctx)
+	o.sweepOwn(ctx)
+	o.sweepQuarantined(ctx)
+}
+
+// sweepProcesses adopts every registered process of this deployment that
+// has no live lease (adopt takes its lease key over first, and unregisters
+// it once its whole index is adopted).
+func (o *sweeper) sweepProcesses(ctx context.Context) {
+	pids, err := o.cfg.Store.ListProcesses(ctx, o.cfg.Deployment)
 	if err != nil {
-		o.log.Debug("sweep: list sessions", "err", err)
+		o.log.Debug("sweep: list processes", "err", err)
 		return
 	}
-	orphans := map[string][]string{}
-	var finishes []string
-	var hibernated, quarantined int
-	defer func() {
-		o.metrics.hibernatedG.Set(float64(hibernated))
-		o.metrics.quarantinedG.Set(float64(quarantined))
-	}()
+	for _, pid := range pids {
+		if pid == o.cfg.ProcessID || o.peers.live(pid) {
+			continue
+		}
+		o.log.Debug("sweep: a registered owner process without a live lease", "dead", pid)
+		o.adoption.adopt(ctx, pid, nil)
+	}
+}
+
+// sweepOwn re-claims the sessions of this process's index whose record
+// names it but that do not run here (a resume or restart that gave up).
+func (o *sweeper) sweepOwn(ctx context.Context) {
+	ids, err := o.cfg.Store.ListIndex(ctx, o.cfg.ProcessID)
+	if err != nil {
+		o.log.Debug("sweep: list own index", "err", err)
+		return
+	}
 	for _, id := range ids {
+		if !o.reg.beginLoad(id) { // running here, or being claimed
+			continue
+		}
+		o.reg.endLoad(id)
 		cur, err := o.cfg.Store.GetSession(ctx, id)
 		if err != nil {
 			continue
 		}
 		r := cur.Record
-		hibernated += b2i(r.DeploymentID == o.cfg.Deployment && r.State == record.StateHibernated)
-		// Counted by the deployment that quarantined it (an adopter of a
-		// retired deployment's session, or the session's own).
-		quarantined += b2i(r.Quarantined() && r.Quarantine != nil && r.Quarantine.DeploymentID == o.cfg.Deployment)
-		if r.FinishPending() && (r.OwnerProcess == "" || r.OwnerProcess == o.cfg.ProcessID || !o.peers.live(r.OwnerProcess)) {
-			finishes = append(finishes, id)
-		}
-		if r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) || r.OwnerProcess == "" {
+		if r.OwnerProcess != o.cfg.ProcessID || r.DeploymentID != o.cfg.Deployment || !needsOwner(r.State) {
 			continue
 		}
-		switch {
-		case r.OwnerProcess == o.cfg.ProcessID:
-			if o.reg.beginLoad(id) { // not running here, not being claimed
-				o.reg.endLoad(id)
-				// Wake re-reads the record from the leader before claiming.
-				if rep := o.wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeSweeper}); rep.Outcome == protocol.WakeLoaded {
-					o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
-				}
-			}
-		case !o.peers.live(r.OwnerProcess):
-			orphans[r.OwnerProcess] = append(orphans[r.OwnerProcess], id)
+		// Wake re-reads the record from the leader before claiming.
+		if rep := o.wake(ctx, protocol.WakeRequest{SessionID: id, From: o.cfg.ProcessID, Source: protocol.WakeSweeper}); rep.Outcome == protocol.WakeLoaded {
+			o.log.Info("sweep: re-claimed a session of this process that did not run", "session", id)
 		}
 	}
-	for dead, ids := range orphans {
-		o.log.Debug("sweep: sessions whose owner process has no live lease", "dead", dead, "sessions", len(ids))
-		o.adoption.adopt(ctx, dead, ids)
+}
+
+// sweepQuarantined reads the record of each quarantine index entry: a
+// pending finish whose finisher is not a live peer is finished here, an
+// entry whose record is no longer quarantined is removed (the finisher's
+// own removal failed), and this deployment's entries are counted.
+func (o *sweeper) sweepQuarantined(ctx context.Context) {
+	entries, err := o.cfg.Store.ListQuarantined(ctx)
+	if err != nil {
+		o.log.Debug("sweep: list quarantined", "err", err)
+		return
 	}
+	var finishes []string
+	quarantined := 0
+	for _, q := range entries {
+		cur, err := o.cfg.Store.GetSession(ctx, q.SessionID)
+		switch {
+		case errors.Is(err, record.ErrNotFound):
+			o.unindexQuarantined(ctx, q)
+			continue
+		case err != nil:
+			continue
+		}
+		r := cur.Record
+		if !r.Quarantined() {
+			o.unindexQuarantined(ctx, q)
+			continue
+		}
+		// Counted by the deployment that quarantined it (an adopter of a
+		// retired deployment's session, or the session's own).
+		quarantined += b2i(q.DeploymentID == o.cfg.Deployment)
+		if r.FinishPending() && (r.OwnerProcess == "" || r.OwnerProcess == o.cfg.ProcessID || !o.peers.live(r.OwnerProcess)) {
+			finishes = append(finishes, q.SessionID)
+		}
+	}
+	o.metrics.quarantinedG.Set(float64(quarantined))
 	o.fin.finishAll(ctx, finishes)
+}
+
+// unindexQuarantined removes a quarantine index entry whose record is
+// gone or no longer quarantined, best effort.
+func (o *sweeper) unindexQuarantined(ctx context.Context, q kv.Quarantined) {
+	if err := o.cfg.Store.RemoveQuarantined(ctx, q.DeploymentID, q.SessionID); err != nil {
+		o.log.Debug("sweep: remove a stale quarantine index entry", "session", q.SessionID, "err", err)
+	}
 }
 
 // finishAll carries out the pending finishes a sweep found (an operator's
