@@ -248,6 +248,9 @@ func (h *hold) renew(ctx context.Context, stop context.CancelFunc) {
 	}
 }
 
+// errWakeDeferred is a wake answered "deferred": tried again.
+var errWakeDeferred = errors.New("pool: wake deferred by the quarantine backoff")
+
 // wakeParallel bounds the wakes one adoption has in flight; wakeGiveUp
 // bounds the retries of one session's wake.
 const (
@@ -289,6 +292,12 @@ func (o *adopter) wakeUntilDone(ctx context.Context, id, dead string) bool {
 		}
 		if err == nil && rep.Error != nil {
 			err = rep.Error
+		}
+		if err == nil && rep.Outcome == protocol.WakeDeferred {
+			// Not claimed yet (its boot waits for the quarantine backoff):
+			// the dead process's index entry stays until a claim, so a
+			// sweep still finds the session if the deferring process dies.
+			err = errWakeDeferred
 		}
 		if err != nil {
 			o.log.Debug("wake failed; retrying", "session", id, "err", err)
