@@ -36,6 +36,7 @@ func differences(have, want jetstream.StreamConfig) []string {
 	add("allow_rollup_hdrs", have.AllowRollup != want.AllowRollup)
 	add("allow_msg_ttl", have.AllowMsgTTL != want.AllowMsgTTL)
 	add("allow_msg_schedules", have.AllowMsgSchedules != want.AllowMsgSchedules)
+	add("allow_batched", have.AllowBatchPublish != want.AllowBatchPublish)
 	add("subject_delete_marker_ttl", have.SubjectDeleteMarkerTTL != want.SubjectDeleteMarkerTTL)
 	add("discard", have.Discard != want.Discard)
 	add("description", have.Description != want.Description)
@@ -57,6 +58,7 @@ func merge(have, want jetstream.StreamConfig) jetstream.StreamConfig {
 	out.AllowRollup = want.AllowRollup
 	out.AllowMsgTTL = want.AllowMsgTTL
 	out.AllowMsgSchedules = want.AllowMsgSchedules
+	out.AllowBatchPublish = want.AllowBatchPublish
 	out.SubjectDeleteMarkerTTL = want.SubjectDeleteMarkerTTL
 	out.Discard = want.Discard
 	out.Description = want.Description

@@ -46,6 +46,8 @@ func eventsConfig(c Config) jetstream.StreamConfig {
 		Discard:           jetstream.DiscardOld,
 		AllowDirect:       true,
 		AllowMsgTTL:       true,
+		// A commit's events go as one fast batch (runtime/eventlog).
+		AllowBatchPublish: true,
 	}
 }
 

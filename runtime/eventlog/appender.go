@@ -27,6 +27,14 @@ type Appender struct {
 	streamSeq uint64 // stream sequence of the last event on the subject
 	eventSeq  uint64 // seq of the last event on the subject
 	loaded    bool
+	batches   *Batches // nil: one event at a time
+}
+
+// WithBatches lets AppendAll send a commit's events as one fast batch
+// (batch.go) through b; a nil b keeps one publish per event. It returns a.
+func (a *Appender) WithBatches(b *Batches) *Appender {
+	a.batches = b
+	return a
 }
 
 // NewAppender appends to subject (the session's event subject) of the events
@@ -68,10 +76,79 @@ func (a *Appender) load(ctx context.Context) error {
 // Append publishes the event with per-session seq; an event already in the
 // stream is skipped, so re-publishing an outbox is idempotent.
 func (a *Appender) Append(ctx context.Context, seq uint64, data []byte) error {
-	op := func() error { return a.try(ctx, seq, data) }
+	return retry(ctx, func() error { return a.try(ctx, seq, data) })
+}
+
+// retry runs op until it succeeds, fails permanently, or 50 tries passed.
+func retry(ctx context.Context, op func() error) error {
 	b := backoff.WithContext(backoff.WithMaxRetries(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(20*time.Millisecond), backoff.WithMaxInterval(time.Second)), 50), ctx)
 	return backoff.Retry(op, b)
+}
+
+// AppendAll appends data[i] as the event with seq first+i, in order, as
+// Append does each (those already on the subject are skipped, a gap is
+// refused): with Batches, the events not yet there go out as one fast
+// batch, one round trip for the commit; otherwise one at a time.
+func (a *Appender) AppendAll(ctx context.Context, first uint64, data [][]byte) error {
+	if a.batches == nil || len(data) < 2 {
+		for i, d := range data {
+			if err := a.Append(ctx, first+uint64(i), d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return retry(ctx, func() error { return a.tryAll(ctx, first, data) })
+}
+
+// batchReplyWait bounds the wait for a batch's final reply: past it the
+// outcome is uncertain and the leader decides, as for a lost PubAck.
+const batchReplyWait = 5 * time.Second
+
+func (a *Appender) tryAll(ctx context.Context, first uint64, data [][]byte) error {
+	if !a.loaded || first > a.eventSeq+1 { // a cached position may be stale
+		if err := a.load(ctx); err != nil {
+			return err
+		}
+	}
+	last := first + uint64(len(data)) - 1
+	switch {
+	case last <= a.eventSeq:
+		return nil // all published already
+	case first > a.eventSeq+1:
+		return backoff.Permanent(fmt.Errorf("%w: event %d after %d on %s", kv.ErrEventGap, first, a.eventSeq, a.subject))
+	}
+	from := a.eventSeq + 1
+	rest := data[from-first:]
+	if len(rest) == 1 || a.batches.off.Load() {
+		for i, d := range rest {
+			if err := a.try(ctx, from+uint64(i), d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, batchReplyWait)
+	n, streamSeq, err := a.batches.send(bctx, a.subject, a.sessionID, a.streamSeq, from, rest)
+	cancel()
+	if n > 0 {
+		a.streamSeq, a.eventSeq = streamSeq, from+uint64(n)-1
+	}
+	if errors.Is(err, errBatchesOff) {
+		// Refused as a batch (not by its fence): one at a time, now.
+		for i, d := range rest {
+			if err := a.try(ctx, from+uint64(i), d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		a.loaded = false // uncertain or rejected: the leader decides next time
+		return err
+	}
+	return nil
 }
 
 func (a *Appender) try(ctx context.Context, seq uint64, data []byte) error {

@@ -57,18 +57,25 @@ func assertEvents(t *testing.T, js jetstream.JetStream, stream, subject string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := c.FetchNoWait(100)
-	if err != nil {
-		t.Fatal(err)
-	}
 	i := 0
-	for m := range batch.Messages() {
-		i++
-		if got := string(m.Data()); got != fmt.Sprintf("e%d", i) {
-			t.Fatalf("event %d = %q", i, got)
+	for {
+		batch, err := c.FetchNoWait(100)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if m.Headers().Get(wire.HeaderEventSeq) != fmt.Sprint(i) {
-			t.Fatalf("event %d header %q", i, m.Headers().Get(wire.HeaderEventSeq))
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			i++
+			if got := string(m.Data()); got != fmt.Sprintf("e%d", i) {
+				t.Fatalf("event %d = %q", i, got)
+			}
+			if m.Headers().Get(wire.HeaderEventSeq) != fmt.Sprint(i) {
+				t.Fatalf("event %d header %q", i, m.Headers().Get(wire.HeaderEventSeq))
+			}
+		}
+		if n == 0 {
+			break
 		}
 	}
 	if i != want {

@@ -34,7 +34,7 @@ func (o *Owner) newEnv() error {
 		Sends:    o.send,
 		Agents:   o.agents,
 		Observer: o.metrics,
-		Appender: func(id string) session.Appender { return o.out.appender(id) },
+		Appender: func(id string) session.Appender { return o.out.appender(id).WithBatches(o.batches.Load()) },
 		Live:     cfg.live(o.metrics),
 		Journal:  jsport.Journal{Open: o.journal.Load},
 		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),

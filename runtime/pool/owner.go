@@ -12,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/eventlog"
 	"github.com/baton-rt/baton/runtime/jsport"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
@@ -50,10 +51,11 @@ type Owner struct {
 	send     *sender   // commands to other sessions
 	tasks    *tasks    // the deployment's durable background tasks
 
-	state   jetstream.ObjectStore      // baton_state (set by Run)
-	journal atomic.Pointer[kv.Journal] // baton_journal (set by Run)
-	txn     *handoff.Txn               // nil: handoff disabled
-	env     *session.Env               // what every session of this process shares
+	state   jetstream.ObjectStore            // baton_state (set by Run)
+	journal atomic.Pointer[kv.Journal]       // baton_journal (set by Run)
+	batches atomic.Pointer[eventlog.Batches] // fast batches of a commit's events (set by Run; nil: one at a time)
+	txn     *handoff.Txn                     // nil: handoff disabled
+	env     *session.Env                     // what every session of this process shares
 
 	// Leader reads (kv): the backlog check (handoff, hibernation), inbox
 	// messages by sequence (retired.go), the appenders' last events.
@@ -178,6 +180,18 @@ func (o *Owner) Run(ctx context.Context) error {
 		return fmt.Errorf("pool: %w", err)
 	}
 	o.journal.Store(journal)
+	batches, err := eventlog.NewBatches(ctx, o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream())
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	if batches == nil {
+		o.log.Warn("the events stream does not allow fast batches (nats-server 2.14+ and topology.Ensure set it): a commit's events are published one at a time")
+	}
+	o.batches.Store(batches)
+	defer batches.Close()
 	if err := o.agents.enroll(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -97,6 +97,10 @@ type Reader interface {
 // implements it.
 type Appender interface {
 	Append(ctx context.Context, seq uint64, data []byte) error
+	// AppendAll appends data[i] as the event with seq first+i, in order,
+	// each as Append would: a commit's events, in as few round trips as
+	// the stream allows.
+	AppendAll(ctx context.Context, first uint64, data [][]byte) error
 	// Last is the seq of the last event on the stream (0: none).
 	Last(ctx context.Context) (uint64, error)
 }

@@ -41,18 +41,25 @@ func (p *publisher) publish(ctx context.Context, events []runtime.Event) error {
 	return nil
 }
 
-// append encodes and appends a batch in order.
+// append encodes a batch and appends it in order (runs of consecutive
+// seqs at once: a commit's events are one run).
 func (p *publisher) append(ctx context.Context, batch []wire.Event) error {
-	for _, we := range batch {
+	data := make([][]byte, 0, len(batch))
+	for i, we := range batch {
 		// Envelope only: the data was validated once, when the step's result
 		// was checked, and a committed event of a data version newer than
 		// this build knows is re-published unchanged.
-		data, err := wire.EncodeEvent(nil, we)
+		d, err := wire.EncodeEvent(nil, we)
 		if err != nil {
 			return fmt.Errorf("session %s: %w", p.id, err)
 		}
-		if err := p.app.Append(ctx, we.Seq, data); err != nil {
-			return err
+		data = append(data, d)
+		if i == len(batch)-1 || batch[i+1].Seq != we.Seq+1 {
+			first := we.Seq + 1 - uint64(len(data))
+			if err := p.app.AppendAll(ctx, first, data); err != nil {
+				return err
+			}
+			data = data[:0]
 		}
 	}
 	return nil

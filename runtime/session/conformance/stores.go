@@ -27,6 +27,27 @@ func Appender(t *testing.T, open func(t *testing.T) session.Appender) {
 		if last, err := a.Last(ctx); err != nil || last != 3 {
 			t.Fatalf("last: %d %v", last, err)
 		}
+		// A commit's events at once: what is there is skipped, the rest
+		// follow in order; a gap is refused and appends nothing.
+		batch := func(from, to uint64) [][]byte {
+			var out [][]byte
+			for seq := from; seq <= to; seq++ {
+				out = append(out, []byte(`{"seq":`+string(rune('0'+seq))+`}`))
+			}
+			return out
+		}
+		if err := a.AppendAll(ctx, 2, batch(2, 6)); err != nil {
+			t.Fatalf("append 2..6: %v", err)
+		}
+		if err := a.AppendAll(ctx, 1, batch(1, 6)); err != nil {
+			t.Fatalf("append 1..6 again: %v", err)
+		}
+		if err := a.AppendAll(ctx, 8, batch(8, 9)); !errors.Is(err, kv.ErrEventGap) {
+			t.Fatalf("a gap in a batch: %v", err)
+		}
+		if last, err := a.Last(ctx); err != nil || last != 6 {
+			t.Fatalf("last after the batches: %d %v", last, err)
+		}
 	})
 }
 

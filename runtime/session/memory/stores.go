@@ -59,6 +59,15 @@ func (a appender) Append(_ context.Context, seq uint64, data []byte) error {
 	return nil
 }
 
+func (a appender) AppendAll(ctx context.Context, first uint64, data [][]byte) error {
+	for i, d := range data {
+		if err := a.Append(ctx, first+uint64(i), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a appender) Last(context.Context) (uint64, error) {
 	a.e.mu.Lock()
 	defer a.e.mu.Unlock()
