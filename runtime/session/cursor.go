@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"log/slog"
+	"time"
 )
 
 // cursor is the session's cursor over its merged FIFO: the consumer
@@ -16,7 +17,20 @@ type cursor struct {
 	// purgeAt is the lowest unapplied sequence to purge below (the
 	// machine's Purge); purged is what the last purge reached.
 	purgeAt, purged uint64
+	// raised counts the raises of purgeAt since the last purge, the first
+	// of them at since: a tick purges only once they are many or old.
+	raised int
+	since  time.Time
 }
+
+// A purge of an inbox subject makes the server scan every consumer of
+// BATON_INBOX (one per loaded session), so a busy session's tick purges
+// only once its processed commands are purgeMany or the oldest of them is
+// purgeAfter old; hibernation and the end purge at once.
+const (
+	purgeMany  = 32
+	purgeAfter = 10 * time.Second
+)
 
 // open (re)opens the cursor at start (fresh: the first open of this run's
 // consumer).
@@ -55,11 +69,30 @@ func (c *cursor) lost() <-chan error {
 }
 
 // purge raises the sequence below which the cursor's subjects are purged.
-func (c *cursor) purge(below uint64) { c.purgeAt = max(c.purgeAt, below) }
+func (c *cursor) purge(below uint64, now time.Time) {
+	if below <= c.purgeAt {
+		return
+	}
+	if c.raised == 0 {
+		c.since = now
+	}
+	c.purgeAt = below
+	c.raised++
+}
+
+// tickPurge is flushPurge on the clock tick: once the processed commands
+// are many or old enough (purgeMany, purgeAfter).
+func (c *cursor) tickPurge(ctx context.Context, now time.Time, leaseValid bool, log *slog.Logger) {
+	if c.raised < purgeMany && now.Sub(c.since) < purgeAfter {
+		return
+	}
+	c.flushPurge(ctx, leaseValid, log)
+}
 
 // flushPurge purges this session's processed commands below the lowest
-// unapplied sequence, on each of its inbox subjects. It runs on the tick,
-// not after every commit, to keep purges off the delivery path.
+// unapplied sequence, on each of its inbox subjects: from the tick
+// (tickPurge), never after a commit, to keep purges off the delivery path;
+// at once before hibernation and at the end.
 func (c *cursor) flushPurge(ctx context.Context, leaseValid bool, log *slog.Logger) {
 	if c.purgeAt <= c.purged+1 || !leaseValid {
 		return
@@ -68,5 +101,5 @@ func (c *cursor) flushPurge(ctx context.Context, leaseValid bool, log *slog.Logg
 		log.Debug("purge failed; retried on the next tick", "err", err)
 		return
 	}
-	c.purged = c.purgeAt - 1
+	c.purged, c.raised = c.purgeAt-1, 0
 }

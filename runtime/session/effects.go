@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/failpoint"
@@ -53,7 +54,7 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.SendCommands:
 		return s.send(ctx, e.Sends)
 	case runtime.Purge:
-		s.cur.purge(e.Below)
+		s.cur.purge(e.Below, time.Now())
 	case runtime.Forget:
 		return s.forget(ctx, e)
 	case runtime.Cleanup:

@@ -180,7 +180,7 @@ func (s *Session) loop(ctx context.Context) error {
 			if err == nil && checkCursor {
 				checkCursor, err = s.verifyCursor(ctx)
 			}
-			s.cur.flushPurge(ctx, s.env.Process.LeaseValid(), s.log)
+			s.cur.tickPurge(ctx, now, s.env.Process.LeaseValid(), s.log)
 			if err == nil {
 				err = s.maybeHibernate(ctx, false)
 			}
