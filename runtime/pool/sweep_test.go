@@ -99,7 +99,9 @@ func total(calls map[string]int) int {
 // (hibernated ones of the pool's deployment, ended ones, ones of another
 // deployment): one orphan sweep makes exactly the calls it made before
 // them — the registrations, its own index and the quarantine index, never
-// a listing or a read of the session records.
+// a listing or a read of the session records — and so does one inbox
+// sweep (the inbox's subjects that hold commands). Hibernation scheduling
+// reads nothing: each loaded session's own idle timer.
 func TestSweepCallsDoNotGrowWithRecords(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 records")
@@ -108,6 +110,7 @@ func TestSweepCallsDoNotGrowWithRecords(t *testing.T) {
 	e := newEnv(t)
 	quiet := func(c *Config) {
 		c.SweepInterval, c.InboxSweepInterval = time.Hour, -1 // only the test sweeps
+		c.TickInterval = time.Hour                            // no purge changes the inbox meanwhile
 	}
 	// The ghost runs sessions and stops before any peer runs: no lease
 	// watch saw it, its index and registration stay.
@@ -155,10 +158,21 @@ func TestSweepCallsDoNotGrowWithRecords(t *testing.T) {
 		})
 		return calls.during(t, p1.cfg.NC, func() { p1.sweeps.sweep(t.Context()) })
 	}
-	before := sweep()
+	inboxSweep := func() map[string]int {
+		return calls.during(t, p1.cfg.NC, func() {
+			if _, err := p1.sweeps.sweepInbox(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	before, inboxBefore := sweep(), inboxSweep()
 
 	seeded := seedRecords(t, e, 10000)
-	after := sweep()
+	after, inboxAfter := sweep(), inboxSweep()
+	t.Logf("one inbox sweep: %d calls %v; with the records: %d calls %v", total(inboxBefore), inboxBefore, total(inboxAfter), inboxAfter)
+	if total(inboxBefore) == 0 || !mapsEqual(inboxBefore, inboxAfter) {
+		t.Fatalf("the inbox sweep's calls grew with %d records no owner runs: %v before, %v after", seeded, inboxBefore, inboxAfter)
+	}
 	t.Logf("one orphan sweep, %d running sessions in the pool: %d calls %v; with %d more records no owner runs: %d calls %v",
 		len(orphans)+3, total(before), before, seeded, total(after), after)
 	if total(before) == 0 {
