@@ -9,6 +9,36 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// putHint writes v at key of the owners bucket: a hint (an index entry, a
+// registration), a plain put whose every use is decided by a CAS elsewhere.
+func (s *Store) putHint(ctx context.Context, key string, v any) error {
+	data, err := s.owners.encode(key, v)
+	if err != nil {
+		return err
+	}
+	_, err = s.owners.kv.Put(ctx, key, data)
+	return mapErr("put", key, err)
+}
+
+// purgeHint removes a hint, leaving a purge marker that expires after the
+// bucket's marker TTL. Removing a missing one is not an error.
+func (s *Store) purgeHint(ctx context.Context, key string) error {
+	return mapErr("purge", key, s.owners.kv.Purge(ctx, key, jetstream.PurgeTTL(s.owners.markerTTL)))
+}
+
+// listHints calls each with every key of the owners bucket that pattern
+// matches (one listing, keys only).
+func (s *Store) listHints(ctx context.Context, pattern string, each func(key string)) error {
+	l, err := s.owners.kv.ListKeysFiltered(ctx, pattern)
+	if err != nil {
+		return mapErr("list", pattern, err)
+	}
+	for key := range l.Keys() {
+		each(key)
+	}
+	return ctx.Err()
+}
+
 // indexEntry is the value of baton_owners/index.<processID>.<sessionID>. The
 // key carries the information; the value is for operators.
 type indexEntry struct {
@@ -35,12 +65,7 @@ func (s *Store) AddIndex(ctx context.Context, processID, sessionID string) error
 	if err != nil {
 		return err
 	}
-	data, err := s.owners.encode(key, indexEntry{ProcessID: processID, SessionID: sessionID, AddedAt: s.now()})
-	if err != nil {
-		return err
-	}
-	_, err = s.owners.kv.Put(ctx, key, data)
-	return mapErr("put", key, err)
+	return s.putHint(ctx, key, indexEntry{ProcessID: processID, SessionID: sessionID, AddedAt: s.now()})
 }
 
 // RemoveIndex removes one entry, leaving a purge marker that expires after
@@ -50,7 +75,7 @@ func (s *Store) RemoveIndex(ctx context.Context, processID, sessionID string) er
 	if err != nil {
 		return err
 	}
-	return mapErr("purge", key, s.owners.kv.Purge(ctx, key, jetstream.PurgeTTL(s.owners.markerTTL)))
+	return s.purgeHint(ctx, key)
 }
 
 // ListIndex returns the session IDs in processID's index, sorted. It lists
@@ -59,18 +84,13 @@ func (s *Store) ListIndex(ctx context.Context, processID string) ([]string, erro
 	if err := validProcess(processID); err != nil {
 		return nil, err
 	}
-	pattern := subjects.IndexKeys(processID)
-	l, err := s.owners.kv.ListKeysFiltered(ctx, pattern)
-	if err != nil {
-		return nil, mapErr("list", pattern, err)
-	}
 	var ids []string
-	for key := range l.Keys() {
+	err := s.listHints(ctx, subjects.IndexKeys(processID), func(key string) {
 		if pid, sid, err := subjects.ParseIndexKey(key); err == nil && pid == processID {
 			ids = append(ids, sid)
 		}
-	}
-	if err := ctx.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.Sort(ids)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Two derived indexes in the owners bucket let the owners' orphan sweep
@@ -63,12 +62,7 @@ func (s *Store) RegisterProcess(ctx context.Context, deploymentID, processID str
 	if err != nil {
 		return err
 	}
-	data, err := s.owners.encode(key, processEntry{ProcessID: processID, DeploymentID: deploymentID, RegisteredAt: s.now()})
-	if err != nil {
-		return err
-	}
-	_, err = s.owners.kv.Put(ctx, key, data)
-	return mapErr("put", key, err)
+	return s.putHint(ctx, key, processEntry{ProcessID: processID, DeploymentID: deploymentID, RegisteredAt: s.now()})
 }
 
 // UnregisterProcess removes a registration: once the process's index is
@@ -79,7 +73,7 @@ func (s *Store) UnregisterProcess(ctx context.Context, deploymentID, processID s
 	if err != nil {
 		return err
 	}
-	return mapErr("purge", key, s.owners.kv.Purge(ctx, key, jetstream.PurgeTTL(s.owners.markerTTL)))
+	return s.purgeHint(ctx, key)
 }
 
 // ListProcesses returns the registered processes of deploymentID, sorted:
@@ -89,18 +83,13 @@ func (s *Store) ListProcesses(ctx context.Context, deploymentID string) ([]strin
 	if err := subjects.ValidateDeployment(deploymentID); err != nil {
 		return nil, invalid("process registrations: %w", err)
 	}
-	pattern := subjects.ProcessKeys(deploymentID)
-	l, err := s.owners.kv.ListKeysFiltered(ctx, pattern)
-	if err != nil {
-		return nil, mapErr("list", pattern, err)
-	}
 	var ids []string
-	for key := range l.Keys() {
+	err := s.listHints(ctx, subjects.ProcessKeys(deploymentID), func(key string) {
 		if dep, pid, err := subjects.ParseProcessKey(key); err == nil && dep == deploymentID {
 			ids = append(ids, pid)
 		}
-	}
-	if err := ctx.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.Sort(ids)
@@ -114,12 +103,7 @@ func (s *Store) AddQuarantined(ctx context.Context, deploymentID, sessionID stri
 	if err != nil {
 		return err
 	}
-	data, err := s.owners.encode(key, quarantineEntry{SessionID: sessionID, DeploymentID: deploymentID, AddedAt: s.now()})
-	if err != nil {
-		return err
-	}
-	_, err = s.owners.kv.Put(ctx, key, data)
-	return mapErr("put", key, err)
+	return s.putHint(ctx, key, quarantineEntry{SessionID: sessionID, DeploymentID: deploymentID, AddedAt: s.now()})
 }
 
 // RemoveQuarantined removes an entry once its record is no longer
@@ -129,7 +113,7 @@ func (s *Store) RemoveQuarantined(ctx context.Context, deploymentID, sessionID s
 	if err != nil {
 		return err
 	}
-	return mapErr("purge", key, s.owners.kv.Purge(ctx, key, jetstream.PurgeTTL(s.owners.markerTTL)))
+	return s.purgeHint(ctx, key)
 }
 
 // Quarantined is one entry of the quarantine index.
@@ -141,18 +125,13 @@ type Quarantined struct {
 // ListQuarantined returns every entry of the quarantine index, sorted by
 // deployment and session: one listing of the keys under quarantined.
 func (s *Store) ListQuarantined(ctx context.Context) ([]Quarantined, error) {
-	pattern := subjects.QuarantineKeys()
-	l, err := s.owners.kv.ListKeysFiltered(ctx, pattern)
-	if err != nil {
-		return nil, mapErr("list", pattern, err)
-	}
 	var out []Quarantined
-	for key := range l.Keys() {
+	err := s.listHints(ctx, subjects.QuarantineKeys(), func(key string) {
 		if dep, sid, err := subjects.ParseQuarantineKey(key); err == nil {
 			out = append(out, Quarantined{DeploymentID: dep, SessionID: sid})
 		}
-	}
-	if err := ctx.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Quarantined) int {
