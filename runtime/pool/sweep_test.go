@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -170,7 +171,7 @@ func TestSweepCallsDoNotGrowWithRecords(t *testing.T) {
 	seeded := seedRecords(t, e, 10000)
 	after, inboxAfter := sweep(), inboxSweep()
 	t.Logf("one inbox sweep: %d calls %v; with the records: %d calls %v", total(inboxBefore), inboxBefore, total(inboxAfter), inboxAfter)
-	if total(inboxBefore) == 0 || !mapsEqual(inboxBefore, inboxAfter) {
+	if total(inboxBefore) == 0 || !maps.Equal(inboxBefore, inboxAfter) {
 		t.Fatalf("the inbox sweep's calls grew with %d records no owner runs: %v before, %v after", seeded, inboxBefore, inboxAfter)
 	}
 	t.Logf("one orphan sweep, %d running sessions in the pool: %d calls %v; with %d more records no owner runs: %d calls %v",
@@ -178,7 +179,7 @@ func TestSweepCallsDoNotGrowWithRecords(t *testing.T) {
 	if total(before) == 0 {
 		t.Fatalf("the counter saw no call of the sweep")
 	}
-	if !mapsEqual(before, after) {
+	if !maps.Equal(before, after) {
 		t.Fatalf("the sweep's calls grew with %d records no owner runs: %v before, %v after", seeded, before, after)
 	}
 	for kind := range after {
@@ -186,18 +187,6 @@ func TestSweepCallsDoNotGrowWithRecords(t *testing.T) {
 			t.Fatalf("the sweep read the sessions bucket (%s) though every session of this process runs here: %v", kind, after)
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // seedRecords writes n session records directly: hibernated ones of v1,
