@@ -1,6 +1,7 @@
 // Package kv is Baton's typed store over JetStream KV: session records,
 // address hooks and handoff markers, owner-process leases, per-process
-// session indexes and deployment records, in the buckets baton_sessions,
+// session indexes, process registrations, the quarantine index and
+// deployment records, in the buckets baton_sessions,
 // baton_hooks and baton_owners (created by topology.Ensure; every key is
 // built by package subjects). docs/kv-records.md shows each record layout
 // and the `nats kv get` command that prints it. It also holds the leader
@@ -43,6 +44,12 @@
 //     from a sequence (runtime/eventlog's last event, an inbox command), and the
 //     handoff's backlog check over the inbox stream (Backlog implements
 //     handoff.Backlog).
+//   - Index entries, process registrations (RegisterProcess,
+//     ListProcesses) and the quarantine index (AddQuarantined,
+//     ListQuarantined) are hints in baton_owners, written by plain puts
+//     before the state they point at, and listed by key so that no sweep
+//     reads every session record (docs/kv-records.md, "What a sweep
+//     reads"); whatever they lead to is decided by a CAS.
 //   - RequestFinish is the ingress's narrow intent API: an operator's end or
 //     retry written into a quarantined record, which an owner carries out.
 //   - An uncertain write (lost reply) is settled by Settle: a leader read of
