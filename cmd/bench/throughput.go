@@ -64,7 +64,14 @@ func benchThroughput(ctx context.Context, rg *rig, r *bench.Reporter) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := profileFigure("deliveries_per_s")
+	if err != nil {
+		return err
+	}
 	elapsed, err := rg.flood(ctx, ids, m, before.events+uint64(m)*per.events)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}
@@ -90,6 +97,52 @@ func benchThroughput(ctx context.Context, rg *rig, r *bench.Reporter) error {
 		bench.Field("event_writes", fmt.Sprintf("%.2f", float64(d.events)/float64(m))),
 		bench.Field("calibrated", per.total())}, perDelivery(allBefore, allAfter, m)...)
 	r.Throughput("deliveries_per_s", m, elapsed, opts...)
+	return benchScaling(ctx, rg, r, per)
+}
+
+// scalingSessions are the busy sessions of deliveries_per_s_<n>; the
+// 1,000 of deliveries_per_s is the series' last point.
+var scalingSessions = []int{1, 10, 100}
+
+// benchScaling: deliveries/s with 1, 10 and 100 busy sessions, each run
+// on fresh sessions (after deliveries_per_s, so its figure is measured as
+// before): max(6n, 2,000) deliveries published at once over the n sessions,
+// timed until all their events are on the stream. Absolute throughput
+// only (no raw baseline runs at each size); -figureprofile writes each
+// run's CPU profile for cpushare.
+func benchScaling(ctx context.Context, rg *rig, r *bench.Reporter, per writeCounts) error {
+	for _, n := range scalingSessions {
+		n = max(rg.e.n(n), 1)
+		ids := make([]string, n)
+		for i := range ids {
+			id, err := rg.startSession()
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		if err := rg.settle(ctx); err != nil {
+			return err
+		}
+		before, err := rg.counts(ctx)
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("deliveries_per_s_%d", n)
+		stopProfile, err := profileFigure(name)
+		if err != nil {
+			return err
+		}
+		m := max(6*n, rg.e.n(2000), 1)
+		elapsed, err := rg.flood(ctx, ids, m, before.events+uint64(m)*per.events)
+		if perr := stopProfile(); err == nil {
+			err = perr
+		}
+		if err != nil {
+			return err
+		}
+		r.Throughput(name, m, elapsed, bench.Field("sessions", n))
+	}
 	return nil
 }
 
