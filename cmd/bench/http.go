@@ -57,13 +57,9 @@ func post(client *http.Client, url, body string) (int, []byte, error) {
 
 func benchHTTPDelivery(ctx context.Context, rg *rig, r *bench.Reporter, client *http.Client, base string) error {
 	const clients = 64
-	ids := make([]string, 16)
-	for i := range ids {
-		id, err := rg.startSession()
-		if err != nil {
-			return err
-		}
-		ids[i] = id
+	ids, err := rg.startSessions(16)
+	if err != nil {
+		return err
 	}
 	per := max(rg.e.n(4000)/clients, 10)
 	var mu sync.Mutex

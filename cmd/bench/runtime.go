@@ -160,6 +160,19 @@ func (r *rig) close() {
 	r.nc.Close()
 }
 
+// startSessions starts n sessions one after another.
+func (r *rig) startSessions(n int) ([]string, error) {
+	ids := make([]string, n)
+	for i := range ids {
+		id, err := r.startSession()
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
 func (r *rig) startSession() (string, error) {
 	msg, err := r.e.nc.Request(r.names.Start(r.dep), []byte(`{"deploymentId":"`+r.dep+`"}`), 10*time.Second)
 	if err != nil {

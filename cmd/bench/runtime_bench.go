@@ -65,13 +65,9 @@ func benchJournalDo(ctx context.Context, rg *rig, r *bench.Reporter) error {
 }
 
 func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions int) error {
-	ids := make([]string, sessions)
-	for i := range ids {
-		id, err := rg.startSession()
-		if err != nil {
-			return err
-		}
-		ids[i] = id
+	ids, err := rg.startSessions(sessions)
+	if err != nil {
+		return err
 	}
 	per := max(rg.e.n(2000)/sessions, 20)
 	name := fmt.Sprintf("delivery_to_step_start_%d", sessions)

@@ -43,13 +43,9 @@ func (w writeCounts) sub(o writeCounts) writeCounts {
 // pattern done raw, without Baton's logic.
 func benchThroughput(ctx context.Context, rg *rig, r *bench.Reporter) error {
 	n := rg.e.n(1000)
-	ids := make([]string, n)
-	for i := range ids {
-		id, err := rg.startSession()
-		if err != nil {
-			return err
-		}
-		ids[i] = id
+	ids, err := rg.startSessions(n)
+	if err != nil {
+		return err
 	}
 	per, err := rg.calibrate(ctx, ids[0])
 	if err != nil {
@@ -113,13 +109,9 @@ var scalingSessions = []int{1, 10, 100}
 func benchScaling(ctx context.Context, rg *rig, r *bench.Reporter, per writeCounts) error {
 	for _, n := range scalingSessions {
 		n = max(rg.e.n(n), 1)
-		ids := make([]string, n)
-		for i := range ids {
-			id, err := rg.startSession()
-			if err != nil {
-				return err
-			}
-			ids[i] = id
+		ids, err := rg.startSessions(n)
+		if err != nil {
+			return err
 		}
 		if err := rg.settle(ctx); err != nil {
 			return err
