@@ -122,12 +122,7 @@ func (a *Appender) tryAll(ctx context.Context, first uint64, data [][]byte) erro
 	from := a.eventSeq + 1
 	rest := data[from-first:]
 	if len(rest) == 1 || a.batches.off.Load() {
-		for i, d := range rest {
-			if err := a.try(ctx, from+uint64(i), d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return a.tryEach(ctx, from, rest)
 	}
 	bctx, cancel := context.WithTimeout(ctx, batchReplyWait)
 	n, streamSeq, err := a.batches.send(bctx, a.subject, a.sessionID, a.streamSeq, from, rest)
@@ -136,17 +131,21 @@ func (a *Appender) tryAll(ctx context.Context, first uint64, data [][]byte) erro
 		a.streamSeq, a.eventSeq = streamSeq, from+uint64(n)-1
 	}
 	if errors.Is(err, errBatchesOff) {
-		// Refused as a batch (not by its fence): one at a time, now.
-		for i, d := range rest {
-			if err := a.try(ctx, from+uint64(i), d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return a.tryEach(ctx, from, rest) // refused as a batch, not by its fence
 	}
 	if err != nil {
 		a.loaded = false // uncertain or rejected: the leader decides next time
 		return err
+	}
+	return nil
+}
+
+// tryEach is try for data[i] as event from+i, one after another.
+func (a *Appender) tryEach(ctx context.Context, from uint64, data [][]byte) error {
+	for i, d := range data {
+		if err := a.try(ctx, from+uint64(i), d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -106,12 +106,11 @@ func (b *Batches) route(m *nats.Msg) {
 // stream, the last at stream sequence Seq) or a PubAck error (its first
 // message was refused, nothing stored).
 type batchReply struct {
-	Type      string    `json:"type"`
-	Seq       uint64    `json:"seq"`
-	Batch     string    `json:"batch"`
-	Count     int       `json:"count"`
-	Duplicate bool      `json:"duplicate"`
-	Error     *replyErr `json:"error"`
+	Type  string    `json:"type"`
+	Seq   uint64    `json:"seq"`
+	Batch string    `json:"batch"`
+	Count int       `json:"count"`
+	Error *replyErr `json:"error"`
 }
 
 type replyErr struct {
@@ -198,13 +197,13 @@ func (b *Batches) send(ctx context.Context, subject, sessionID string, streamSeq
 				}
 				return 0, 0, r.Error
 			case r.Batch == id:
-				if r.Count < len(data) && msgErr == nil {
+				if r.Count >= len(data) {
+					return r.Count, r.Seq, nil
+				}
+				if msgErr == nil {
 					msgErr = fmt.Errorf("eventlog: batch of %d events ended after %d", len(data), r.Count)
 				}
-				if r.Count < len(data) {
-					return r.Count, r.Seq, msgErr
-				}
-				return r.Count, r.Seq, nil
+				return r.Count, r.Seq, msgErr
 			}
 		}
 	}
