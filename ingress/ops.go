@@ -184,6 +184,7 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 			return Receipt{}, err
 		}
 	}
+	data = s.forSuccessor(a, t, cmd, data)
 	rc := Receipt{SessionID: t.sessionID, Created: t.created, DeploymentID: cmd.AcceptedDeploymentID,
 		OwnerLive: s.ownerLive(a, t.deployment, cmd.AcceptedDeploymentID)}
 	msgID := cmd.ID
@@ -220,6 +221,56 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 	rc.Seq = ack.Sequence
 	s.wake(t, cmd.AcceptedDeploymentID)
 	return rc, nil
+}
+
+// forSuccessor re-encodes a command that the owners of another deployment
+// will read after the handoff it triggers — one stamped with another
+// deployment than the session's, or a move — at the newest version both
+// the session's owners (t.wireV) and the successor's read, when the
+// successor does not read t.wireV: a rollback to an older build must not
+// meet its trigger in a version it rejects (wire.rejected: the delivery
+// lost). The session's owners read every version up to theirs, so the
+// command stays readable if no handoff happens. The successor's versions
+// are those its owners advertised; a successor with live owners and no
+// advertisement runs a build from before it, which reads version 1 only;
+// one with neither cannot take the session now, and the command is left
+// as it is. A command the successor's version cannot express keeps
+// t.wireV (the successor rejects it loudly, as before).
+func (s *Server) forSuccessor(a *attached, t target, cmd wire.Command, data []byte) []byte {
+	to := cmd.AcceptedDeploymentID
+	if cmd.Kind == wire.KindMove && cmd.Move != nil {
+		to = cmd.Move.DeploymentID
+	}
+	if to == "" || to == t.deployment {
+		return data
+	}
+	vs := a.fleet.Reads(to)
+	if len(vs) == 0 && a.fleet.LiveOwners(to) > 0 {
+		vs = []int{1}
+	}
+	v, ok := successorVersion(vs, t.wireV)
+	if !ok || v == t.wireV {
+		return data
+	}
+	b, err := encode(v, to, cmd)
+	if err != nil {
+		s.log.Warn("a command the successor's inbox version cannot express keeps the session owners' version",
+			"session", t.sessionID, "successor", to, "version", v, "kind", cmd.Kind, "err", err)
+		return data
+	}
+	return b
+}
+
+// successorVersion is the newest inbox version at most limit in vs; ok is
+// false when there is none.
+func successorVersion(vs []int, limit int) (int, bool) {
+	v, ok := 0, false
+	for _, x := range vs {
+		if x <= limit && x > v {
+			v, ok = x, true
+		}
+	}
+	return v, ok
 }
 
 // wake tells the session's deployment, fire-and-forget over core NATS,

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
@@ -170,4 +172,54 @@ func encodeCheckpoint(t *testing.T, cp wire.Checkpoint) []byte {
 		t.Fatalf("checkpoint does not decode: %v", err)
 	}
 	return b
+}
+
+// A command stamped with another deployment than the session's triggers a
+// handoff whose successor reads it: it is encoded at the newest version
+// both read. The ingress's own deployment (v1) is the stamp, the session is
+// on green reading version 2: unknown and without owners, v1 cannot take
+// the session and the command stays at 2; with a live owner that never
+// advertised (a build from before the advertisement) it is encoded at 1;
+// advertising 1 and 2, at 2 again.
+func TestTriggerEncodedForSuccessor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.handSession("succ-a", "green", 2, 2, nil)
+	tok := subjects.StableToken("succ-a")
+	version := func() int {
+		var head struct{ V int }
+		if err := json.Unmarshal(e.lastInbox(tok), &head); err != nil {
+			t.Fatal(err)
+		}
+		return head.V
+	}
+	// eventually delivers until the stored command has version want (the
+	// ingress's fleet view follows the KV within milliseconds).
+	eventually := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if r := e.deliver(`{"sessionId":"succ-a","text":"hi"}`); r.DeploymentID != "v1" {
+				t.Fatalf("%s: stamped %s, want v1", what, r.DeploymentID)
+			}
+			if v := version(); v == want {
+				return
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s: the inbox holds version %d, want %d", what, v, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	e.deliver(`{"sessionId":"succ-a","text":"no successor"}`)
+	if v := version(); v != 2 {
+		t.Fatalf("no owner of v1: version %d, want 2 (the session's owners')", v)
+	}
+	if _, err := e.Store.AcquireLease(t.Context(), kv.Lease{ProcessID: "old-build", DeploymentID: "v1", Instance: "i1"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	eventually("a live owner that never advertised", 1)
+	if err := e.Store.AdvertiseDeployment(t.Context(), "v1", []int{1, 2}, []int{1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("an owner advertising 1 and 2", 2)
 }

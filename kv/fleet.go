@@ -267,6 +267,16 @@ func (f *Fleet) Retired(dep string) bool {
 	return f.deploys[dep].Retired
 }
 
+// Reads returns the inbox wire versions dep's owners advertised, as the
+// view holds them (a hint): none when the view has no record of dep, or
+// its record names none (written by a build from before the
+// advertisement, whose owners read version 1 only).
+func (f *Fleet) Reads(dep string) []int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return slices.Clone(f.deploys[dep].WireVersions)
+}
+
 // LiveOwners returns how many owner processes of dep hold a live lease.
 func (f *Fleet) LiveOwners(dep string) int {
 	f.mu.RLock()
