@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"context"
+	"github.com/baton-rt/baton/internal/stages"
 	"sync"
 	"time"
 
@@ -250,6 +251,7 @@ func (h *hub) liveLoop() {
 
 // onLive fans one live event out.
 func (h *hub) onLive(m *nats.Msg) {
+	stages.Mark(h.id, "hub.live")
 	ev := toLive(h.id, m.Data)
 	if ev == nil {
 		h.hs.s.met.live.WithLabelValues("invalid").Inc()
@@ -301,7 +303,9 @@ func (h *hub) onMsg(m jetstream.Msg) {
 	if !ok {
 		return
 	}
+	stages.Mark(h.id, "hub.durable")
 	h.awaitLive()
+	stages.Mark(h.id, "hub.awaited")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if n := len(h.ring); n > 0 && ev.seq != h.ring[n-1].seq+1 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-rt/baton/internal/stages"
 	"time"
 
 	"github.com/baton-rt/baton/kv"
@@ -218,6 +219,7 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 	if err != nil {
 		return Receipt{}, publishError(err)
 	}
+	stages.Mark(t.sessionID, "ingress.published")
 	rc.Seq = ack.Sequence
 	s.wake(t, cmd.AcceptedDeploymentID)
 	return rc, nil

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/bench"
+	"github.com/baton-rt/baton/internal/stages"
 )
 
 // benchHTTP: the ingress over real HTTP on loopback, against an in-process
@@ -127,12 +129,15 @@ func benchHTTPToEvent(ctx context.Context, rg *rig, r *bench.Reporter, client *h
 	for i := range n + 10 {
 		text := fmt.Sprintf("echo-%d", i)
 		t0 := time.Now()
+		stages.Start(id)
 		if code, b, err := post(client, base+"/v1/deliveries", fmt.Sprintf(`{"sessionId":%q,"text":%q}`, id, text)); err != nil || code != http.StatusAccepted {
 			return fmt.Errorf("delivery: %d %s %v", code, b, err)
 		}
+		stages.Mark(id, "http.accepted")
 		if err := waitLine(lines, `"text":"`+text+`"`); err != nil {
 			return err
 		}
+		stages.Mark(id, "sse.line")
 		if i >= 10 {
 			samples = append(samples, time.Since(t0))
 		}
@@ -141,6 +146,7 @@ func benchHTTPToEvent(ctx context.Context, rg *rig, r *bench.Reporter, client *h
 		}
 	}
 	r.Latencies("http_delivery_to_event", samples, 0, bench.Baseline("js_publish_sync"))
+	stages.Report(os.Stderr, "http_delivery_to_event") // a build with -tags batonstages only
 	return nil
 }
 
