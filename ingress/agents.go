@@ -200,7 +200,10 @@ func (s *Server) Promote(ctx context.Context, agent, dep string) (Promoted, erro
 		return Promoted{}, &Error{Err: ErrConflict, Detail: CodeAgentMismatch,
 			Message: "deployment " + dep + " belongs to agent " + have + ", not " + agent + "; nothing was written"}
 	}
-	if _, err := a.store.DeploymentReads(ctx, dep); errors.Is(err, record.ErrNotFound) {
+	// A deployment without a record has never run an owner — unless its
+	// live owners run a build from before owners advertised (a rollback
+	// to it is a promotion like any other).
+	if _, err := a.store.DeploymentReads(ctx, dep); errors.Is(err, record.ErrNotFound) && a.fleet.LiveOwners(dep) == 0 {
 		return Promoted{}, &Error{Err: ErrNotFound, Detail: CodeDeploymentNotFound,
 			Message: "deployment " + dep + " has never run an owner; start it before promoting it"}
 	}

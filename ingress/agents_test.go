@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/runtime/pool"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -121,6 +122,28 @@ func TestAgentsAtTheIngress(t *testing.T) {
 	e.mustAdmin(http.MethodPost, "/v1/admin/deployments/a9/unretire", "", http.StatusOK, &un)
 	if un.Changed {
 		t.Fatalf("unretire twice: %+v", un)
+	}
+
+	// A deployment whose live owners never advertised (a build from before
+	// the advertisement: no deployment record) is promotable: a rollback
+	// to the previous build.
+	e.h.Check(e.Store.RegisterAgent(t.Context(), "a8", "alpha"))
+	checkError(t, e, http.MethodPost, "/v1/admin/agents/alpha/promote", `{"deploymentId":"a8"}`, adminToken, http.StatusNotFound, ingress.CodeDeploymentNotFound)
+	if _, err := e.Store.AcquireLease(t.Context(), kv.Lease{ProcessID: "old-build-a8", DeploymentID: "a8", Instance: "i1"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := e.http.DoJSON(t.Context(), http.MethodPost, e.ing.URL()+"/v1/admin/agents/alpha/promote",
+			map[string]any{"deploymentId": "a8"}, harness.Bearer(adminToken))
+		e.h.Check(err)
+		if r.Code == http.StatusOK {
+			break
+		}
+		if r.Code != http.StatusNotFound || time.Now().After(deadline) {
+			t.Fatalf("promote a8 with a live owner that never advertised: %d %s", r.Code, r.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
