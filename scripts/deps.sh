@@ -74,12 +74,13 @@ if go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $mod/in
   echo "deps: only tests and cmd/e2e may import internal/harness"; fail=1
 fi
 # owner: what a user's owner binary imports. Its code (not its tests) holds
-# no test plumbing: not internal/harness, natstest, natsproc, proctest or
-# testsize, not even through another package.
-forbid ./owner "^$mod/internal/(harness|natstest|natsproc|proctest|testsize)(/|\$)"
+# no test plumbing: not internal/harness, natstest, natsproc, proctest,
+# testsize or oldbuild, not even through another package.
+forbid ./owner "^$mod/internal/(harness|natstest|natsproc|proctest|testsize|oldbuild)(/|\$)"
 # nor the demo agent: --exec-log is internal/execlog's, a leaf
 forbid ./owner "^$mod/runtime/demo(/|\$)"
 check ./internal/execlog '^$'
+check ./internal/oldbuild '^$'
 check ./cmd/owner "^$mod/(owner|runtime|runtime/demo)\$"
 # test/remote/worker is a worker as any language writes it: no Baton package
 forbid ./test/remote/worker "^$mod/(wire|subjects|runtime|record|kv|protocol|owner|ingress|internal)(/|\$)"
