@@ -30,7 +30,7 @@ RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HT
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
-.PHONY: all build run deployment stop llm test soak bench bench-check lint staticcheck fmt-check vet deps sizes docimports fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop llm test test-upgrade soak bench bench-check lint staticcheck fmt-check vet deps sizes docimports fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
@@ -67,6 +67,13 @@ llm:
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKGS)
 
+## test-upgrade: the mixed-build upgrade test (test/upgrade): real owner and
+## ingress processes of this build beside the previous build's
+## (internal/oldbuild.Pin, built from this clone's history once into
+## $XDG_CACHE_HOME/baton-builds and reused); CI runs it after make test
+test-upgrade:
+	$(GO) test -race -count=1 -timeout 15m -tags upgrade -v $(TESTFLAGS) ./test/upgrade
+
 ## soak: the full sizes the issues name (BATON_SOAK=1), bounded in time
 soak:
 	@echo "soak: BATON_SOAK=1 go test -race (full sizes; see each test for what it runs)"
@@ -93,6 +100,7 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags upgrade ./test/upgrade
 
 ## staticcheck: honnef.co/go/tools at a pinned version, fetched by go run
 STATICCHECK_VERSION ?= v0.8.2

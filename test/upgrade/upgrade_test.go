@@ -1,0 +1,310 @@
+//go:build upgrade
+
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/ingress"
+	"github.com/baton-rt/baton/internal/harness"
+	"github.com/baton-rt/baton/internal/oldbuild"
+	"github.com/baton-rt/baton/internal/proctest"
+	"github.com/baton-rt/baton/wire"
+)
+
+const (
+	// pinReadsState is the newest checkpoint state version the previous
+	// build (oldbuild.Pin) reads; pinReadsInbox its newest inbox version.
+	pinReadsState = 4
+	pinReadsInbox = 1
+	// wait bounds every poll: generous, for two test runs at once on two
+	// cores.
+	wait = 60 * time.Second
+	// leaseTTL is the owners' lease TTL.
+	leaseTTL   = 5 * time.Second
+	adminToken = "op-upgrade"
+)
+
+// fleet is the running topology: one NATS server, blue (the previous
+// build) and green (this build), each an owner process and an ingress.
+type fleet struct {
+	t      *testing.T
+	env    *harness.Env
+	client harness.Client
+	blue   string // blue's ingress base URL
+	green  string // green's ingress base URL
+	admin  harness.Option
+}
+
+func TestMixedBuilds(t *testing.T) {
+	ctx := t.Context()
+	f := start(t)
+
+	// Upgrade: sessions created on blue move to green through green's
+	// ingress, keeping their ID, stream and cursor.
+	var ids []string
+	for i, alias := range []string{"up.1", "up.2"} {
+		rc := f.deliver(f.blue, alias, "hello "+alias)
+		if !rc.Created || rc.DeploymentID != "blue" {
+			t.Fatalf("delivery %d through blue: %+v, want a new session stamped blue", i, rc)
+		}
+		f.output(rc.SessionID, "hello "+alias, "blue")
+		ids = append(ids, rc.SessionID)
+	}
+	for i, id := range ids {
+		alias := []string{"up.1", "up.2"}[i]
+		rc := f.deliver(f.green, alias, "upgraded "+alias)
+		if rc.SessionID != id || rc.DeploymentID != "green" {
+			t.Fatalf("delivery through green: %+v, want session %s stamped green", rc, id)
+		}
+		f.output(id, "upgraded "+alias, "green")
+		f.onDeployment(id, "green")
+	}
+
+	// A session that used something blue cannot read: a parent whose
+	// closed handle keeps its checkpoint at state version 5.
+	parent := f.deliver(f.green, "up.parent", "/spawn r child work").SessionID
+	f.waitEvents(parent, "the child's result", func(evs []wire.Event) bool {
+		return harness.Count(evs, "child.completed") == 1 && harness.Count(evs, "session.waiting") >= 1 && last(evs) == "session.waiting"
+	})
+	f.deliver(f.green, "up.parent", "/close r")
+	f.waitEvents(parent, "the closed handle", func(evs []wire.Event) bool {
+		return harness.Count(evs, "child.closed") == 1 && last(evs) == "session.waiting"
+	})
+	if v := f.stateV(parent); v <= pinReadsState {
+		t.Fatalf("the parent's checkpoint is at state version %d: the previous build reads it (want > %d)", v, pinReadsState)
+	}
+
+	// Rollback: blue promoted again (this build's admin route; blue's
+	// owners never advertised their versions). A session that uses nothing
+	// new moves back to blue; its trigger is encoded at the inbox version
+	// blue reads.
+	var p ingress.Promoted
+	if err := harness.Retry(ctx, wait, 100*time.Millisecond, notFound, func() error {
+		return f.client.Call(ctx, http.MethodPost, f.green+"/v1/admin/agents/default/promote",
+			map[string]string{"deploymentId": "blue"}, http.StatusOK, &p, f.admin)
+	}); err != nil {
+		t.Fatalf("promote blue: %v", err)
+	}
+	// Ingresses follow a promotion by a KV watch (docs/api.md): green's
+	// stamps blue once GET /v1/ingress says it follows this promotion.
+	if err := harness.Poll(ctx, wait, func() bool {
+		var info ingress.IngressInfo
+		err := f.client.Call(ctx, http.MethodGet, f.green+"/v1/ingress", nil, http.StatusOK, &info)
+		return err == nil && info.Stamps == "blue" && info.PromotionRevision == p.Revision
+	}); err != nil {
+		t.Fatalf("green's ingress does not follow the promotion of blue: %v", err)
+	}
+	rc := f.deliver(f.green, "up.1", "rolled back")
+	if rc.SessionID != ids[0] || rc.DeploymentID != "blue" {
+		t.Fatalf("delivery after the rollback: %+v, want %s stamped blue", rc, ids[0])
+	}
+	f.output(ids[0], "rolled back", "blue")
+	f.onDeployment(ids[0], "blue")
+	if v := f.inboxV(rc.Seq); v != pinReadsInbox {
+		t.Fatalf("the rollback's trigger is stored at inbox version %d, want %d (blue's)", v, pinReadsInbox)
+	}
+
+	// The parent's rollback is refused by blue's candidate before
+	// activation: green keeps the session and applies the delivery.
+	rc = f.deliver(f.green, "up.parent", "stay on green")
+	evs := f.output(parent, "stay on green", "green")
+	failed, ok := harness.Find(evs, harness.IsKind("handoff.failed"))
+	if !ok || !strings.Contains(string(failed.Data), "unsupported checkpoint state version") ||
+		!strings.Contains(string(failed.Data), `"targetDeploymentId":"blue"`) {
+		t.Fatalf("no handoff.failed naming the state version blue cannot read:\n%s", harness.Trace(evs))
+	}
+	if n := harness.Count(evs, "handoff.completed"); n != 0 {
+		t.Fatalf("the parent moved %d times", n)
+	}
+	f.onDeployment(parent, "green")
+	for _, id := range append(ids, parent) {
+		f.contiguous(id)
+	}
+}
+
+// start builds both builds' binaries and starts NATS, blue, then green.
+func start(t *testing.T) *fleet {
+	t.Helper()
+	ctx := t.Context()
+	old, err := oldbuild.Build(ctx, repoRoot(t), oldbuild.Pin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	how := "cached"
+	if old.Built {
+		how = "built"
+	}
+	t.Logf("previous build %s: %s in %s", old.Commit[:12], how, old.Took.Round(time.Millisecond))
+	owner, ing := proctest.BuildNoRace(t, harness.OwnerPkg), proctest.BuildNoRace(t, harness.IngressPkg)
+
+	srv, err := harness.StartServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	env, err := harness.Dial(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	dir := t.TempDir()
+	adminFile := filepath.Join(dir, "admin-token")
+	if err := os.WriteFile(adminFile, []byte(adminToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{t: t, env: env, admin: harness.Bearer(adminToken)}
+	procs := harness.NewProcs(t, 60)
+	for _, d := range []struct{ dep, owner, ingress string }{{"blue", old.Owner, old.Ingress}, {"green", owner, ing}} {
+		procs.Start(t, d.dep+" owner", d.owner, harness.OwnerFlags(srv.URL(), d.dep, d.dep+"-1", dir, leaseTTL)...)
+		addr, err := harness.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs.Start(t, d.dep+" ingress", d.ingress, harness.IngressFlags(srv.URL(), d.dep, addr, "--insecure-dev", "--admin-token-file", adminFile)...)
+		base := "http://" + addr
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		err = f.client.WaitReady(wctx, base, 50*time.Millisecond)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s ingress: %v", d.dep, err)
+		}
+		if d.dep == "blue" {
+			f.blue = base
+			if err := env.OpenStore(ctx); err != nil { // blue's owner made the topology
+				t.Fatal(err)
+			}
+		} else {
+			f.green = base
+		}
+	}
+	return f
+}
+
+// repoRoot is the repository under test.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Fatalf("the upgrade test runs in a git clone of the repository: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// deliver posts a delivery to alias through the ingress at base; an
+// answer of 503 (no owner yet) is tried again.
+func (f *fleet) deliver(base, alias, text string) ingress.Receipt {
+	f.t.Helper()
+	var rc ingress.Receipt
+	err := harness.Retry(f.t.Context(), wait, 100*time.Millisecond, harness.Unavailable, func() error {
+		return f.client.Call(f.t.Context(), http.MethodPost, base+"/v1/deliveries",
+			map[string]string{"alias": alias, "text": text}, http.StatusAccepted, &rc)
+	})
+	if err != nil {
+		f.t.Fatalf("deliver %q to %s through %s: %v", text, alias, base, err)
+	}
+	return rc
+}
+
+// output waits until the session's stream holds text's message.output,
+// committed by an owner of dep, and returns the stream.
+func (f *fleet) output(id, text, dep string) []wire.Event {
+	f.t.Helper()
+	return f.waitEvents(id, "output "+text+" by "+dep, func(evs []wire.Event) bool {
+		ev, ok := harness.Find(evs, harness.IsOutput(text))
+		return ok && ev.DeploymentID == dep
+	})
+}
+
+func (f *fleet) waitEvents(id, what string, pred func([]wire.Event) bool) []wire.Event {
+	f.t.Helper()
+	evs, err := f.env.WaitEvents(f.t.Context(), id, wait, what, pred)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return evs
+}
+
+// onDeployment checks the session's record is on dep.
+func (f *fleet) onDeployment(id, dep string) {
+	f.t.Helper()
+	cur, err := f.env.Store.GetSession(f.t.Context(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if cur.Record.DeploymentID != dep {
+		f.t.Fatalf("session %s: record on %s (last handoff %+v), want %s", id, cur.Record.DeploymentID, cur.Record.Handoff, dep)
+	}
+}
+
+// stateV is the state version of the session's committed checkpoint.
+func (f *fleet) stateV(id string) int {
+	f.t.Helper()
+	cur, err := f.env.Store.GetSession(f.t.Context(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var head struct {
+		StateV int `json:"stateV"`
+	}
+	if err := json.Unmarshal(cur.Record.Checkpoint, &head); err != nil {
+		f.t.Fatal(err)
+	}
+	return head.StateV
+}
+
+// inboxV is the wire version of the command stored at seq.
+func (f *fleet) inboxV(seq uint64) int {
+	f.t.Helper()
+	st, err := f.env.JS.Stream(f.t.Context(), f.env.Names.InboxStream())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m, err := st.GetMsg(f.t.Context(), seq)
+	if err != nil {
+		f.t.Fatalf("inbox message %d: %v (purged already? the test reads it right after the delivery)", seq, err)
+	}
+	var head struct{ V int }
+	if err := json.Unmarshal(m.Data, &head); err != nil {
+		f.t.Fatal(err)
+	}
+	return head.V
+}
+
+// contiguous checks the session's stream: sequences 1..n without a gap or
+// a repeat, whichever build wrote them.
+func (f *fleet) contiguous(id string) {
+	f.t.Helper()
+	evs, err := f.env.Events(f.t.Context(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			f.t.Fatalf("session %s: event %d has seq %d:\n%s", id, i, ev.Seq, harness.Trace(evs))
+		}
+	}
+}
+
+func last(evs []wire.Event) string {
+	if len(evs) == 0 {
+		return ""
+	}
+	return evs[len(evs)-1].Kind
+}
+
+// notFound: a promotion answered 404 while the ingress's fleet view has
+// not seen blue's live owner yet.
+func notFound(err error) bool {
+	var se *harness.StatusError
+	return errors.As(err, &se) && se.Code == http.StatusNotFound
+}
