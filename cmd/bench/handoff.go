@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/baton-rt/baton/internal/bench"
+	"github.com/baton-rt/baton/internal/stages"
 	"time"
 )
 
@@ -42,5 +44,6 @@ func benchHandoff(ctx context.Context, e *env, r *bench.Reporter) error {
 		}
 	}
 	r.Latencies("handoff_latency", samples, 0, bench.Baseline("kv_cas_update"))
+	stages.Report(os.Stderr, "handoff_latency")
 	return nil
 }

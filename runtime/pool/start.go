@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -212,6 +213,7 @@ func (o *starter) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.
 		return
 	}
 	id := req.SessionID
+	stages.Mark(id, "cand.recv")
 	// A session that just moved away from this process may still be
 	// stopping here (a quick A→B→A): give that run a moment to exit.
 	o.reg.awaitStopped(id, localStopWait)
@@ -253,6 +255,7 @@ func (o *starter) serveHandoff(ctx context.Context, msg *nats.Msg, req protocol.
 		BeforeClaim: waitIndex,
 	})
 	_ = waitIndex() // settled before a refusal removes the entry
+	stages.Mark(id, "cand.activated")
 	respond(msg, handoff.Reply(req, act, err))
 	switch {
 	case err == nil && !act.Replayed:

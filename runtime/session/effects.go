@@ -181,7 +181,9 @@ func (s *Session) handoff(ctx context.Context, h runtime.Handoff) ([]runtime.Inp
 		Trigger: handoff.Trigger{CommandID: h.Trigger.ID, Seq: h.Trigger.Seq},
 		Tokens:  append([]string(nil), s.cur.tokens...), Record: record.Session{Record: s.rec, Revision: s.rev},
 	}
+	stages.Mark(s.id, "handoff.begin")
 	res, err := s.env.Handoffs.Handoff(ctx, req)
+	stages.Mark(s.id, "handoff.returned")
 	switch {
 	case errors.Is(err, ErrHandoffDisabled):
 		s.log.Info("handoff requested but handoff is disabled; keeping the session", "target", h.Target)

@@ -111,9 +111,11 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	if err := s.env.Process.AwaitLease(ctx); err != nil {
 		return err
 	}
+	stages.Mark(s.id, "run.open")
 	if err := s.cur.open(ctx, s.m.Snapshot().Applied.Next, true); err != nil {
 		return err
 	}
+	stages.Mark(s.id, "run.opened")
 	if err := s.env.Failpoints.Eval(failpoint.AfterConsumer, failpoint.Args{SessionID: s.id, Detail: string(reason)}); err != nil {
 		return err
 	}
