@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"hash/fnv"
 	"strings"
 
 	"github.com/baton-rt/baton/protocol"
@@ -51,10 +52,16 @@ func (o *sweeper) inboxSweepLoop(ctx context.Context) {
 }
 
 // sweepInbox lists the inbox subjects that hold messages (processed
-// commands are purged, so these are few), resolves each token to its
-// session, and wakes every hibernated session of this deployment with an
-// unprocessed command. It is how a lost wake and a server-fired timer reach
-// a hibernated session. It returns the sessions it woke.
+// commands are purged, so these are few), resolves each token of this
+// process's share of them (inShard) to its session, and wakes every
+// hibernated session of this deployment with an unprocessed command. It is
+// how a lost wake and a server-fired timer reach a hibernated session. It
+// returns the sessions it woke.
+//
+// The share follows the lease watch's live processes of the deployment:
+// while views differ (a process joined, or died and its lease has not
+// expired yet) a subject may be read twice or wait a round, never longer
+// than until the views agree.
 func (o *sweeper) sweepInbox(ctx context.Context) ([]string, error) {
 	stream, err := o.cfg.JS.Stream(ctx, o.cfg.Names.InboxStream())
 	if err != nil {
@@ -65,10 +72,14 @@ func (o *sweeper) sweepInbox(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	prefix := o.cfg.Names.Inbox("")
+	rank, n := o.peers.shard(o.cfg.Deployment, o.cfg.ProcessID)
 	woken := map[string]bool{}
 	var wake []string
 	for subj := range info.State.Subjects {
 		tok := strings.TrimPrefix(subj, prefix)
+		if !inShard(tok, rank, n) {
+			continue // a peer's share
+		}
 		h, _, err := o.cfg.Store.GetHook(ctx, tok)
 		if err != nil || h.Tombstone || woken[h.SessionID] || o.reg.isLoaded(h.SessionID) {
 			continue
@@ -88,6 +99,19 @@ func (o *sweeper) sweepInbox(ctx context.Context) ([]string, error) {
 		}
 	})
 	return wake, nil
+}
+
+// inShard reports whether token tok is in share rank of n: the pool's
+// inbox sweepers split the listed subjects by a hash of the token, so each
+// subject's hook and record are read by one process per round, not by
+// every process of the pool.
+func inShard(tok string, rank, n int) bool {
+	if n <= 1 {
+		return true
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(tok))
+	return int(h.Sum32()%uint32(n)) == rank
 }
 
 // sweepWakes bounds the wake requests one inbox sweep has in flight.

@@ -124,6 +124,24 @@ func (ps *peerSet) observe(ev kv.LeaseEvent) (wasLive bool, deployment string) {
 	return wasLive, prev.deployment
 }
 
+// shard is self's share of work split across the live processes of
+// deployment dep: the peers the current watch shows live, and self (its
+// own lease is followed apart, by the lease; a sweeper runs only while it
+// serves). It returns self's rank among them (sorted by process ID) and
+// their count.
+func (ps *peerSet) shard(dep, self string) (rank, n int) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	live := []string{self}
+	for pid, p := range ps.m {
+		if pid != self && p.live && p.gen == ps.gen && p.deployment == dep {
+			live = append(live, pid)
+		}
+	}
+	slices.Sort(live)
+	return slices.Index(live, self), len(live)
+}
+
 // changedSince reports whether the watch saw pid's key change after rev.
 func (ps *peerSet) changedSince(pid string, rev uint64) bool {
 	ps.mu.Lock()

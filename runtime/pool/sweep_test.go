@@ -228,3 +228,47 @@ func seedRecords(t *testing.T, e *env, n int) int {
 	}
 	return n
 }
+
+// The pool's inbox sweepers share the listed subjects: in one round of
+// the three processes each subject's hook is read once, not three times.
+func TestInboxSweepSharedAcrossPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	quiet := func(c *Config) {
+		c.SweepInterval, c.InboxSweepInterval = time.Hour, -1 // only the test sweeps
+		c.TickInterval = time.Hour                            // no purge: the inbox keeps every command
+	}
+	var pool []*owner
+	for _, pid := range []string{"p1", "p2", "p3"} {
+		pool = append(pool, e.owner("v1", pid, quiet))
+	}
+	const sessions = 12
+	for i := range sessions {
+		id := e.Start("v1").SessionID
+		e.Send(id, harness.Deliver(fmt.Sprintf("hello %d", i)))
+		e.WaitOutput(id, fmt.Sprintf("hello %d", i))
+	}
+	for _, o := range pool {
+		e.Eventually(wait, "each process sees the pool of three", func() bool {
+			_, n := o.sweeps.peers.shard("v1", o.cfg.ProcessID)
+			return n == 3
+		})
+	}
+	hooks := 0
+	for _, o := range pool {
+		calls := countCalls(t, e, o.cfg.NC)
+		got := calls.during(t, o.cfg.NC, func() {
+			if _, err := o.sweeps.sweepInbox(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		for kind, n := range got {
+			if strings.Contains(kind, e.Names.HooksBucket()) {
+				hooks += n
+			}
+		}
+	}
+	if hooks != sessions {
+		t.Fatalf("one round of the pool's inbox sweeps read %d hooks, want %d (one per subject)", hooks, sessions)
+	}
+}
