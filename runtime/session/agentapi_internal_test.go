@@ -201,3 +201,37 @@ func TestLegacyHistoryMigrates(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// A segment an owner read once is decoded once: later reads through the
+// same cache share its entries, and each read's history is its own — a
+// session that rewrites an entry of its history changes no other
+// session's, nor the cache's.
+func TestCachedSegmentsAreSharedNotAliased(t *testing.T) {
+	ctx := context.Background()
+	var hist []runtime.Entry
+	for i := range 400 {
+		hist = append(hist, runtime.Entry{Role: runtime.RoleUser, Content: []runtime.Part{runtime.TextPart(strings.Repeat("x", 40) + string(rune('a'+i%26)))}})
+	}
+	writer := blobEnv()
+	h := newHistory(writer)
+	segs, tail, err := h.layout(ctx, hist)
+	if err != nil || len(segs.refs) == 0 {
+		t.Fatalf("layout: %d segments, %v", len(segs.refs), err)
+	}
+	reader := blobEnvLike(writer)
+	first, err := newHistory(reader).load(ctx, segs, tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reader.segments.decoded(segs.refs[0]); !ok {
+		t.Fatal("a segment read through the cache is not kept decoded")
+	}
+	first[0].Role, first[0].Content = runtime.RoleAssistant, nil // the first reader rewrites its copy
+	second, err := newHistory(reader).load(ctx, segs, tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(second, hist) {
+		t.Fatalf("a second read through the cache differs from the history written (entry 0: %+v)", second[0])
+	}
+}

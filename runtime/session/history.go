@@ -92,8 +92,8 @@ func (h *history) load(ctx context.Context, segs sealed, tail []runtime.Entry) (
 	errs := make([]error, len(segs.refs))
 	var wg sync.WaitGroup
 	for i, ref := range segs.refs {
-		if data, ok := h.cache.get(ref); ok {
-			parts[i], errs[i] = decodeSegment(data)
+		if entries, ok := h.cache.decoded(ref); ok {
+			parts[i] = entries
 			continue
 		}
 		wg.Go(func() { parts[i], errs[i] = h.segment(ctx, ref) })
@@ -121,8 +121,13 @@ func (h *history) segment(ctx context.Context, ref wire.BlobRef) ([]runtime.Entr
 	if err := ref.Verify(data); err != nil {
 		return nil, err
 	}
+	entries, err := decodeSegment(data)
+	if err != nil {
+		return nil, err
+	}
 	h.cache.add(ref, data)
-	return decodeSegment(data)
+	h.cache.keepDecoded(ref, entries)
+	return entries, nil
 }
 
 // decodeSegment reads a segment of either entry shape (a legacy one is
@@ -145,16 +150,24 @@ const (
 
 // segmentCache holds the history segments an owner wrote or read, by
 // digest, so a session that comes back (a handoff back, a reload) does not
-// fetch them again. Only data verified against its digest (read) or hashed
-// into it (written) is added; the oldest entry goes first.
+// fetch them again, nor decode them again once decoded. Only data verified
+// against its digest (read) or hashed into it (written) is added; the
+// oldest entry goes first. The decoded entries are shared by every history
+// that loads the segment: runtime.Entry values are copied into each, and
+// their parts are read-only (runtime.Entry).
 type segmentCache struct {
 	mu    sync.Mutex
-	data  map[string][]byte
+	data  map[string]*cachedSegment
 	order []string
 	bytes int
 }
 
-func newSegmentCache() *segmentCache { return &segmentCache{data: map[string][]byte{}} }
+type cachedSegment struct {
+	data    []byte
+	entries []runtime.Entry // nil until decoded
+}
+
+func newSegmentCache() *segmentCache { return &segmentCache{data: map[string]*cachedSegment{}} }
 
 func (c *segmentCache) get(ref wire.BlobRef) ([]byte, bool) {
 	if c == nil {
@@ -162,8 +175,53 @@ func (c *segmentCache) get(ref wire.BlobRef) ([]byte, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, ok := c.data[ref.Digest]
-	return d, ok
+	if seg, ok := c.data[ref.Digest]; ok {
+		return seg.data, true
+	}
+	return nil, false
+}
+
+// decoded returns a cached segment's entries, decoding it the first time
+// (outside the lock).
+func (c *segmentCache) decoded(ref wire.BlobRef) ([]runtime.Entry, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	seg, ok := c.data[ref.Digest]
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	if entries := c.entriesOf(seg); entries != nil {
+		return entries, true
+	}
+	entries, err := decodeSegment(seg.data)
+	if err != nil {
+		return nil, false // verified data that does not decode: the fetch path reports it
+	}
+	c.mu.Lock()
+	seg.entries = entries
+	c.mu.Unlock()
+	return entries, true
+}
+
+func (c *segmentCache) entriesOf(seg *cachedSegment) []runtime.Entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return seg.entries
+}
+
+// keepDecoded records a cached segment's decoded entries.
+func (c *segmentCache) keepDecoded(ref wire.BlobRef, entries []runtime.Entry) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seg, ok := c.data[ref.Digest]; ok && seg.entries == nil {
+		seg.entries = entries
+	}
 }
 
 func (c *segmentCache) add(ref wire.BlobRef, data []byte) {
@@ -176,11 +234,11 @@ func (c *segmentCache) add(ref wire.BlobRef, data []byte) {
 		return
 	}
 	for len(c.order) > 0 && (len(c.order) >= segmentCacheSize || c.bytes+len(data) > segmentCacheBytes) {
-		c.bytes -= len(c.data[c.order[0]])
+		c.bytes -= len(c.data[c.order[0]].data)
 		delete(c.data, c.order[0])
 		c.order = c.order[1:]
 	}
-	c.data[ref.Digest] = data
+	c.data[ref.Digest] = &cachedSegment{data: data}
 	c.order = append(c.order, ref.Digest)
 	c.bytes += len(data)
 }
