@@ -78,7 +78,8 @@ func (s *Store) UnregisterProcess(ctx context.Context, deploymentID, processID s
 
 // ListProcesses returns the registered processes of deploymentID, sorted:
 // one listing of the keys under proc.<deploymentID>., however many
-// sessions there are.
+// sessions there are. A listing is a hint: on a cluster it may trail a
+// write made a moment before.
 func (s *Store) ListProcesses(ctx context.Context, deploymentID string) ([]string, error) {
 	if err := subjects.ValidateDeployment(deploymentID); err != nil {
 		return nil, invalid("process registrations: %w", err)
@@ -123,7 +124,9 @@ type Quarantined struct {
 }
 
 // ListQuarantined returns every entry of the quarantine index, sorted by
-// deployment and session: one listing of the keys under quarantined.
+// deployment and session: one listing of the keys under quarantined. A
+// listing is a hint: on a cluster it may trail a write made a moment
+// before.
 func (s *Store) ListQuarantined(ctx context.Context) ([]Quarantined, error) {
 	var out []Quarantined
 	err := s.listHints(ctx, subjects.QuarantineKeys(), func(key string) {

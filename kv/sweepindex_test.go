@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -22,18 +23,26 @@ func testSweepIndexes(t *testing.T, open opener) {
 	if err := st.RegisterProcess(c, other, "p9"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.ListProcesses(c, dep); err != nil || !slices.Equal(got, []string{"p1", "p2"}) {
-		t.Fatalf("processes of %s: %v %v", dep, got, err)
+	// A listing is a watcher on the bucket: on a loaded cluster it may
+	// trail the writes briefly, so each expectation is polled with a
+	// deadline (as the index's are).
+	processes := func(want ...string) {
+		t.Helper()
+		eventually(t, func() error {
+			if got, err := st.ListProcesses(c, dep); err != nil || !slices.Equal(got, want) {
+				return fmt.Errorf("processes of %s: %v %v, want %v", dep, got, err, want)
+			}
+			return nil
+		})
 	}
+	processes("p1", "p2")
 	if err := st.UnregisterProcess(c, dep, "p1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.UnregisterProcess(c, dep, "p1"); err != nil {
 		t.Fatalf("unregister twice: %v", err)
 	}
-	if got, err := st.ListProcesses(c, dep); err != nil || !slices.Equal(got, []string{"p2"}) {
-		t.Fatalf("processes of %s after unregistering p1: %v %v", dep, got, err)
-	}
+	processes("p2")
 	mustErr(t, st.RegisterProcess(c, "latest", "p1"), record.ErrInvalid)
 	mustErr(t, st.RegisterProcess(c, dep, "a.b"), record.ErrInvalid)
 	_, err := st.ListProcesses(c, "a.b")
@@ -57,18 +66,23 @@ func testSweepIndexes(t *testing.T, open opener) {
 	if other < dep {
 		want[0], want[1] = want[1], want[0]
 	}
-	if got := mine(); !slices.Equal(got, want) {
-		t.Fatalf("quarantined: %v, want %v", got, want)
+	quarantined := func(want []kv.Quarantined) {
+		t.Helper()
+		eventually(t, func() error {
+			if got := mine(); !slices.Equal(got, want) {
+				return fmt.Errorf("quarantined: %v, want %v", got, want)
+			}
+			return nil
+		})
 	}
+	quarantined(want)
 	if err := st.RemoveQuarantined(c, dep, s1); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.RemoveQuarantined(c, dep, s1); err != nil {
 		t.Fatalf("remove twice: %v", err)
 	}
-	if got := mine(); !slices.Equal(got, []kv.Quarantined{{DeploymentID: other, SessionID: s2}}) {
-		t.Fatalf("quarantined after removing %s: %v", s1, got)
-	}
+	quarantined([]kv.Quarantined{{DeploymentID: other, SessionID: s2}})
 	mustErr(t, st.AddQuarantined(c, dep, "a.b"), record.ErrInvalid)
 	mustErr(t, st.AddQuarantined(c, "", s1), record.ErrInvalid)
 }
