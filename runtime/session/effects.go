@@ -93,6 +93,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 	if err := s.pub.await(); err != nil {
 		return nil, err
 	}
+	stages.Mark(s.id, "outbox.awaited")
 	rec, outbox, err := s.record(ctx, c.Snapshot)
 	stages.Mark(s.id, "checkpoint")
 	if code := refusal(err); code != "" {

@@ -111,6 +111,15 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	if err := s.env.Process.AwaitLease(ctx); err != nil {
 		return err
 	}
+	// The last commit's outbox is re-published before the boot commit (the
+	// machine's first Publish; the boot waits for it): start it now, so it
+	// overlaps the consumer's creation. The boot's Publish then finds it
+	// done (the appender knows the stream's position).
+	if out := s.m.Snapshot().Outbox; len(out) > 0 {
+		if err := s.pub.publish(ctx, out); err != nil {
+			return err
+		}
+	}
 	stages.Mark(s.id, "run.open")
 	if err := s.cur.open(ctx, s.m.Snapshot().Applied.Next, true); err != nil {
 		return err
