@@ -2,10 +2,10 @@ package ingress
 
 import (
 	"context"
-	"github.com/baton-rt/baton/internal/stages"
 	"sync"
 	"time"
 
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )

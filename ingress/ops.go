@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/baton-rt/baton/internal/stages"
 	"time"
 
+	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/subjects"
