@@ -68,6 +68,7 @@ func TestMixedBuilds(t *testing.T) {
 		}
 		f.output(id, "upgraded "+alias, "green")
 		f.onDeployment(id, "green")
+		t.Logf("upgrade: session %s (%s) created on blue, moved to green by a delivery through green's ingress", id, alias)
 	}
 
 	// A session that used something blue cannot read: a parent whose
@@ -80,9 +81,11 @@ func TestMixedBuilds(t *testing.T) {
 	f.waitEvents(parent, "the closed handle", func(evs []wire.Event) bool {
 		return harness.Count(evs, "child.closed") == 1 && last(evs) == "session.waiting"
 	})
-	if v := f.stateV(parent); v <= pinReadsState {
+	v := f.stateV(parent)
+	if v <= pinReadsState {
 		t.Fatalf("the parent's checkpoint is at state version %d: the previous build reads it (want > %d)", v, pinReadsState)
 	}
+	t.Logf("a parent with a closed handle, session %s on green: checkpoint at state version %d (blue reads 1 to %d)", parent, v, pinReadsState)
 
 	// Rollback: blue promoted again (this build's admin route; blue's
 	// owners never advertised their versions). A session that uses nothing
@@ -104,15 +107,17 @@ func TestMixedBuilds(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("green's ingress does not follow the promotion of blue: %v", err)
 	}
+	stored := f.watchInbox("rolled back")
 	rc := f.deliver(f.green, "up.1", "rolled back")
 	if rc.SessionID != ids[0] || rc.DeploymentID != "blue" {
 		t.Fatalf("delivery after the rollback: %+v, want %s stamped blue", rc, ids[0])
 	}
 	f.output(ids[0], "rolled back", "blue")
 	f.onDeployment(ids[0], "blue")
-	if v := f.inboxV(rc.Seq); v != pinReadsInbox {
+	if v := stored(); v != pinReadsInbox {
 		t.Fatalf("the rollback's trigger is stored at inbox version %d, want %d (blue's)", v, pinReadsInbox)
 	}
+	t.Logf("rollback: blue promoted (revision %d); session %s moved back to blue, its trigger (inbox seq %d) stored at version %d", p.Revision, ids[0], rc.Seq, pinReadsInbox)
 
 	// The parent's rollback is refused by blue's candidate before
 	// activation: green keeps the session and applies the delivery.
@@ -127,6 +132,7 @@ func TestMixedBuilds(t *testing.T) {
 		t.Fatalf("the parent moved %d times", n)
 	}
 	f.onDeployment(parent, "green")
+	t.Logf("refused rollback: session %s stays on green and answered the delivery; handoff.failed %s", parent, failed.Data)
 	for _, id := range append(ids, parent) {
 		f.contiguous(id)
 	}
@@ -262,22 +268,38 @@ func (f *fleet) stateV(id string) int {
 	return head.StateV
 }
 
-// inboxV is the wire version of the command stored at seq.
-func (f *fleet) inboxV(seq uint64) int {
+// watchInbox follows every inbox subject (a plain subscription sees each
+// command as the stream stores it) and returns what reports the wire
+// version of the first command whose body holds text: read before the
+// owner could purge it.
+func (f *fleet) watchInbox(text string) func() int {
 	f.t.Helper()
-	st, err := f.env.JS.Stream(f.t.Context(), f.env.Names.InboxStream())
+	sub, err := f.env.NC.SubscribeSync(f.env.Names.InboxAll())
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := st.GetMsg(f.t.Context(), seq)
-	if err != nil {
-		f.t.Fatalf("inbox message %d: %v (purged already? the test reads it right after the delivery)", seq, err)
-	}
-	var head struct{ V int }
-	if err := json.Unmarshal(m.Data, &head); err != nil {
+	if err := f.env.NC.Flush(); err != nil {
 		f.t.Fatal(err)
 	}
-	return head.V
+	return func() int {
+		f.t.Helper()
+		defer func() { _ = sub.Unsubscribe() }()
+		deadline := time.Now().Add(wait)
+		for {
+			m, err := sub.NextMsg(time.Until(deadline))
+			if err != nil {
+				f.t.Fatalf("no command with %q on the inbox: %v", text, err)
+			}
+			if !strings.Contains(string(m.Data), text) {
+				continue
+			}
+			var head struct{ V int }
+			if err := json.Unmarshal(m.Data, &head); err != nil {
+				f.t.Fatal(err)
+			}
+			return head.V
+		}
+	}
 }
 
 // contiguous checks the session's stream: sequences 1..n without a gap or
