@@ -169,18 +169,6 @@ type cachedSegment struct {
 
 func newSegmentCache() *segmentCache { return &segmentCache{data: map[string]*cachedSegment{}} }
 
-func (c *segmentCache) get(ref wire.BlobRef) ([]byte, bool) {
-	if c == nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if seg, ok := c.data[ref.Digest]; ok {
-		return seg.data, true
-	}
-	return nil, false
-}
-
 // decoded returns a cached segment's entries, decoding it the first time
 // (outside the lock).
 func (c *segmentCache) decoded(ref wire.BlobRef) ([]runtime.Entry, bool) {
