@@ -154,7 +154,10 @@ const (
 // against its digest (read) or hashed into it (written) is added; the
 // oldest entry goes first. The decoded entries are shared by every history
 // that loads the segment: runtime.Entry values are copied into each, and
-// their parts are read-only (runtime.Entry).
+// their parts are read-only (runtime.Entry). The bounds count the encoded
+// bytes; a segment kept decoded holds its entries besides (their strings a
+// few times the JSON's size at most), so the cache's memory stays within a
+// small multiple of segmentCacheBytes.
 type segmentCache struct {
 	mu    sync.Mutex
 	data  map[string]*cachedSegment
@@ -177,27 +180,20 @@ func (c *segmentCache) decoded(ref wire.BlobRef) ([]runtime.Entry, bool) {
 	}
 	c.mu.Lock()
 	seg, ok := c.data[ref.Digest]
-	c.mu.Unlock()
-	if !ok {
-		return nil, false
+	var entries []runtime.Entry
+	if ok {
+		entries = seg.entries
 	}
-	if entries := c.entriesOf(seg); entries != nil {
-		return entries, true
+	c.mu.Unlock()
+	if !ok || entries != nil {
+		return entries, ok
 	}
 	entries, err := decodeSegment(seg.data)
 	if err != nil {
 		return nil, false // verified data that does not decode: the fetch path reports it
 	}
-	c.mu.Lock()
-	seg.entries = entries
-	c.mu.Unlock()
+	c.keepDecoded(ref, entries)
 	return entries, true
-}
-
-func (c *segmentCache) entriesOf(seg *cachedSegment) []runtime.Entry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return seg.entries
 }
 
 // keepDecoded records a cached segment's decoded entries.
