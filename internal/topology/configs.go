@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"time"
+
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -118,6 +120,26 @@ func journalConfig(c Config) jetstream.KeyValueConfig {
 		Storage:        jetstream.FileStorage,
 		Replicas:       c.Replicas,
 		LimitMarkerTTL: JournalMarkerTTL,
+	}
+}
+
+// IndexMarkerTTL is how long the purge marker of a removed index key
+// (an entry, a posting) stays before the server drops it, and the key
+// with it: a listing reads the keys of the stream's subject state.
+const IndexMarkerTTL = time.Minute
+
+// indexConfig: the session index (docs/nats-layout.md, "The session
+// index"): derived entries, postings and hour markers, one revision each
+// (which per-key TTLs need).
+func indexConfig(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:         c.Names.IndexBucket(),
+		Description:    "Baton session index: derived from the session records, rebuilt on request",
+		History:        1,
+		MaxValueSize:   64 << 10,
+		Storage:        jetstream.FileStorage,
+		Replicas:       c.Replicas,
+		LimitMarkerTTL: IndexMarkerTTL,
 	}
 }
 

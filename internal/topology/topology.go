@@ -72,6 +72,7 @@ type Topology struct {
 	Hooks    jetstream.KeyValue
 	Owners   jetstream.KeyValue
 	Journal  jetstream.KeyValue
+	Index    jetstream.KeyValue
 	State    jetstream.ObjectStore
 	// Changes lists what this call created or updated ("created stream
 	// BATON_INBOX", "updated stream BATON_INBOX: max_consumers"); empty when
@@ -105,7 +106,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		cfg jetstream.KeyValueConfig
 	}{
 		{&t.Sessions, sessionsConfig(cfg)}, {&t.Hooks, hooksConfig(cfg)}, {&t.Owners, ownersConfig(cfg)},
-		{&t.Journal, journalConfig(cfg)},
+		{&t.Journal, journalConfig(cfg)}, {&t.Index, indexConfig(cfg)},
 	} {
 		err := retrySettling(ctx, func(ctx context.Context) (err error) {
 			*b.dst, err = t.ensureBucket(ctx, js, b.cfg)

@@ -1,0 +1,446 @@
+package kv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Index is the session index (docs/nats-layout.md, "The session index"):
+// one derived entry per session, written by revision CAS under the rule
+// that an entry derived from a newer session-record revision always wins,
+// and the postings and hour markers a listing walks. Nothing decides
+// ownership or eligibility from it: a lost write is healed by the owners'
+// reconciler or a rebuild. It holds no mutable state and is safe for
+// concurrent use.
+type Index struct {
+	js     jetstream.JetStream
+	b      bucket
+	stream jetstream.Stream // the bucket's stream: subject listings
+	events jetstream.Stream // the events stream: a session's first event
+	names  subjects.Names
+	prefix string // the bucket's subject prefix, $KV.<bucket>.
+	now    func() time.Time
+}
+
+// OpenIndex opens the session index bucket named by names (topology.Ensure
+// creates it) and the events stream it reads creation times from.
+func OpenIndex(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*Index, error) {
+	if names == (subjects.Names{}) {
+		return nil, invalid("zero subjects.Names (use subjects.Default or subjects.New)")
+	}
+	b, err := openBucket(ctx, js, names.IndexBucket())
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, "KV_"+b.name)
+	if err != nil {
+		return nil, fmt.Errorf("kv: index stream: %w", err)
+	}
+	ev, err := js.Stream(ctx, names.EventsStream())
+	if err != nil {
+		return nil, fmt.Errorf("kv: events stream: %w", err)
+	}
+	return &Index{js: js, b: b, stream: st, events: ev, names: names, prefix: subjects.KVSubject(b.name, ""),
+		now: func() time.Time { return time.Now().UTC() }}, nil
+}
+
+// IndexOutcome says what Put did.
+type IndexOutcome int
+
+const (
+	// IndexWritten: the entry was created or replaced.
+	IndexWritten IndexOutcome = iota
+	// IndexUnchanged: the stored entry already said the same.
+	IndexUnchanged
+	// IndexOlder: the stored entry derives from a newer record revision;
+	// nothing was written.
+	IndexOlder
+)
+
+// indexAttempts bounds Put's read-CAS loop against concurrent writers.
+const indexAttempts = 6
+
+// Get reads a session's entry (record.ErrNotFound when it has none) and
+// its revision. A direct get: a hint on a cluster.
+func (x *Index) Get(ctx context.Context, sessionID string) (record.IndexEntry, uint64, error) {
+	e, err := x.b.get(ctx, subjects.IndexEntryKey(sessionID))
+	if err != nil {
+		return record.IndexEntry{}, 0, err
+	}
+	var v record.IndexEntry
+	if err := decode(e, &v); err != nil {
+		return record.IndexEntry{}, 0, err
+	}
+	return v, e.rev, nil
+}
+
+// Put writes e unless the stored entry derives from a newer record
+// revision. A zero CreatedAt keeps the stored one, else is read from the
+// session's first event (session.started), else is now. New postings and
+// their hour markers are written before the entry, stale ones removed
+// after it, so a crash leaves at worst a stale posting (a listing checks
+// every posting against its entry) — never an entry whose postings were
+// removed. verify also checks that every posting of an unchanged entry
+// exists (the reconciler's repair).
+func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (IndexOutcome, error) {
+	if err := subjects.ValidateSessionID(e.SessionID); err != nil {
+		return 0, invalid("index entry: %v", err)
+	}
+	key := subjects.IndexEntryKey(e.SessionID)
+	for range indexAttempts {
+		cur, rev, err := x.Get(ctx, e.SessionID)
+		found := err == nil
+		if err != nil && !errors.Is(err, record.ErrNotFound) {
+			return 0, err
+		}
+		if found && cur.Revision > e.Revision {
+			return IndexOlder, nil
+		}
+		if e.CreatedAt.IsZero() {
+			if e.CreatedAt, err = x.createdAt(ctx, cur, found); err != nil {
+				return 0, err
+			}
+		}
+		want := postingsOf(e)
+		if found && cur.Same(e) && cur.CreatedAt.Equal(e.CreatedAt) {
+			if verify {
+				return IndexUnchanged, x.ensure(ctx, want)
+			}
+			return IndexUnchanged, nil
+		}
+		var had []subjects.Posting
+		if found {
+			had = postingsOf(cur)
+		}
+		add := want
+		if !verify {
+			add = missing(want, had)
+		}
+		if err := x.addPostings(ctx, add); err != nil {
+			return 0, err
+		}
+		if e.IndexedAt.IsZero() {
+			e.IndexedAt = x.now()
+		}
+		data, err := x.b.encode(key, e)
+		if err != nil {
+			return 0, err
+		}
+		if found {
+			_, err = x.b.kv.Update(ctx, key, data, rev)
+		} else {
+			_, err = x.b.kv.Create(ctx, key, data)
+		}
+		if err = mapErr("index", key, err); errors.Is(err, record.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return IndexWritten, x.removePostings(ctx, missing(had, want))
+	}
+	return 0, fmt.Errorf("%w: index entry %s: %d writers raced", record.ErrConflict, e.SessionID, indexAttempts)
+}
+
+// Delete removes a session's entry and its postings.
+func (x *Index) Delete(ctx context.Context, sessionID string) error {
+	cur, rev, err := x.Get(ctx, sessionID)
+	if errors.Is(err, record.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := x.purge(ctx, subjects.IndexEntryKey(sessionID), rev); err != nil {
+		return err
+	}
+	return x.removePostings(ctx, postingsOf(cur))
+}
+
+// RemovePosting removes one posting (a stale one a reconciler found) if
+// it was written more than olderThan ago.
+func (x *Index) RemovePosting(ctx context.Context, p subjects.Posting, olderThan time.Duration) error {
+	e, err := x.b.kv.Get(ctx, p.Key())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return mapErr("index get", p.Key(), err)
+	}
+	if x.now().Sub(e.Created()) < olderThan {
+		return nil
+	}
+	return x.purge(ctx, p.Key(), e.Revision())
+}
+
+// createdAt is the creation time to keep: the stored entry's, else the
+// time of the session's first event, else now.
+func (x *Index) createdAt(ctx context.Context, cur record.IndexEntry, found bool) (time.Time, error) {
+	if found && !cur.CreatedAt.IsZero() {
+		return cur.CreatedAt, nil
+	}
+	if cur.SessionID != "" {
+		if t, err := x.FirstEventTime(ctx, cur.SessionID); err == nil && !t.IsZero() {
+			return t, nil
+		}
+	}
+	return x.now(), nil
+}
+
+// FirstEventTime is the time of a session's first event on its stream
+// (its session.started); zero when the stream holds none.
+func (x *Index) FirstEventTime(ctx context.Context, sessionID string) (time.Time, error) {
+	m, err := x.events.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(x.names.Events(sessionID)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("kv: first event of %s: %w", sessionID, err)
+	}
+	var ev struct {
+		Time time.Time `json:"time"`
+	}
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		return time.Time{}, fmt.Errorf("kv: first event of %s: %w", sessionID, err)
+	}
+	return ev.Time, nil
+}
+
+// postingsOf is every posting of an entry: all, its agent, deployment,
+// state, each tag, each durable wait kind and "any", its parent.
+func postingsOf(e record.IndexEntry) []subjects.Posting {
+	hour, order := subjects.IndexHour(e.CreatedAt), subjects.IndexOrder(e.CreatedAt)
+	var out []subjects.Posting
+	add := func(dim, value string) {
+		if subjects.CheckIndexValue(value) == nil {
+			out = append(out, subjects.Posting{Dim: dim, Value: value, Hour: hour, Order: order, SessionID: e.SessionID})
+		}
+	}
+	add(subjects.DimAll, subjects.AllValue)
+	add(subjects.DimAgent, e.Agent)
+	add(subjects.DimDep, e.DeploymentID)
+	add(subjects.DimState, string(e.State))
+	for _, k := range slices.Sorted(maps.Keys(e.Tags)) {
+		add(subjects.DimTag, subjects.TagValue(k, e.Tags[k]))
+	}
+	for _, kind := range record.DurableWaitKinds {
+		if e.Waiting(kind) {
+			add(subjects.DimWait, kind)
+		}
+	}
+	if len(e.WaitingFor) > 0 {
+		add(subjects.DimWait, "any")
+	}
+	add(subjects.DimParent, e.ParentSessionID)
+	return out
+}
+
+// Postings is every posting the entry should have.
+func Postings(e record.IndexEntry) []subjects.Posting { return postingsOf(e) }
+
+// missing is the postings of a not in b.
+func missing(a, b []subjects.Posting) []subjects.Posting {
+	var out []subjects.Posting
+	for _, p := range a {
+		if !slices.Contains(b, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// addPostings writes each posting's hour marker and the posting, pipelined.
+func (x *Index) addPostings(ctx context.Context, ps []subjects.Posting) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	acks := make([]jetstream.PubAckFuture, 0, 2*len(ps))
+	for _, p := range ps {
+		for _, key := range []string{p.Marker(), p.Key()} {
+			f, err := x.js.PublishAsync(x.prefix+key, nil)
+			if err != nil {
+				return fmt.Errorf("kv: index posting %s: %w", key, err)
+			}
+			acks = append(acks, f)
+		}
+	}
+	for _, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("kv: index posting %s: %w", strings.TrimPrefix(f.Msg().Subject, x.prefix), err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// ensure writes whichever postings (or their markers) are missing.
+func (x *Index) ensure(ctx context.Context, ps []subjects.Posting) error {
+	var lacking []subjects.Posting
+	for _, p := range ps {
+		for _, key := range []string{p.Key(), p.Marker()} {
+			_, err := x.b.kv.Get(ctx, key)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				lacking = append(lacking, p)
+				break
+			}
+			if err != nil {
+				return mapErr("index get", key, err)
+			}
+		}
+	}
+	return x.addPostings(ctx, lacking)
+}
+
+// removePostings purges postings. A posting already gone (or written
+// again since it was read) is left alone.
+func (x *Index) removePostings(ctx context.Context, ps []subjects.Posting) error {
+	for _, p := range ps {
+		e, err := x.b.kv.Get(ctx, p.Key())
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return mapErr("index get", p.Key(), err)
+		}
+		if err := x.purge(ctx, p.Key(), e.Revision()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purge removes key if it is still at rev, leaving a purge marker that
+// the server drops after the bucket's marker TTL (the key then leaves the
+// subject state a listing reads). A key written since is left alone.
+func (x *Index) purge(ctx context.Context, key string, rev uint64) error {
+	opts := []jetstream.KVDeleteOpt{jetstream.LastRevision(rev)}
+	if x.b.markerTTL > 0 {
+		opts = append(opts, jetstream.PurgeTTL(x.b.markerTTL))
+	}
+	err := mapErr("index purge", key, x.b.kv.Purge(ctx, key, opts...))
+	if errors.Is(err, record.ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// keys lists the bucket's keys matching filter (a key pattern with
+// wildcards) from the stream's subject state: no message is read.
+func (x *Index) keys(ctx context.Context, filter string) ([]string, error) {
+	info, err := x.stream.Info(ctx, jetstream.WithSubjectFilter(x.prefix+filter))
+	if err != nil {
+		return nil, fmt.Errorf("kv: index list %s: %w", filter, err)
+	}
+	out := make([]string, 0, len(info.State.Subjects))
+	for s := range info.State.Subjects {
+		out = append(out, strings.TrimPrefix(s, x.prefix))
+	}
+	return out, nil
+}
+
+// Write is Put without the repair and outcome: an owner's write of its
+// session's entry (session.Index).
+func (x *Index) Write(ctx context.Context, e record.IndexEntry) error {
+	_, err := x.Put(ctx, e, false)
+	return err
+}
+
+// SessionKeys reads up to n keys of the sessions bucket's stream from
+// sequence from on (every revision it still holds, headers only), and the
+// sequence to continue from (0: the stream's end was reached). The
+// reconciler's walk.
+func (x *Index) SessionKeys(ctx context.Context, from uint64, n int) ([]string, uint64, error) {
+	return x.scanKeys(ctx, "KV_"+x.names.SessionsBucket(), from, n)
+}
+
+// IndexKeys is SessionKeys over the index bucket's stream.
+func (x *Index) IndexKeys(ctx context.Context, from uint64, n int) ([]string, uint64, error) {
+	return x.scanKeys(ctx, "KV_"+x.b.name, from, n)
+}
+
+func (x *Index) scanKeys(ctx context.Context, stream string, from uint64, n int) ([]string, uint64, error) {
+	c, err := x.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: max(from, 1), HeadersOnly: true})
+	if err != nil {
+		return nil, 0, fmt.Errorf("kv: walk %s: %w", stream, err)
+	}
+	prefix := "$KV." + strings.TrimPrefix(stream, "KV_") + "."
+	batch, err := c.FetchNoWait(n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("kv: walk %s: %w", stream, err)
+	}
+	var keys []string
+	var next uint64
+	for m := range batch.Messages() {
+		if md, err := m.Metadata(); err == nil {
+			next = md.Sequence.Stream + 1
+			if md.NumPending == 0 {
+				next = 0
+			}
+		}
+		keys = append(keys, strings.TrimPrefix(m.Subject(), prefix))
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return nil, 0, fmt.Errorf("kv: walk %s: %w", stream, err)
+	}
+	return keys, next, nil
+}
+
+// IndexRebuild is a request to rebuild the session index, as the admin
+// route writes it. One owner process claims it (ClaimedBy, by CAS) and
+// walks every record and every index key once, repairing every entry and
+// posting; another claims it again if the claimant's lease dies first.
+type IndexRebuild struct {
+	RebuildID   string    `json:"rebuildId"`
+	RequestedAt time.Time `json:"requestedAt"`
+	By          string    `json:"by,omitempty"`
+	ClaimedBy   string    `json:"claimedBy,omitempty"`
+	ClaimedAt   time.Time `json:"claimedAt,omitzero"`
+	DoneAt      time.Time `json:"doneAt,omitzero"`
+	Sessions    int       `json:"sessions,omitempty"` // sessions checked, once done
+}
+
+// RequestRebuild writes a rebuild request (the newest one wins).
+func (x *Index) RequestRebuild(ctx context.Context, r IndexRebuild) error {
+	data, err := x.b.encode(subjects.IndexRebuildKey, r)
+	if err != nil {
+		return err
+	}
+	_, err = x.b.kv.Put(ctx, subjects.IndexRebuildKey, data)
+	return mapErr("put", subjects.IndexRebuildKey, err)
+}
+
+// Rebuild reads the last rebuild request and its revision
+// (record.ErrNotFound: none).
+func (x *Index) Rebuild(ctx context.Context) (IndexRebuild, uint64, error) {
+	e, err := x.b.get(ctx, subjects.IndexRebuildKey)
+	if err != nil {
+		return IndexRebuild{}, 0, err
+	}
+	var r IndexRebuild
+	return r, e.rev, decode(e, &r)
+}
+
+// UpdateRebuild writes r if the request is still at rev (a claim, a
+// finish); a lost race is record.ErrConflict.
+func (x *Index) UpdateRebuild(ctx context.Context, r IndexRebuild, rev uint64) (uint64, error) {
+	data, err := x.b.encode(subjects.IndexRebuildKey, r)
+	if err != nil {
+		return 0, err
+	}
+	n, err := x.b.kv.Update(ctx, subjects.IndexRebuildKey, data, rev)
+	return n, mapErr("update", subjects.IndexRebuildKey, err)
+}

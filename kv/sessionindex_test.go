@@ -1,0 +1,204 @@
+package kv_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/baton-rt/baton/internal/natstest"
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/subjects"
+)
+
+func openIndex(t *testing.T) *kv.Index {
+	t.Helper()
+	s := natstest.Server(t)
+	ensure(t, s.ClientURL(), 1)
+	_, js := natstest.Connect(t, s.ClientURL())
+	x, err := kv.OpenIndex(ctx(t), js, subjects.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+var t0 = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+
+func entry(id string, rev uint64, created time.Time) record.IndexEntry {
+	return record.IndexEntry{SessionID: id, Agent: "support", DeploymentID: "dep-a", State: record.StateActive,
+		CreatedAt: created, Epoch: 1, Revision: rev}
+}
+
+func put(t *testing.T, x *kv.Index, e record.IndexEntry, want kv.IndexOutcome) {
+	t.Helper()
+	got, err := x.Put(ctx(t), e, false)
+	if err != nil || got != want {
+		t.Fatalf("put %s at revision %d: %v, %v; want outcome %v", e.SessionID, e.Revision, got, err, want)
+	}
+}
+
+// TestIndexNewerRevisionWins: an entry derived from an older record
+// revision (a late write of an old owner) never replaces a newer one, and
+// a rewrite moves the entry's postings with it.
+func TestIndexNewerRevisionWins(t *testing.T) {
+	x, c := openIndex(t), ctx(t)
+	e := entry("s1", 10, t0)
+	e.Epoch = 2
+	put(t, x, e, kv.IndexWritten)
+	put(t, x, e, kv.IndexUnchanged)
+	old := entry("s1", 9, t0)
+	old.State, old.Epoch = record.StateHibernated, 1
+	put(t, x, old, kv.IndexOlder)
+	got, _, err := x.Get(c, "s1")
+	if err != nil || got.State != record.StateActive || got.Epoch != 2 || got.Revision != 10 {
+		t.Fatalf("after a late old write: %+v %v", got, err)
+	}
+	newer := entry("s1", 12, time.Time{}) // zero CreatedAt keeps the stored one
+	newer.State, newer.Epoch = record.StateHibernated, 3
+	put(t, x, newer, kv.IndexWritten)
+	got, _, _ = x.Get(c, "s1")
+	if !got.CreatedAt.Equal(t0) || got.State != record.StateHibernated {
+		t.Fatalf("newer write: %+v", got)
+	}
+	ids := listAll(t, x, kv.IndexQuery{State: "active"}, 10)
+	if len(ids) != 0 {
+		t.Fatalf("state=active after the move to hibernated: %v", ids)
+	}
+	if ids := listAll(t, x, kv.IndexQuery{State: "hibernated"}, 10); !slices.Equal(ids, []string{"s1"}) {
+		t.Fatalf("state=hibernated: %v", ids)
+	}
+}
+
+// TestIndexListFilters lists by every served filter and combinations,
+// newest first, across hours, in pages.
+func TestIndexListFilters(t *testing.T) {
+	x := openIndex(t)
+	var all []string
+	for i := range 30 {
+		id := fmt.Sprintf("s%02d", i)
+		e := entry(id, uint64(100+i), t0.Add(time.Duration(i)*17*time.Minute))
+		if i%3 == 0 {
+			e.DeploymentID = "dep-b"
+		}
+		if i%5 == 0 {
+			e.State = record.StateQuarantined
+		}
+		if i%4 == 0 {
+			e.Tags = map[string]string{"tenant": "acme", "user": fmt.Sprintf("U%d", i%8)}
+		}
+		if i%6 == 0 {
+			e.WaitingFor = []record.Wait{{Kind: record.WaitInput, RequestID: "r"}}
+		}
+		if i >= 20 {
+			e.ParentSessionID = "s00"
+		}
+		put(t, x, e, kv.IndexWritten)
+		all = append([]string{id}, all...) // newest first
+	}
+	filter := func(keep func(i int) bool) []string {
+		var out []string
+		for _, id := range all {
+			var i int
+			fmt.Sscanf(id, "s%d", &i)
+			if keep(i) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		q    kv.IndexQuery
+		keep func(int) bool
+	}{
+		{"all", kv.IndexQuery{}, func(int) bool { return true }},
+		{"agent", kv.IndexQuery{Agent: "support"}, func(int) bool { return true }},
+		{"other agent", kv.IndexQuery{Agent: "sales"}, func(int) bool { return false }},
+		{"deployment", kv.IndexQuery{Deployment: "dep-b"}, func(i int) bool { return i%3 == 0 }},
+		{"state", kv.IndexQuery{State: "quarantined"}, func(i int) bool { return i%5 == 0 }},
+		{"tag", kv.IndexQuery{Tags: map[string]string{"tenant": "acme"}}, func(i int) bool { return i%4 == 0 }},
+		{"two tags", kv.IndexQuery{Tags: map[string]string{"tenant": "acme", "user": "U4"}}, func(i int) bool { return i%8 == 4 }},
+		{"waiting", kv.IndexQuery{Waiting: "input"}, func(i int) bool { return i%6 == 0 }},
+		{"waiting any", kv.IndexQuery{Waiting: "any"}, func(i int) bool { return i%6 == 0 }},
+		{"waiting task", kv.IndexQuery{Waiting: "task"}, func(int) bool { return false }},
+		{"parent", kv.IndexQuery{Parent: "s00"}, func(i int) bool { return i >= 20 }},
+		{"state and deployment", kv.IndexQuery{State: "active", Deployment: "dep-b"}, func(i int) bool { return i%3 == 0 && i%5 != 0 }},
+		{"tag and waiting", kv.IndexQuery{Waiting: "input", Tags: map[string]string{"tenant": "acme"}}, func(i int) bool { return i%12 == 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := filter(c.keep)
+			for _, limit := range []int{1, 4, 50} {
+				if got := listAll(t, x, c.q, limit); !slices.Equal(got, want) {
+					t.Fatalf("limit %d: %v, want %v", limit, got, want)
+				}
+			}
+		})
+	}
+	// A cursor is tied to its query.
+	p, err := x.List(ctx(t), kv.IndexQuery{}, "", 2)
+	if err != nil || p.Next == "" {
+		t.Fatalf("first page: %+v %v", p, err)
+	}
+	if _, err := x.List(ctx(t), kv.IndexQuery{State: "active"}, p.Next, 2); !errors.Is(err, kv.ErrBadCursor) {
+		t.Fatalf("cursor of another query: %v", err)
+	}
+	if _, err := x.List(ctx(t), kv.IndexQuery{}, "%%%", 2); !errors.Is(err, kv.ErrBadCursor) {
+		t.Fatalf("malformed cursor: %v", err)
+	}
+}
+
+// TestIndexStalePostingIgnored: a posting the entry no longer has (a
+// crash between the entry's write and the posting's removal) is never
+// listed, and a session is listed once.
+func TestIndexStalePostingIgnored(t *testing.T) {
+	x, c := openIndex(t), ctx(t)
+	e := entry("s1", 5, t0)
+	put(t, x, e, kv.IndexWritten)
+	moved := e
+	moved.State, moved.Revision = record.StatePaused, 6
+	// Write the entry alone: its old state posting stays behind.
+	put(t, x, moved, kv.IndexWritten)
+	stale := kv.Postings(e)
+	// And one of another creation time for its current state (as a rebuild
+	// that read another time would leave): the session is listed once.
+	other := moved
+	other.CreatedAt = t0.Add(-3 * time.Hour)
+	stale = append(stale, kv.Postings(other)...)
+	if err := x.AddPostings(c, stale); err != nil {
+		t.Fatal(err)
+	}
+	if ids := listAll(t, x, kv.IndexQuery{State: "active"}, 10); len(ids) != 0 {
+		t.Fatalf("a stale posting listed: %v", ids)
+	}
+	if ids := listAll(t, x, kv.IndexQuery{State: "paused"}, 10); !slices.Equal(ids, []string{"s1"}) {
+		t.Fatalf("state=paused: %v", ids)
+	}
+}
+
+// listAll walks every page of q.
+func listAll(t *testing.T, x *kv.Index, q kv.IndexQuery, limit int) []string {
+	t.Helper()
+	var out []string
+	after := ""
+	for range 1000 {
+		p, err := x.List(ctx(t), q, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Entries) > limit {
+			t.Fatalf("page of %d entries, limit %d", len(p.Entries), limit)
+		}
+		for _, e := range p.Entries {
+			out = append(out, e.SessionID)
+		}
+		if p.Next == "" {
+			return out
+		}
+		after = p.Next
+	}
+	t.Fatal("the walk did not end")
+	return nil
+}
