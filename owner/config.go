@@ -82,6 +82,10 @@ type Config struct {
 	// MaxLoaded caps the sessions this process runs at once (--max-loaded;
 	// default 2000; 0: no cap).
 	MaxLoaded int
+	// IndexReconcileInterval paces the session index's reconciler
+	// (--index-reconcile-every; default 30s; 0: off — rebuilds still run;
+	// docs/nats-layout.md, "The session index").
+	IndexReconcileInterval time.Duration
 	// InboxSweepInterval paces the look for hibernated sessions with
 	// unprocessed commands (--inbox-sweep-interval; more than 0, at most 5s).
 	InboxSweepInterval time.Duration
@@ -142,24 +146,25 @@ type Config struct {
 // DeploymentID has to be set.
 func DefaultConfig() Config {
 	return Config{
-		Prefix:             subjects.DefaultPrefix,
-		AgentName:          subjects.DefaultAgent,
-		DataDir:            "./data",
-		NATSListen:         "127.0.0.1:4222",
-		Replicas:           1,
-		LeaseTTL:           pool.DefaultLeaseTTL,
-		SweepInterval:      pool.DefaultSweepInterval,
-		TaskAckWait:        pool.DefaultTaskAckWait,
-		StepTimeout:        pool.DefaultStepTimeout,
-		ChildSendTimeout:   pool.DefaultChildSendTimeout,
-		HibernateAfter:     pool.DefaultHibernateAfter,
-		MaxLoaded:          2000,
-		InboxSweepInterval: pool.DefaultInboxSweepInterval,
-		DrainTimeout:       30 * time.Second,
-		QuarantineAfter:    pool.DefaultQuarantineAfter,
-		QuarantineBackoff:  slices.Clone(pool.DefaultQuarantineBackoff),
-		MaxStepsPerTurn:    pool.DefaultMaxStepsPerTurn,
-		StepRetries:        pool.DefaultStepRetries,
-		StepRetryBackoff:   slices.Clone(pool.DefaultStepRetryBackoff),
+		Prefix:                 subjects.DefaultPrefix,
+		AgentName:              subjects.DefaultAgent,
+		DataDir:                "./data",
+		NATSListen:             "127.0.0.1:4222",
+		Replicas:               1,
+		LeaseTTL:               pool.DefaultLeaseTTL,
+		SweepInterval:          pool.DefaultSweepInterval,
+		TaskAckWait:            pool.DefaultTaskAckWait,
+		StepTimeout:            pool.DefaultStepTimeout,
+		ChildSendTimeout:       pool.DefaultChildSendTimeout,
+		HibernateAfter:         pool.DefaultHibernateAfter,
+		MaxLoaded:              2000,
+		InboxSweepInterval:     pool.DefaultInboxSweepInterval,
+		IndexReconcileInterval: pool.DefaultIndexReconcileInterval,
+		DrainTimeout:           30 * time.Second,
+		QuarantineAfter:        pool.DefaultQuarantineAfter,
+		QuarantineBackoff:      slices.Clone(pool.DefaultQuarantineBackoff),
+		MaxStepsPerTurn:        pool.DefaultMaxStepsPerTurn,
+		StepRetries:            pool.DefaultStepRetries,
+		StepRetryBackoff:       slices.Clone(pool.DefaultStepRetryBackoff),
 	}
 }

@@ -20,7 +20,8 @@ const faultUsage = "TEST ONLY — never in production: SIGKILL this process at a
 	"crash-after-index:N (after the Nth recovery/wake/takeover index write, before the claim), " +
 	"crash-after-claim:N (after the Nth recovery/wake/takeover claim CAS, before the consumer is created), " +
 	"crash-after-journal:N (right after the Nth journal entry of a step was written, before StepInput.Do returns), " +
-	"crash-before-commit:N (when the Nth step result reached its session, before the commit that folds it)"
+	"crash-before-commit:N (when the Nth step result reached its session, before the commit that folds it), " +
+	"crash-before-index-write:N (before the Nth write of a session's entry of the session index, after the record change it follows)"
 
 // parseFaults turns a --fault spec into armed failpoints; "" is nil.
 func parseFaults(spec string, log *slog.Logger) (*failpoint.Registry, error) {
@@ -40,7 +41,7 @@ func parseFaults(spec string, log *slog.Logger) (*failpoint.Registry, error) {
 		}
 		point, ok := crashPoints[name]
 		if !ok {
-			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim, crash-after-journal, crash-before-commit)", app.ErrUsage, name)
+			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim, crash-after-journal, crash-before-commit, crash-before-index-write)", app.ErrUsage, name)
 		}
 		f.On(point, killAt(name, n, log))
 	}
@@ -49,11 +50,12 @@ func parseFaults(spec string, log *slog.Logger) (*failpoint.Registry, error) {
 
 // crashPoints are the failpoints --fault kills the process at, by name.
 var crashPoints = map[string]failpoint.Name{
-	"crash-after-commit":  failpoint.AfterCommit,
-	"crash-after-index":   failpoint.AfterIndex,
-	"crash-after-claim":   failpoint.AfterClaim,
-	"crash-after-journal": failpoint.AfterJournal,
-	"crash-before-commit": failpoint.BeforeCommit,
+	"crash-after-commit":       failpoint.AfterCommit,
+	"crash-after-index":        failpoint.AfterIndex,
+	"crash-after-claim":        failpoint.AfterClaim,
+	"crash-after-journal":      failpoint.AfterJournal,
+	"crash-before-commit":      failpoint.BeforeCommit,
+	"crash-before-index-write": failpoint.BeforeIndexWrite,
 }
 
 // killAt returns an action that SIGKILLs the process the nth time it runs.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/baton-rt/baton/internal/app"
 	"github.com/baton-rt/baton/internal/lockfile"
@@ -191,7 +192,8 @@ func (r resolved) poolConfig(nc *nats.Conn, js jetstream.JetStream, store *kv.St
 		LeaseTTL: r.LeaseTTL, SweepInterval: r.SweepInterval, TaskAckWait: r.TaskAckWait, StepTimeout: r.StepTimeout,
 		ChildSendTimeout: r.ChildSendTimeout,
 		HibernateAfter:   r.HibernateAfter, MaxLoaded: r.MaxLoaded, InboxSweepInterval: r.InboxSweepInterval,
-		DrainTimeout: r.DrainTimeout, Registerer: reg, Failpoints: faults,
+		IndexReconcileInterval: reconcileEvery(r.IndexReconcileInterval),
+		DrainTimeout:           r.DrainTimeout, Registerer: reg, Failpoints: faults,
 		QuarantineAfter: r.QuarantineAfter, QuarantineBackoff: slices.Clone(r.QuarantineBackoff),
 		MaxStepsPerTurn: r.MaxStepsPerTurn, MaxTokensPerTurn: r.MaxTokensPerTurn, MaxTokensPerSession: r.MaxTokensPerSession,
 		StepRetry: runtime.RetryPolicy{Retries: r.StepRetries, Backoff: slices.Clone(r.StepRetryBackoff)},
@@ -221,4 +223,13 @@ func (c *cleanup) run() {
 	for i := len(*c) - 1; i >= 0; i-- {
 		(*c)[i]()
 	}
+}
+
+// reconcileEvery maps --index-reconcile-every onto the pool's setting:
+// 0 (off) is the pool's negative.
+func reconcileEvery(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

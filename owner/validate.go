@@ -81,6 +81,8 @@ func (c Config) checkValues() error {
 		return fmt.Errorf("--task-ack-wait %v: want at least 1s", c.TaskAckWait)
 	case c.SweepInterval < 0:
 		return fmt.Errorf("--sweep-interval %v: want 0 or more", c.SweepInterval)
+	case c.IndexReconcileInterval < 0:
+		return fmt.Errorf("--index-reconcile-every %v: want 0 (off) or more", c.IndexReconcileInterval)
 	case c.InboxSweepInterval <= 0 || c.InboxSweepInterval > 5*time.Second:
 		return fmt.Errorf("--inbox-sweep-interval %v: want more than 0 and at most 5s (the bound on a lost wake)", c.InboxSweepInterval)
 	case c.MaxLoaded < 0:

@@ -40,6 +40,10 @@ const (
 	// AfterIndex (SessionID): when a load has written the index entry,
 	// before it claims the session. Its error is ignored.
 	AfterIndex Name = "after-index"
+	// BeforeIndexWrite (SessionID, Detail: the state indexed): when an
+	// owner is about to write a session's entry of the session index;
+	// an error drops the write (the reconciler heals it).
+	BeforeIndexWrite Name = "before-index-write"
 	// AfterClaim (SessionID): when a load's claim CAS succeeded, before the
 	// consumer is created. Its error is ignored.
 	AfterClaim Name = "after-claim"

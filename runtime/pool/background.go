@@ -43,11 +43,18 @@ func jittered(ctx context.Context, interval time.Duration, f func()) {
 		return
 	}
 	for {
-		d := interval + time.Duration(rand.Int64N(int64(interval)/5+1)) - interval/10
-		sleep(ctx, d)
+		sleep(ctx, spread(interval))
 		if ctx.Err() != nil {
 			return
 		}
 		f()
 	}
+}
+
+// spread is interval ±10 % (a positive interval; else interval).
+func spread(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return interval
+	}
+	return interval + time.Duration(rand.Int64N(int64(interval)/5+1)) - interval/10
 }

@@ -27,6 +27,11 @@ const (
 	DefaultSweepInterval = 10 * time.Second
 	// DefaultHibernateAfter is how long a quiet session stays loaded.
 	DefaultHibernateAfter = 5 * time.Minute
+	// DefaultIndexReconcileInterval paces the session index's reconciler.
+	DefaultIndexReconcileInterval = 30 * time.Second
+	// DefaultIndexReconcileBatch is how many keys of each stream (the
+	// session records', the index's) one reconcile run reads.
+	DefaultIndexReconcileBatch = 2000
 	// DefaultInboxSweepInterval paces the inbox sweeper: the bound on how
 	// long a command to a hibernated session can wait when its wake was
 	// lost, and on how late a timer reaches a hibernated session.
@@ -78,6 +83,14 @@ type Config struct {
 	LeaseRenew time.Duration
 	// SweepInterval paces the orphan sweeper (default 10 s).
 	SweepInterval time.Duration
+	// IndexReconcileInterval paces the session index's reconciler
+	// (default 30 s; negative: off), IndexReconcileBatch bounds the keys
+	// of each stream one run reads (default 2000).
+	IndexReconcileInterval time.Duration
+	IndexReconcileBatch    int
+	// NoIndexReconciler turns the reconciler off entirely, rebuilds
+	// included (tests that count a process's calls).
+	NoIndexReconciler bool
 	// TaskAckWait is the ack wait of the deployment's task consumer
 	// (default 30 s): a task whose runner died runs again after it.
 	TaskAckWait time.Duration
@@ -178,6 +191,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LeaseRenew == 0 {
 		c.LeaseRenew = c.LeaseTTL / 4
+	}
+	if c.IndexReconcileInterval == 0 {
+		c.IndexReconcileInterval = DefaultIndexReconcileInterval
+	}
+	if c.IndexReconcileBatch <= 0 {
+		c.IndexReconcileBatch = DefaultIndexReconcileBatch
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval

@@ -6,6 +6,7 @@ import (
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/eventlog"
 	"github.com/baton-rt/baton/runtime/jsport"
@@ -37,7 +38,8 @@ func (o *Owner) newEnv() error {
 		Appender: func(id string) session.Appender { return o.out.appender(id).WithBatches(o.batches.Load()) },
 		Live:     cfg.live(o.metrics),
 		Journal:  jsport.Journal{Open: o.journal.Load},
-		Agent:    cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
+		Index:    indexPort{o.index.Load}, AgentName: cfg.agentName(),
+		Agent: cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
 		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
 		ChildSendTimeout: cfg.ChildSendTimeout,
@@ -50,6 +52,17 @@ func (o *Owner) newEnv() error {
 		return err
 	}
 	o.env = env
+	return nil
+}
+
+// indexPort is session.Index over the index Run opens (before it, a
+// write is dropped: the reconciler heals it).
+type indexPort struct{ open func() *kv.Index }
+
+func (p indexPort) Write(ctx context.Context, e record.IndexEntry) error {
+	if x := p.open(); x != nil {
+		return x.Write(ctx, e)
+	}
 	return nil
 }
 

@@ -34,6 +34,7 @@ type metrics struct {
 	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
 	sends        *prometheus.CounterVec   // commands for other sessions by kind and result
 	finishes     *prometheus.CounterVec   // operators' finishes of quarantined sessions by outcome
+	indexed      *prometheus.CounterVec   // the index reconciler's work by kind (session, repaired, removed, rebuild)
 	mu           sync.Mutex
 	stats        Stats
 }
@@ -98,7 +99,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_live_events_total",
 			Help: "Live events (message.delta, message.discarded) by result: published, failed (the connection refused the publish), dropped (a step's live buffer was full).",
 		}, []string{"result"}),
-		sends: newSendsMetric(), finishes: newFinishesMetric(), stepRetries: newStepRetriesMetric(),
+		sends: newSendsMetric(), finishes: newFinishesMetric(), indexed: newIndexedMetric(), stepRetries: newStepRetriesMetric(),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	m.renewals, m.fences, m.pauses = leaseMetrics()
@@ -106,7 +107,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes, m.indexed,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -286,4 +287,11 @@ func (m *metrics) finished(outcome string, err *protocol.ReplyError) {
 		outcome = string(err.Code)
 	}
 	m.finishes.WithLabelValues(outcome).Inc()
+}
+
+func newIndexedMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_owner_index_reconciled_total",
+		Help: "The session index reconciler's work, by kind: checked (sessions whose entry it checked), repaired (entries or postings it wrote), removed (entries or postings it deleted), rebuilt (sessions a rebuild checked).",
+	}, []string{"kind"})
 }

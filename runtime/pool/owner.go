@@ -51,8 +51,10 @@ type Owner struct {
 	send     *sender   // commands to other sessions
 	tasks    *tasks    // the deployment's durable background tasks
 
-	state   jetstream.ObjectStore            // baton_state (set by Run)
-	journal atomic.Pointer[kv.Journal]       // baton_journal (set by Run)
+	state   jetstream.ObjectStore      // baton_state (set by Run)
+	journal atomic.Pointer[kv.Journal] // baton_journal (set by Run)
+	index   atomic.Pointer[kv.Index]   // the session index (set by Run)
+	recon   *reconciler
 	batches atomic.Pointer[eventlog.Batches] // fast batches of a commit's events (set by Run; nil: one at a time)
 	txn     *handoff.Txn                     // nil: handoff disabled
 	env     *session.Env                     // what every session of this process shares
@@ -133,6 +135,7 @@ func New(cfg Config) (*Owner, error) {
 	o.resumes = &resumer{cfg: &o.cfg, log: o.log, lease: o.lease, reg: o.reg, wake: o.Wake}
 	o.sweeps = &sweeper{cfg: &o.cfg, log: o.log, metrics: m, reg: o.reg, peers: &o.peers, adoption: o.adoption, fin: o.fin,
 		wakes: o.wakes, retire: o.retire, backlog: o.backlog, wake: o.Wake}
+	o.recon = &reconciler{cfg: &o.cfg, log: o.log, metrics: m, peers: &o.peers, agents: o.agents, index: o.index.Load}
 	if err := o.newEnv(); err != nil {
 		return nil, err
 	}
@@ -164,22 +167,9 @@ func (c *Config) newOwner() record.Owner {
 // claims.
 func (o *Owner) Run(ctx context.Context) error {
 	o.lease.instance = newID()
-	state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
-	if ctx.Err() != nil {
-		return nil // stopped while starting: a clean shutdown
+	if err := o.openStores(ctx); err != nil || ctx.Err() != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("pool: state object store: %w", err)
-	}
-	o.state = state
-	journal, err := kv.OpenJournal(ctx, o.cfg.JS, o.cfg.Names)
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	o.journal.Store(journal)
 	batches, err := eventlog.NewBatches(ctx, o.cfg.NC, o.cfg.JS, o.cfg.Names.EventsStream())
 	if ctx.Err() != nil {
 		return nil
@@ -234,6 +224,36 @@ func (o *Owner) Run(ctx context.Context) error {
 	o.lease.release()
 	bg.Wait()
 	return <-errc
+}
+
+// openStores opens the state object store, the journal and the session
+// index (nil error when ctx ended meanwhile: a clean shutdown).
+func (o *Owner) openStores(ctx context.Context) error {
+	state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pool: state object store: %w", err)
+	}
+	o.state = state
+	journal, err := kv.OpenJournal(ctx, o.cfg.JS, o.cfg.Names)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	o.journal.Store(journal)
+	index, err := kv.OpenIndex(ctx, o.cfg.JS, o.cfg.Names)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	o.index.Store(index)
+	return nil
 }
 
 // unregister removes this process's registration when it stops with an
@@ -303,6 +323,7 @@ func (o *Owner) serve(parent context.Context) {
 	}
 	o.reg.goBG(ctx, func() { o.sweeps.sweepLoop(ctx) })
 	o.reg.goBG(ctx, func() { o.sweeps.inboxSweepLoop(ctx) })
+	o.reg.goBG(ctx, func() { o.recon.reconcileLoop(ctx) })
 	// The subscriptions are registered with the server once a round trip
 	// has passed: only then is "serving" true for a requester on another
 	// connection (without it, a start right after the log line can meet

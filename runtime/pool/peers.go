@@ -142,6 +142,21 @@ func (ps *peerSet) shard(dep, self string) (rank, n int) {
 	return slices.Index(live, self), len(live)
 }
 
+// shardAll is shard across every live owner process of the fleet,
+// whatever its deployment.
+func (ps *peerSet) shardAll(self string) (rank, n int) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	live := []string{self}
+	for pid, p := range ps.m {
+		if pid != self && p.live && p.gen == ps.gen {
+			live = append(live, pid)
+		}
+	}
+	slices.Sort(live)
+	return slices.Index(live, self), len(live)
+}
+
 // changedSince reports whether the watch saw pid's key change after rev.
 func (ps *peerSet) changedSince(pid string, rev uint64) bool {
 	ps.mu.Lock()

@@ -112,6 +112,7 @@ func TestSweepCallsDoNotGrowWithRecords(t *testing.T) {
 	quiet := func(c *Config) {
 		c.SweepInterval, c.InboxSweepInterval = time.Hour, -1 // only the test sweeps
 		c.TickInterval = time.Hour                            // no purge changes the inbox meanwhile
+		c.NoIndexReconciler = true                            // it reads the index every second
 	}
 	// The ghost runs sessions and stops before any peer runs: no lease
 	// watch saw it, its index and registration stay.

@@ -51,6 +51,7 @@ func (s *Session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 	}
 	rec.UpdatedAt = now
 	s.nextStateRef = c.StateRef
+	s.deriveIndex(rec, c, outbox)
 	return rec, outbox, nil
 }
 

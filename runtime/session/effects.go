@@ -124,6 +124,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 			s.env.Process.Settled(s.id) // it did not kill the process
 		}
 		s.committedState()
+		s.indexCommitted(rev)
 		s.env.Observer.Committed(outbox)
 		s.env.Failpoints.Run(failpoint.AfterCommit, failpoint.Args{SessionID: s.id})
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
@@ -157,6 +158,7 @@ func (s *Session) resolve(ctx context.Context) ([]runtime.Input, error) {
 		s.log.Info("uncertain commit settled: it landed", "rev", rev)
 		s.rec, s.rev, s.pub.outbox, s.due = s.pendingRec, rev, s.pendingOutbox, s.pendingDue
 		s.committedState()
+		s.indexCommitted(rev)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, record.ErrConflict):
 		s.log.Warn("uncertain commit did not land: fenced, stopping", "err", err)

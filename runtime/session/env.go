@@ -31,6 +31,12 @@ type Env struct {
 	Live Live
 	// Journal holds steps' journals (nil: StepInput.Do records nothing).
 	Journal JournalStore
+	// Index keeps the sessions' entries of the session index (nil: none
+	// is written).
+	Index Index
+	// AgentName is the agent this deployment is a version of (the index
+	// entries' agent).
+	AgentName string
 	// Appender returns the event appender of a session.
 	Appender func(sessionID string) Appender
 	Agent    runtime.Agent

@@ -193,6 +193,7 @@ func (s *Session) hibernate(ctx context.Context) error {
 		s.log.Debug("remove index entry of hibernated session", "err", err)
 	}
 	s.env.Failpoints.Run(failpoint.Hibernating, failpoint.Args{SessionID: s.id, Detail: "consumer"})
+	s.indexState(rec, rev) // last: the session has left the process's index
 	s.stopped = true
 	s.hibernated.Store(true)
 	s.env.Observer.Hibernated()

@@ -42,6 +42,14 @@ type Records interface {
 	Tombstone(ctx context.Context, token string, rev uint64) (uint64, error)
 }
 
+// Index keeps a session's entry of the session index: derived, so a
+// lost write costs nothing but a stale listing until the owners'
+// reconciler heals it. An entry derived from an older record revision
+// than the stored one is ignored. kv.Index implements it.
+type Index interface {
+	Write(ctx context.Context, e record.IndexEntry) error
+}
+
 // Cursor names an inbox reader: the consumer's name, the encoded tokens it
 // filters on, and the first stream sequence it delivers (1: everything).
 // Fresh marks a run's first consumer, whose name was never used: it may be

@@ -50,6 +50,7 @@ type Session struct {
 	hibernated    atomic.Bool // stopped by hibernating
 	act           *Activity   // last activity; the loaded-session cap's request to hibernate
 	senders       senders     // pending child sends being retried
+	ix            indexer     // its entry of the session index
 }
 
 // New prepares a claimed session to run (Run); env must be Ready.

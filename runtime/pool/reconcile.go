@@ -1,0 +1,262 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/subjects"
+	"github.com/baton-rt/baton/wire"
+)
+
+// reconciler keeps the session index true to the session records
+// (docs/nats-layout.md, "The session index"). Every
+// IndexReconcileInterval it reads the next IndexReconcileBatch keys of
+// two streams, each from where its last run stopped, wrapping at the end:
+//
+//   - the session records' (every revision the bucket still holds): each
+//     session of this process's share is re-derived from its record and
+//     its entry and postings repaired (kv.Index.Put with verify) — a lost
+//     owner write, a process killed between a record change and its index
+//     write, an entry of a record deleted;
+//   - the index's: an entry whose record is gone is removed, and a
+//     posting its entry does not have (left by a crash mid-move) deleted.
+//
+// Shares split the key space across every live owner process of the
+// fleet (any deployment: a stopped deployment's sessions are still
+// indexed), by a hash of the session ID. A rebuild request (the admin
+// route) is claimed by one process, which walks both streams whole at
+// once; if it dies, another claims it.
+type reconciler struct {
+	cfg      *Config
+	log      *slog.Logger
+	metrics  *metrics
+	peers    *peerSet
+	agents   *agents
+	index    func() *kv.Index
+	sessions uint64 // the walk's next sequence of the records' stream
+	entries  uint64 // and of the index's
+}
+
+// postingGrace is how old a posting must be before the reconciler
+// removes it as stale.
+const postingGrace = time.Minute
+
+// rebuildPoll is how often the reconciler looks for a rebuild request
+// (one direct get).
+const rebuildPoll = time.Second
+
+// reconcileLoop looks for a rebuild request every rebuildPoll and runs a
+// reconcile every IndexReconcileInterval (±10 %; negative: only
+// rebuilds).
+func (r *reconciler) reconcileLoop(ctx context.Context) {
+	if r.cfg.NoIndexReconciler {
+		return
+	}
+	next := time.Now().Add(spread(r.cfg.IndexReconcileInterval))
+	for {
+		sleep(ctx, min(rebuildPoll, max(r.cfg.IndexReconcileInterval, time.Millisecond)))
+		if ctx.Err() != nil {
+			return
+		}
+		x := r.index()
+		if x == nil {
+			continue
+		}
+		if req, rev, err := x.Rebuild(ctx); err == nil && req.DoneAt.IsZero() &&
+			(req.ClaimedBy == "" || req.ClaimedBy == r.cfg.ProcessID || !r.peers.live(req.ClaimedBy)) {
+			r.rebuild(ctx, x, req, rev)
+			continue
+		}
+		if r.cfg.IndexReconcileInterval > 0 && time.Now().After(next) {
+			rank, n := r.peers.shardAll(r.cfg.ProcessID)
+			mine := func(id string) bool { return inShard(id, rank, n) }
+			r.sessions, _ = r.walk(ctx, x, r.sessions, x.SessionKeys, r.reconcile(false), mine, "checked")
+			r.entries, _ = r.walk(ctx, x, r.entries, x.IndexKeys, r.reconcileKey, mine, "")
+			next = time.Now().Add(spread(r.cfg.IndexReconcileInterval))
+		}
+	}
+}
+
+// rebuild claims the request (by CAS: one process runs it) and walks both
+// streams whole, every session whatever its share, then marks it done.
+func (r *reconciler) rebuild(ctx context.Context, x *kv.Index, req kv.IndexRebuild, rev uint64) {
+	req.ClaimedBy, req.ClaimedAt = r.cfg.ProcessID, time.Now().UTC()
+	rev, err := x.UpdateRebuild(ctx, req, rev)
+	if err != nil {
+		r.log.Debug("session index rebuild not claimed", "rebuild", req.RebuildID, "err", err)
+		return
+	}
+	r.log.Info("session index rebuild started", "rebuild", req.RebuildID, "requestedAt", req.RequestedAt)
+	start, checked := time.Now(), 0
+	all := func(string) bool { return true }
+	for _, walk := range []struct {
+		keys func(context.Context, uint64, int) ([]string, uint64, error)
+		each func(context.Context, *kv.Index, string) bool
+	}{{x.SessionKeys, r.reconcile(true)}, {x.IndexKeys, r.reconcileKey}} {
+		for from := uint64(1); ctx.Err() == nil; {
+			next, n := r.walk(ctx, x, from, walk.keys, walk.each, all, "rebuilt")
+			checked += n
+			if next == 0 || next == from {
+				break
+			}
+			from = next
+			r.log.Info("session index rebuild progress", "rebuild", req.RebuildID, "sessions", checked)
+		}
+	}
+	if ctx.Err() != nil {
+		return // claimed by a live process no longer: another one takes it over
+	}
+	req.DoneAt, req.Sessions = time.Now().UTC(), checked
+	if _, err := x.UpdateRebuild(ctx, req, rev); err != nil {
+		r.log.Warn("session index rebuild not marked done", "rebuild", req.RebuildID, "err", err)
+	}
+	r.log.Info("session index rebuild done", "rebuild", req.RebuildID, "sessions", checked,
+		"took", time.Since(start).Round(time.Millisecond))
+}
+
+// walk reads one batch of keys from from and hands each key of a session
+// mine accepts to each, counting the sessions each checked as kind; it
+// returns where the next batch starts (0: from the stream's start) and
+// that count.
+func (r *reconciler) walk(ctx context.Context, x *kv.Index, from uint64,
+	keys func(context.Context, uint64, int) ([]string, uint64, error),
+	each func(context.Context, *kv.Index, string) bool, mine func(string) bool, kind string) (uint64, int) {
+	ks, next, err := keys(ctx, from, r.cfg.IndexReconcileBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("session index reconcile: walk", "err", err)
+		}
+		return from, 0
+	}
+	seen, n := map[string]bool{}, 0
+	for _, k := range ks {
+		if ctx.Err() != nil || seen[k] {
+			continue
+		}
+		seen[k] = true
+		if id := sessionOfKey(k); id != "" && mine(id) && each(ctx, x, k) {
+			n++
+			if kind != "" {
+				r.metrics.indexed.WithLabelValues(kind).Inc()
+			}
+		}
+	}
+	return next, n
+}
+
+// sessionOfKey is the session a key of either stream belongs to ("" for
+// none: a marker, the rebuild request).
+func sessionOfKey(k string) string {
+	if id, err := subjects.ParseIndexEntryKey(k); err == nil {
+		return id
+	}
+	if p, err := subjects.ParsePosting(k); err == nil {
+		return p.SessionID
+	}
+	if subjects.ValidateSessionID(k) == nil {
+		return k
+	}
+	return ""
+}
+
+// reconcile is reconcileSession, checking every posting exists too when
+// verify is set (a rebuild: postings go before their entry, so a
+// reconcile that finds the entry right trusts them).
+func (r *reconciler) reconcile(verify bool) func(context.Context, *kv.Index, string) bool {
+	return func(ctx context.Context, x *kv.Index, k string) bool { return r.reconcileSession(ctx, x, k, verify) }
+}
+
+// reconcileSession re-derives the entry of the session whose record key
+// is k, or of the entry key k, and repairs it.
+func (r *reconciler) reconcileSession(ctx context.Context, x *kv.Index, k string, verify bool) bool {
+	id := sessionOfKey(k)
+	cur, err := r.cfg.Store.GetSession(ctx, id)
+	if errors.Is(err, record.ErrNotFound) {
+		if err := x.Delete(ctx, id); err != nil {
+			r.log.Debug("session index reconcile: remove entry", "session", id, "err", err)
+		} else {
+			r.metrics.indexed.WithLabelValues("removed").Inc()
+		}
+		return true
+	}
+	if err != nil {
+		r.log.Debug("session index reconcile: read record", "session", id, "err", err)
+		return false
+	}
+	e, err := r.derive(ctx, cur)
+	if err != nil {
+		r.log.Debug("session index reconcile: derive", "session", id, "err", err)
+		return false
+	}
+	out, err := x.Put(ctx, e, verify)
+	if err != nil {
+		r.log.Debug("session index reconcile: write", "session", id, "err", err)
+		return true
+	}
+	if out == kv.IndexWritten {
+		r.metrics.indexed.WithLabelValues("repaired").Inc()
+		r.log.Info("session index entry repaired", "session", id, "state", e.State, "revision", e.Revision)
+	}
+	return true
+}
+
+// derive is the entry a session record says: its checkpoint decoded, or,
+// when this build cannot, its stable members (the aliases).
+func (r *reconciler) derive(ctx context.Context, cur record.Session) (record.IndexEntry, error) {
+	agent := subjects.DefaultAgent
+	if f := r.agents.fleet.Load(); f != nil {
+		a, err := f.Agent(ctx, cur.Record.DeploymentID)
+		if err != nil {
+			return record.IndexEntry{}, err
+		}
+		agent = a
+	}
+	cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint)
+	if err != nil {
+		p, perr := wire.PeekCheckpoint(cur.Record.Checkpoint)
+		if perr != nil {
+			return record.IndexEntry{}, err
+		}
+		cp = wire.Checkpoint{SessionID: p.SessionID, Tokens: p.Tokens}
+	}
+	e := record.DeriveIndex(cur.Record, cur.Revision, cp, agent)
+	e.Writer = "reconcile-" + r.cfg.ProcessID
+	return e, nil
+}
+
+// reconcileKey checks one key of the index's stream: an entry is
+// reconciled with its record; a posting its entry does not have is
+// removed.
+func (r *reconciler) reconcileKey(ctx context.Context, x *kv.Index, k string) bool {
+	p, err := subjects.ParsePosting(k)
+	if err != nil {
+		if _, err := subjects.ParseIndexEntryKey(k); err == nil {
+			return r.reconcileSession(ctx, x, k, false)
+		}
+		return false
+	}
+	e, _, err := x.Get(ctx, p.SessionID)
+	switch {
+	case errors.Is(err, record.ErrNotFound):
+		if _, rerr := r.cfg.Store.GetSession(ctx, p.SessionID); rerr == nil {
+			return r.reconcileSession(ctx, x, p.SessionID, false) // a record without its entry
+		}
+	case err != nil:
+		return false
+	case slices.Contains(kv.Postings(e), p):
+		return false
+	}
+	// A posting younger than postingGrace may belong to an entry being
+	// written (postings go first): it is left for a later run.
+	if err := x.RemovePosting(ctx, p, postingGrace); err != nil {
+		r.log.Debug("session index reconcile: remove posting", "posting", k, "err", err)
+		return false
+	}
+	r.metrics.indexed.WithLabelValues("removed").Inc()
+	return false
+}

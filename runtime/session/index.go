@@ -1,0 +1,79 @@
+package session
+
+import (
+	"context"
+
+	"github.com/baton-rt/baton/internal/failpoint"
+	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/wire"
+)
+
+// indexer keeps one session's entry of the session index: it writes only
+// when what the entry says changes (its deployment, state, tags, aliases,
+// durable waits or epoch) — not per turn or per commit — in the
+// background, and never fails the session: a lost write is the
+// reconciler's to heal.
+type indexer struct {
+	last record.IndexEntry // the last entry sent (zero: none this run)
+	next record.IndexEntry // derived from the commit in flight
+}
+
+// derive records the entry of the commit being built from its checkpoint
+// c; a commit that records session.started gives its creation time.
+func (s *Session) deriveIndex(rec record.SessionRecord, c wire.Checkpoint, outbox []wire.Event) {
+	if s.env.Index == nil {
+		return
+	}
+	e := record.DeriveIndex(rec, 0, c, s.env.AgentName)
+	for _, ev := range outbox {
+		if ev.Kind == wire.EventSessionStarted {
+			e.CreatedAt = ev.Time
+		}
+	}
+	s.ix.next = e
+}
+
+// indexCommitted writes the entry of the commit that landed at rev, if it
+// says something new.
+func (s *Session) indexCommitted(rev uint64) {
+	e := s.ix.next
+	e.Revision = rev
+	s.writeIndex(e)
+}
+
+// indexState writes the entry of a record change outside a commit (a
+// hibernation) at rev: the last entry with the record's state and epoch.
+func (s *Session) indexState(rec record.SessionRecord, rev uint64) {
+	if s.env.Index == nil || s.ix.last.SessionID == "" && s.ix.next.SessionID == "" {
+		return
+	}
+	e := s.ix.last
+	if e.SessionID == "" {
+		e = s.ix.next
+	}
+	e.State, e.Epoch, e.DeploymentID, e.Revision = rec.State, rec.Epoch, rec.DeploymentID, rev
+	s.writeIndex(e)
+}
+
+func (s *Session) writeIndex(e record.IndexEntry) {
+	if s.env.Index == nil || e.SessionID == "" {
+		return
+	}
+	if s.ix.last.SessionID != "" && s.ix.last.Same(e) {
+		return
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.ix.last.CreatedAt
+	}
+	e.Writer = "owner-" + s.rec.OwnerProcess
+	s.ix.last = e
+	if s.env.Failpoints.Hit(failpoint.BeforeIndexWrite, failpoint.Args{SessionID: s.id, Detail: string(e.State)}) {
+		s.log.Debug("index write dropped (failpoint)", "state", e.State)
+		return
+	}
+	s.env.Process.Go(func(ctx context.Context) {
+		if err := s.env.Index.Write(ctx, e); err != nil && ctx.Err() == nil {
+			s.log.Warn("session index entry not written (the reconciler heals it)", "state", e.State, "err", err)
+		}
+	})
+}
