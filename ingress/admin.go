@@ -56,6 +56,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	s.route(mux, "POST /v1/admin/sessions/{id}/resume", s.admin(s.httpPauseResume(wire.KindResume)))
 	s.route(mux, "POST /v1/admin/sessions/{id}/release", s.admin(s.httpRelease))
 	s.quarantineRoutes(mux)
+	s.sessionRoutes(mux)
 	s.route(mux, "/v1/admin/", s.admin(noRoute(mux, "admin route")))
 }
 

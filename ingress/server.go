@@ -130,6 +130,7 @@ type attached struct {
 	refs     *refs     // resolves message.output content stored out of line
 	fleet    *kv.Fleet // agents, promotions, retirements, live owners
 	unwatch  context.CancelFunc
+	index    atomic.Pointer[kv.Index] // the session index, opened on first use
 }
 
 // New validates cfg and returns a Server. It does no I/O: the topology is

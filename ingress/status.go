@@ -42,6 +42,16 @@ type Status struct {
 	// that holds it and its delegation depth (absent for a root).
 	ParentSessionID string `json:"parentSessionId,omitempty"`
 	Depth           int    `json:"depth,omitempty"`
+	// WaitingFor is everything the session waits for, one shape for every
+	// kind (record.Wait): input, authorization, task, child, paused,
+	// quarantined, handoff, step; empty when it waits for nothing.
+	WaitingFor []record.Wait `json:"waitingFor"`
+	// OwnerProcess is the owner process running it ("" when none does).
+	OwnerProcess string `json:"ownerProcess"`
+	// Why is the idle rule's reason it is not idle, as the drain report
+	// gives it (busy, paused, input, authorization, task, child, queued,
+	// quarantined, ended); "" when idle.
+	Why string `json:"why"`
 }
 
 // HandleStatus is one child handle of a session: its name, the child
@@ -114,7 +124,12 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	if st.QueueDepth, err = s.queueDepthUpTo(ctx, a, cp, maxQueueCount); err != nil {
 		return Status{}, fail(ErrUnavailable, "session %s: inbox: %v", sessionID, err)
 	}
-	st.Idle = readable && record.NotIdle(record.CheckpointActivity(rec, cp, st.QueueDepth > 0)) == ""
+	st.Why = record.NotIdle(record.CheckpointActivity(rec, cp, st.QueueDepth > 0))
+	if !readable && st.Why == "" {
+		st.Why = wire.SkipBusy
+	}
+	st.Idle = st.Why == ""
+	st.WaitingFor, st.OwnerProcess = record.WaitingFor(rec, cp), rec.OwnerProcess
 	st.Handles, st.ParentSessionID, st.Depth = family(cp)
 	stamp, _ := s.stamp(a)
 	st.OwnerLive = s.ownerLive(a, rec.DeploymentID, stamp)
