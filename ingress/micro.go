@@ -86,6 +86,12 @@ func (s *Server) Micro(ctx context.Context) (Services, error) {
 		return nil, err
 	}
 	out := Services{svc}
+	admin, err := s.adminService(ctx)
+	if err != nil {
+		_ = out.Stop()
+		return nil, err
+	}
+	out = append(out, admin)
 	if agent == subjects.DefaultAgent {
 		legacy, err := s.service(ctx, ServiceName, "Baton ingress of the default agent on the un-prefixed subjects "+
 			"(deprecated: use "+AgentServiceName(agent)+" on "+s.cfg.Names.AgentIngress(agent, "*")+")", s.cfg.Names.Ingress)
@@ -187,4 +193,65 @@ func (s *Server) serveMicro(ctx context.Context, op string, req micro.Request, h
 		_ = req.Error(strconv.Itoa(status), strings.NewReplacer("\r", " ", "\n", " ").Replace(e.Message), e.Body())
 	}
 	s.met.requests.WithLabelValues("nats", op, strconv.Itoa(status)).Inc()
+}
+
+// AdminServiceName is the micro service of the operators' requests over
+// NATS (<prefix>.admin.<op>, queue group <prefix>-admin), served by every
+// ingress: authorization is NATS's (docs/api.md, "NATS permissions").
+const AdminServiceName = "baton-admin"
+
+// AdminOperations are the admin service's endpoints.
+var AdminOperations = []string{"sessions"}
+
+// adminService adds the admin micro service: "sessions" is the listing of
+// GET /v1/admin/sessions (body: ListRequest), its reply bounded to the
+// connection's maximum payload.
+func (s *Server) adminService(ctx context.Context) (micro.Service, error) {
+	svc, err := micro.AddService(s.cfg.NC, micro.Config{
+		Name: AdminServiceName, Version: Version, QueueGroup: s.cfg.Names.AdminQueueGroup(),
+		Description: "Baton operators' requests over NATS: find sessions",
+		Metadata:    map[string]string{"deployment": s.cfg.Deployment, "prefix": s.cfg.Names.Prefix()},
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := func(ctx context.Context, req micro.Request) {
+		defer s.busy.begin(Pending{Via: "nats", Op: "admin.sessions", Path: req.Subject(), Since: s.cfg.Now()})()
+		status := http.StatusOK
+		var b []byte
+		lr, err := ParseListRequest(req.Data())
+		if err == nil {
+			var list SessionList
+			if list, err = s.ListSessions(ctx, lr); err == nil {
+				b, err = list.Bounded(s.replyBound())
+			}
+		}
+		if err == nil {
+			err = req.Respond(b)
+		}
+		if err != nil {
+			e := asError(err)
+			status = e.Status()
+			_ = req.Error(strconv.Itoa(status), strings.NewReplacer("\r", " ", "\n", " ").Replace(e.Message), e.Body())
+		}
+		s.met.requests.WithLabelValues("nats", "admin.sessions", strconv.Itoa(status)).Inc()
+	}
+	if err := svc.AddEndpoint("sessions", micro.ContextHandler(ctx, h), micro.WithEndpointSubject(s.cfg.Names.Admin("sessions")),
+		micro.WithEndpointQueueGroup(s.cfg.Names.AdminQueueGroup())); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	return svc, nil
+}
+
+// MaxAdminReplyBytes bounds an admin reply over NATS (less when the
+// server's maximum payload is smaller).
+const MaxAdminReplyBytes = 512 << 10
+
+func (s *Server) replyBound() int {
+	bound := MaxAdminReplyBytes
+	if mp := int(s.cfg.NC.MaxPayload()); mp > 0 {
+		bound = min(bound, mp-4096)
+	}
+	return bound
 }

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -41,6 +42,21 @@ const MaxTagValueBytes = 256
 type SessionList struct {
 	Sessions []ListedSession `json:"sessions"`
 	Next     string          `json:"next,omitempty"` // pass as ?cursor= for the next page; absent on the last
+	query    kv.IndexQuery
+}
+
+// Bounded is the list encoded in at most max bytes: sessions are cut from
+// the end, and next then continues after the last one kept.
+func (l SessionList) Bounded(max int) ([]byte, error) {
+	for {
+		b, err := json.Marshal(l)
+		if err != nil || len(b) <= max || len(l.Sessions) <= 1 {
+			return b, err
+		}
+		l.Sessions = l.Sessions[:len(l.Sessions)-1]
+		last := l.Sessions[len(l.Sessions)-1]
+		l.Next = l.query.CursorAt(last.SessionID, last.CreatedAt)
+	}
 }
 
 // ListedSession is one session of a listing: the index's entry, and what
@@ -72,61 +88,110 @@ func (s *Server) sessionRoutes(mux *http.ServeMux) {
 	s.route(mux, "GET /v1/sessions", s.user(s.httpStatusByAlias))
 }
 
-// parseListQuery reads a listing's filters, limit and cursor.
-func parseListQuery(r *http.Request) (kv.IndexQuery, int, string, error) {
+// parseListQuery reads a listing's filters, limit and cursor from a URL
+// query.
+func parseListQuery(r *http.Request) (ListRequest, error) {
 	q := r.URL.Query()
 	for k, vs := range q {
 		if !slices.Contains(listKeys, k) {
-			return kv.IndexQuery{}, 0, "", bad("unknown query parameter %q (allowed: %s)", clip(k), strings.Join(listKeys, ", "))
+			return ListRequest{}, bad("unknown query parameter %q (allowed: %s)", clip(k), strings.Join(listKeys, ", "))
 		}
 		if k != "tag" && len(vs) > 1 {
-			return kv.IndexQuery{}, 0, "", bad("query parameter %q given %d times", k, len(vs))
+			return ListRequest{}, bad("query parameter %q given %d times", k, len(vs))
 		}
 	}
-	iq := kv.IndexQuery{Agent: q.Get("agent"), Deployment: q.Get("deployment"), State: q.Get("state"),
-		Waiting: q.Get("waiting"), Parent: q.Get("parent")}
-	switch {
-	case iq.Agent != "" && subjects.ValidateAgent(iq.Agent) != nil:
-		return iq, 0, "", bad("agent %q: want [a-z0-9][a-z0-9_-]{0,63}", clip(iq.Agent))
-	case iq.Deployment != "" && subjects.ValidateDeployment(iq.Deployment) != nil:
-		return iq, 0, "", invalidDeployment(iq.Deployment, subjects.ValidateDeployment(iq.Deployment))
-	case iq.State != "" && !record.State(iq.State).Valid():
-		return iq, 0, "", bad("state %q: want active, handoff, hibernated, paused, ended or quarantined", clip(iq.State))
-	case iq.Waiting != "" && !slices.Contains(waitFilters, iq.Waiting):
-		return iq, 0, "", bad("waiting %q: want %s", clip(iq.Waiting), strings.Join(waitFilters, ", "))
-	case iq.Parent != "" && subjects.ValidateSessionID(iq.Parent) != nil:
-		return iq, 0, "", bad("parent %q: not a session ID", clip(iq.Parent))
-	}
+	lr := ListRequest{Agent: q.Get("agent"), Deployment: q.Get("deployment"), State: q.Get("state"),
+		Waiting: q.Get("waiting"), Parent: q.Get("parent"), Cursor: q.Get("cursor")}
 	for _, t := range q["tag"] {
 		k, v, ok := strings.Cut(t, ":")
-		if !ok || !tagKeyRE.MatchString(k) || len(v) > MaxTagValueBytes {
-			return iq, 0, "", bad("tag %q: want key:value, the key [a-z0-9_.-]{1,64}, the value at most %d bytes", clip(t), MaxTagValueBytes)
+		if !ok {
+			return ListRequest{}, bad("tag %q: want key:value", clip(t))
 		}
-		if iq.Tags == nil {
-			iq.Tags = map[string]string{}
+		if lr.Tags == nil {
+			lr.Tags = map[string]string{}
 		}
-		if prev, dup := iq.Tags[k]; dup && prev != v {
-			return iq, 0, "", bad("tag %q given twice with different values", clip(k))
+		if prev, dup := lr.Tags[k]; dup && prev != v {
+			return ListRequest{}, bad("tag %q given twice with different values", clip(k))
 		}
-		iq.Tags[k] = v
+		lr.Tags[k] = v
 	}
-	limit := DefaultListLimit
 	if q.Has("limit") {
 		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > MaxListLimit {
-			return iq, 0, "", bad("limit %q: want an integer from 1 to %d", clip(q.Get("limit")), MaxListLimit)
+		if err != nil {
+			return ListRequest{}, bad("limit %q: want an integer from 1 to %d", clip(q.Get("limit")), MaxListLimit)
 		}
-		limit = n
+		lr.Limit = n
+	} else {
+		lr.Limit = DefaultListLimit
 	}
-	return iq, limit, q.Get("cursor"), nil
+	return lr, lr.check()
+}
+
+// ListRequest is a listing's filters, page size and cursor: the query of
+// GET /v1/admin/sessions, the body of the NATS admin request.
+type ListRequest struct {
+	Agent      string            `json:"agent,omitempty"`
+	Deployment string            `json:"deployment,omitempty"`
+	State      string            `json:"state,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Waiting    string            `json:"waiting,omitempty"`
+	Parent     string            `json:"parent,omitempty"`
+	Limit      int               `json:"limit,omitempty"` // 0: DefaultListLimit
+	Cursor     string            `json:"cursor,omitempty"`
+}
+
+var listRequestKeys = []string{"agent", "deployment", "state", "tags", "waiting", "parent", "limit", "cursor"}
+
+// ParseListRequest parses the body of a NATS listing request (empty: {}).
+func ParseListRequest(b []byte) (ListRequest, error) {
+	var lr ListRequest
+	if len(strings.TrimSpace(string(b))) > 0 {
+		if err := decodeStrict(b, &lr, listRequestKeys); err != nil {
+			return ListRequest{}, bad("%v", err)
+		}
+	}
+	if lr.Limit == 0 {
+		lr.Limit = DefaultListLimit
+	}
+	return lr, lr.check()
+}
+
+// check validates every filter and the limit.
+func (lr ListRequest) check() error {
+	switch {
+	case lr.Agent != "" && subjects.ValidateAgent(lr.Agent) != nil:
+		return bad("agent %q: want [a-z0-9][a-z0-9_-]{0,63}", clip(lr.Agent))
+	case lr.Deployment != "" && subjects.ValidateDeployment(lr.Deployment) != nil:
+		return invalidDeployment(lr.Deployment, subjects.ValidateDeployment(lr.Deployment))
+	case lr.State != "" && !record.State(lr.State).Valid():
+		return bad("state %q: want active, handoff, hibernated, paused, ended or quarantined", clip(lr.State))
+	case lr.Waiting != "" && !slices.Contains(waitFilters, lr.Waiting):
+		return bad("waiting %q: want %s", clip(lr.Waiting), strings.Join(waitFilters, ", "))
+	case lr.Parent != "" && subjects.ValidateSessionID(lr.Parent) != nil:
+		return bad("parent %q: not a session ID", clip(lr.Parent))
+	case lr.Limit < 1 || lr.Limit > MaxListLimit:
+		return bad("limit %d: want an integer from 1 to %d", lr.Limit, MaxListLimit)
+	}
+	for k, v := range lr.Tags {
+		if !tagKeyRE.MatchString(k) || len(v) > MaxTagValueBytes {
+			return bad("tag %q: the key must match [a-z0-9_.-]{1,64}, the value be at most %d bytes", clip(k), MaxTagValueBytes)
+		}
+	}
+	return nil
+}
+
+// query is the index query of the request's filters.
+func (lr ListRequest) query() kv.IndexQuery {
+	return kv.IndexQuery{Agent: lr.Agent, Deployment: lr.Deployment, State: lr.State, Parent: lr.Parent,
+		Waiting: lr.Waiting, Tags: lr.Tags}
 }
 
 func (s *Server) httpListSessions(w http.ResponseWriter, r *http.Request) error {
-	q, limit, cursor, err := parseListQuery(r)
+	lr, err := parseListQuery(r)
 	if err != nil {
 		return err
 	}
-	list, err := s.ListSessions(r.Context(), q, cursor, limit)
+	list, err := s.ListSessions(r.Context(), lr)
 	if err != nil {
 		return err
 	}
@@ -138,7 +203,11 @@ func (s *Server) httpListSessions(w http.ResponseWriter, r *http.Request) error 
 // record, read at page time (≤ limit direct gets), gives what is never
 // stale and re-checks the filters — an entry the record contradicts (an
 // index write not yet made or healed) is left out of the page.
-func (s *Server) ListSessions(ctx context.Context, q kv.IndexQuery, cursor string, limit int) (SessionList, error) {
+func (s *Server) ListSessions(ctx context.Context, lr ListRequest) (SessionList, error) {
+	if err := lr.check(); err != nil {
+		return SessionList{}, err
+	}
+	q := lr.query()
 	a, err := s.topology(ctx)
 	if err != nil {
 		return SessionList{}, err
@@ -147,7 +216,7 @@ func (s *Server) ListSessions(ctx context.Context, q kv.IndexQuery, cursor strin
 	if err != nil {
 		return SessionList{}, err
 	}
-	page, err := x.List(ctx, q, cursor, limit)
+	page, err := x.List(ctx, q, lr.Cursor, lr.Limit)
 	if errors.Is(err, kv.ErrBadCursor) {
 		return SessionList{}, &Error{Err: ErrBadRequest, Detail: CodeBadCursor, Message: "cursor: " + err.Error()}
 	}
@@ -170,6 +239,7 @@ func (s *Server) ListSessions(ctx context.Context, q kv.IndexQuery, cursor strin
 			out.Sessions = append(out.Sessions, *l)
 		}
 	}
+	out.query = q
 	return out, nil
 }
 

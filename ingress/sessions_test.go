@@ -1,10 +1,12 @@
 package ingress_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,4 +282,60 @@ func (e *env) index() *kv.Index {
 	x, err := kv.OpenIndex(e.t.Context(), e.JS, e.Names)
 	e.h.Check(err)
 	return x
+}
+
+// TestListSessionsOverNATS: the listing on the admin subject answers what
+// the HTTP route answers, refuses bad filters with the error headers, and
+// a reply cut to a byte bound continues where it was cut.
+func TestListSessionsOverNATS(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1")
+	long := strings.Repeat("q", 3000)
+	for range 4 {
+		e.create(`{"text":"/ask ` + long + `"}`)
+	}
+	e.eventually(20*time.Second, "four waiting", func() bool { return len(e.listIDs("waiting=input")) == 4 })
+	want := e.listIDs("waiting=input")
+	msg, err := e.NC.Request(e.Names.Admin("sessions"), []byte(`{"waiting":"input","limit":10}`), 10*time.Second)
+	e.h.Check(err)
+	var got ingress.SessionList
+	if err := json.Unmarshal(msg.Data, &got); err != nil {
+		t.Fatalf("%v: %s", err, msg.Data)
+	}
+	ids := []string{}
+	for _, s := range got.Sessions {
+		ids = append(ids, s.SessionID)
+	}
+	if !slices.Equal(ids, want) || got.Next != "" || got.Sessions[0].WaitingFor[0].Question != long {
+		t.Fatalf("over NATS: %v next %q, want %v", ids, got.Next, want)
+	}
+	bad, err := e.NC.Request(e.Names.Admin("sessions"), []byte(`{"waiting":"nap"}`), 10*time.Second)
+	e.h.Check(err)
+	if bad.Header.Get("Nats-Service-Error-Code") != "400" || !strings.Contains(string(bad.Data), "bad_request") {
+		t.Fatalf("a bad filter over NATS: %v %s", bad.Header, bad.Data)
+	}
+	// Cut to fit two entries: the rest follows from next, none twice.
+	lr := ingress.ListRequest{Waiting: "input", Limit: 10}
+	full, err := e.ing.ListSessions(t.Context(), lr)
+	e.h.Check(err)
+	one, err := json.Marshal(full.Sessions[0])
+	e.h.Check(err)
+	b, err := full.Bounded(2*len(one) + 200)
+	e.h.Check(err)
+	var cut ingress.SessionList
+	e.h.Check(json.Unmarshal(b, &cut))
+	if len(cut.Sessions) != 2 || cut.Next == "" || len(b) > 2*len(one)+200 {
+		t.Fatalf("cut to %d bytes: %d sessions, next %q", len(b), len(cut.Sessions), cut.Next)
+	}
+	lr.Cursor = cut.Next
+	rest, err := e.ing.ListSessions(t.Context(), lr)
+	e.h.Check(err)
+	ids = []string{cut.Sessions[0].SessionID, cut.Sessions[1].SessionID}
+	for _, s := range rest.Sessions {
+		ids = append(ids, s.SessionID)
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("cut and continued: %v, want %v", ids, want)
+	}
 }

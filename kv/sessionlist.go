@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
@@ -109,6 +110,12 @@ func (q IndexQuery) decodeCursor(s string) (cursor, error) {
 		return cursor{}, fmt.Errorf("%w: bad position", ErrBadCursor)
 	}
 	return cursor{hour: parts[2], order: parts[3], session: parts[4]}, nil
+}
+
+// CursorAt is the cursor of a walk of q that continues after the session
+// created at createdAt with the ID sessionID (a page cut short).
+func (q IndexQuery) CursorAt(sessionID string, createdAt time.Time) string {
+	return q.encodeCursor(cursor{hour: subjects.IndexHour(createdAt), order: subjects.IndexOrder(createdAt), session: sessionID})
 }
 
 // before reports whether position c comes before posting p in a walk.

@@ -118,6 +118,13 @@ func (n Names) QueueGroup(deploymentID string) string {
 	return n.prefix + "-owner-" + deploymentID
 }
 
+// Admin is the subject of an operator's request over NATS:
+// <prefix>.admin.<op> (served by every ingress in one queue group).
+func (n Names) Admin(op string) string { return n.prefix + ".admin." + op }
+
+// AdminQueueGroup is the queue group of the admin subjects.
+func (n Names) AdminQueueGroup() string { return n.prefix + "-admin" }
+
 // Ingress is the subject of one ingress operation: baton.ingress.<op>.
 func (n Names) Ingress(op string) string { return n.prefix + ".ingress." + op }
 
