@@ -133,7 +133,33 @@ func (s *Server) httpAgents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, Agents{Agents: a.fleet.Agents()})
+	agents := a.fleet.Agents()
+	x, err := a.sessionIndex(r.Context(), s)
+	if err != nil {
+		return err
+	}
+	var deps []string
+	for _, ag := range agents {
+		for _, d := range ag.Deployments {
+			deps = append(deps, d.DeploymentID)
+		}
+	}
+	counts, err := countStates(r.Context(), x, deps)
+	if err != nil {
+		return err
+	}
+	for i := range agents {
+		ag := &agents[i]
+		ag.Sessions = zeroStates()
+		for j := range ag.Deployments {
+			d := &ag.Deployments[j]
+			d.Sessions = counts[d.DeploymentID]
+			for st, n := range d.Sessions {
+				ag.Sessions[st] += n
+			}
+		}
+	}
+	return writeJSON(w, http.StatusOK, Agents{Agents: agents})
 }
 
 // Promoted answers POST /v1/admin/agents/{agent}/promote.

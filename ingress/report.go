@@ -2,41 +2,58 @@ package ingress
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
 
-// DrainReport answers GET /v1/admin/deployments: one page of sessions, by
-// deployment. Counts are of this page; sum the pages for totals.
+// DrainReport answers GET /v1/admin/deployments: every deployment the
+// fleet knows, its counts by state (totals, from the session index), and
+// one page of its sessions that are not idle.
 type DrainReport struct {
 	Deployments []DeploymentReport `json:"deployments"`
-	Scanned     int                `json:"scanned"`        // sessions read for this page
+	Scanned     int                `json:"scanned"`        // index entries read for this page
 	Next        string             `json:"next,omitempty"` // pass as ?after= for the next page; absent on the last
 }
 
 // DeploymentReport is one deployment in the drain report.
 type DeploymentReport struct {
-	DeploymentID string          `json:"deploymentId"`
-	Retired      bool            `json:"retired"`
-	RetiredAt    *time.Time      `json:"retiredAt,omitempty"`
-	Sessions     map[string]int  `json:"sessions"` // by state: active, handoff, hibernated, paused, ended, quarantined
-	Idle         int             `json:"idle"`
-	NotIdle      []SessionReport `json:"notIdle"`
+	DeploymentID string     `json:"deploymentId"`
+	Agent        string     `json:"agent"`
+	Retired      bool       `json:"retired"`
+	RetiredAt    *time.Time `json:"retiredAt,omitempty"`
+	// Promoted: the deployment its agent's ingresses stamp.
+	Promoted bool `json:"promoted"`
+	// Owners are its live owner processes and their leases' expiry.
+	Owners []kv.OwnerView `json:"owners"`
+	// InboxVersions and StateVersions are what its owners advertised
+	// (empty for a build from before the advertisement: inbox 1).
+	InboxVersions []int `json:"inboxVersions"`
+	StateVersions []int `json:"stateVersions"`
+	// Sessions counts its sessions by state: totals, from the index.
+	Sessions map[string]int `json:"sessions"`
+	// Idle counts the active sessions this page read and found idle
+	// (hibernated ones are idle unless they wait: they are counted in
+	// Sessions, not read); NotIdle lists those it found not idle.
+	Idle    int             `json:"idle"`
+	NotIdle []SessionReport `json:"notIdle"`
 }
 
 // SessionReport is a session of the drain report that is not idle.
-// ParentSessionID is set for a child session (its checkpoint's parent);
-// Children, for a parent, are its children's session IDs: those of its
-// handles that are not closed, then those of its descendants' outstanding
-// waits (a session not idle because of them has why "child").
+// ParentSessionID is set for a child session; Children, for a parent, are
+// the child sessions it waits for (its active handles' children, then its
+// descendants' that wait).
 type SessionReport struct {
 	SessionID       string   `json:"sessionId"`
 	State           string   `json:"state"`
@@ -62,72 +79,270 @@ func (s *Server) httpDrainReport(w http.ResponseWriter, r *http.Request) error {
 		}
 		limit = n
 	}
-	after := q.Get("after")
-	if after != "" {
-		if err := checkSessionID(after); err != nil {
-			return err
-		}
-	}
-	rep, err := s.DrainReport(r.Context(), after, limit)
+	rep, err := s.DrainReport(r.Context(), q.Get("after"), limit)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, rep)
 }
 
-// DrainReport reads up to limit session records with IDs after after (in ID
-// order) and reports them by deployment: counts by state and, for each
-// session that is not idle, why (the rule of GET /v1/sessions/{id}'s idle,
-// with the inbox checked for at most one unapplied command). Every
-// deployment record is listed, with its retirement, even without sessions.
-// Records are direct gets (hints); a session created or deleted during the
-// listing may be missed or reported as gone.
+// The stages of a deployment's walk for its sessions that are not idle:
+// those with a durable wait (any state), then those mid-handoff,
+// quarantined, paused, and active (the only ones whose record is read:
+// a live turn or a queued command keeps them busy) — each session once.
+var reportStages = []kv.IndexQuery{
+	{Waiting: "any"},
+	{State: string(record.StateHandoff)}, {State: string(record.StateQuarantined)},
+	{State: string(record.StatePaused)}, {State: string(record.StateActive)},
+}
+
+// reportCursor is where a drain report page continues: a deployment, a
+// stage of its walk, and the index's cursor in it.
+type reportCursor struct {
+	Deployment string `json:"d"`
+	Stage      int    `json:"s"`
+	Index      string `json:"c,omitempty"`
+}
+
+func decodeReportCursor(after string) (reportCursor, error) {
+	var c reportCursor
+	if after == "" {
+		return c, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(after)
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Stage < 0 || c.Stage >= len(reportStages) ||
+		subjects.ValidateDeployment(c.Deployment) != nil {
+		return reportCursor{}, bad("after %q: not the next of a drain report page", clip(after))
+	}
+	return c, nil
+}
+
+func (c reportCursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DrainReport lists every deployment the fleet knows (an agent key, a
+// record, a live owner or a session in the index) with its agent, retirement, promotion, live
+// owners and advertised versions, counts its sessions by state from the
+// session index (a count per state, answered by the server from the
+// index's subject state: no entry is read), and walks its sessions that
+// may not be idle (reportStages), reading at most limit index entries per
+// page, from after (the previous page's next). Records are read only for
+// active sessions without a durable wait (busy or queued, else idle).
 func (s *Server) DrainReport(ctx context.Context, after string, limit int) (DrainReport, error) {
+	from, err := decodeReportCursor(after)
+	if err != nil {
+		return DrainReport{}, err
+	}
 	a, err := s.topology(ctx)
 	if err != nil {
 		return DrainReport{}, err
 	}
-	ids, err := a.store.ListSessions(ctx)
+	x, err := a.sessionIndex(ctx, s)
 	if err != nil {
-		return DrainReport{}, fail(ErrUnavailable, "list sessions: %v", err)
+		return DrainReport{}, err
 	}
 	deps, err := a.store.ListDeployments(ctx)
 	if err != nil {
 		return DrainReport{}, fail(ErrUnavailable, "list deployments: %v", err)
 	}
-	page, next := reportPage(ids, after, limit)
 	t := reportTally{}
 	t.addDeployments(deps)
-	scanned := 0
-	for _, id := range page {
-		cur, err := a.store.GetSession(ctx, id)
-		if errors.Is(err, record.ErrNotFound) {
-			continue // deleted since the listing
+	for _, d := range a.fleet.DeploymentIDs() {
+		t.deployment(d)
+	}
+	indexed, err := x.Values(ctx, subjects.DimDep)
+	if err != nil {
+		return DrainReport{}, fail(ErrUnavailable, "list the index's deployments: %v", err)
+	}
+	for _, d := range indexed {
+		t.deployment(d)
+	}
+	if err := s.describe(ctx, a, x, t); err != nil {
+		return DrainReport{}, err
+	}
+	rep := DrainReport{}
+	for _, d := range t.sorted() {
+		if d.DeploymentID < from.Deployment {
+			continue
 		}
-		if err != nil {
-			return DrainReport{}, fail(ErrUnavailable, "read session %s: %v", id, err)
+		stage, cur := 0, ""
+		if d.DeploymentID == from.Deployment {
+			stage, cur = from.Stage, from.Index
 		}
-		scanned++
-		if err := s.reportSession(ctx, a, t.deployment(cur.Record.DeploymentID), id, cur.Record); err != nil {
-			return DrainReport{}, err
+		for ; stage < len(reportStages); stage, cur = stage+1, "" {
+			if rep.Scanned >= limit {
+				rep.Next = reportCursor{Deployment: d.DeploymentID, Stage: stage, Index: cur}.encode()
+				rep.Deployments = t.sorted()
+				return rep, nil
+			}
+			next, err := s.walkStage(ctx, a, x, t[d.DeploymentID], stage, cur, limit-rep.Scanned, &rep.Scanned)
+			if err != nil {
+				return DrainReport{}, err
+			}
+			if next != "" {
+				rep.Next = reportCursor{Deployment: d.DeploymentID, Stage: stage, Index: next}.encode()
+				rep.Deployments = t.sorted()
+				return rep, nil
+			}
 		}
 	}
-	return DrainReport{Deployments: t.sorted(), Scanned: scanned, Next: next}, nil
+	rep.Deployments = t.sorted()
+	return rep, nil
 }
 
-// reportPage is the page of ids (sorted) after after, at most limit long,
-// and the after of the next page ("" on the last).
-func reportPage(ids []string, after string, limit int) (page []string, next string) {
-	i, _ := slices.BinarySearch(ids, after)
-	if i < len(ids) && ids[i] == after {
-		i++
+// describe fills each deployment's agent, promotion, owners, versions and
+// counts by state.
+func (s *Server) describe(ctx context.Context, a *attached, x *kv.Index, t reportTally) error {
+	var ids []string
+	for id, d := range t {
+		ids = append(ids, id)
+		d.Agent = a.fleet.KnownAgent(id)
+		p, _, ok := a.fleet.Promoted(d.Agent)
+		d.Promoted = ok && p == id
+		d.Owners = a.fleet.Owners(id)
+		d.InboxVersions, d.StateVersions = a.fleet.Versions(id)
+		if d.InboxVersions == nil {
+			d.InboxVersions = []int{}
+		}
+		if d.StateVersions == nil {
+			d.StateVersions = []int{}
+		}
 	}
-	page = ids[i:]
-	if len(page) > limit {
-		page = page[:limit]
-		next = page[len(page)-1]
+	counts, err := countStates(ctx, x, ids)
+	if err != nil {
+		return err
 	}
-	return page, next
+	for id, d := range t {
+		d.Sessions = counts[id]
+	}
+	return nil
+}
+
+// zeroStates is a count of every state, at zero.
+func zeroStates() map[string]int {
+	m := make(map[string]int, len(reportStates))
+	for _, st := range reportStates {
+		m[string(st)] = 0
+	}
+	return m
+}
+
+// countStates counts each deployment's sessions by state from the session
+// index (kv.Index.Count of each deployment and state: answered by the
+// server from the index's subject state, no entry read), a few at a time.
+func countStates(ctx context.Context, x *kv.Index, deps []string) (map[string]map[string]int, error) {
+	type count struct {
+		dep, state string
+		n          int
+		err        error
+	}
+	var counts []*count
+	for _, d := range deps {
+		for _, st := range reportStates {
+			counts = append(counts, &count{dep: d, state: string(st)})
+		}
+	}
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, c := range counts {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c.n, c.err = x.Count(ctx, subjects.DimDepState, subjects.DepState(c.dep, c.state))
+		})
+	}
+	wg.Wait()
+	out := map[string]map[string]int{}
+	for _, d := range deps {
+		out[d] = zeroStates()
+	}
+	for _, c := range counts {
+		if c.err != nil {
+			return nil, fail(ErrUnavailable, "count sessions: %v", c.err)
+		}
+		out[c.dep][c.state] = c.n
+	}
+	return out, nil
+}
+
+// walkStage walks one stage of deployment d's sessions from cursor cur,
+// reading at most budget entries (counted in scanned); it returns the
+// cursor to continue from ("" when the stage is done).
+func (s *Server) walkStage(ctx context.Context, a *attached, x *kv.Index, d *DeploymentReport, stage int, cur string, budget int, scanned *int) (string, error) {
+	q := reportStages[stage]
+	q.Deployment = d.DeploymentID
+	for {
+		if budget <= 0 {
+			return cur, nil
+		}
+		page, err := x.List(ctx, q, cur, min(budget, MaxListLimit))
+		if err != nil {
+			return "", fail(ErrUnavailable, "walk the session index: %v", err)
+		}
+		*scanned += page.Scanned
+		budget -= page.Scanned
+		for _, e := range page.Entries {
+			if stage > 0 && len(e.WaitingFor) > 0 {
+				continue // listed by the first stage
+			}
+			if err := s.reportEntry(ctx, a, d, e); err != nil {
+				return "", err
+			}
+		}
+		if page.Next == "" {
+			return "", nil
+		}
+		cur = page.Next
+		if page.Scanned == 0 {
+			return cur, nil
+		}
+	}
+}
+
+// reportEntry counts entry e as idle or lists it as not idle, with why:
+// the entry's state and durable waits, and for an active session without
+// one, its record and inbox.
+func (s *Server) reportEntry(ctx context.Context, a *attached, d *DeploymentReport, e record.IndexEntry) error {
+	sr := SessionReport{SessionID: e.SessionID, State: string(e.State), OwnerProcess: e.OwnerProcess, Epoch: e.Epoch,
+		ParentSessionID: e.ParentSessionID}
+	for _, w := range e.WaitingFor {
+		if w.Kind == record.WaitChild {
+			sr.Children = append(sr.Children, w.SessionID)
+		}
+	}
+	switch {
+	case e.State == record.StateEnded:
+		return nil
+	case e.State == record.StateQuarantined:
+		sr.Why, sr.OwnerProcess = string(record.StateQuarantined), ""
+	case e.State == record.StateHandoff:
+		sr.Why = wire.SkipBusy
+	case e.State == record.StatePaused:
+		sr.Why = wire.SkipPaused
+	case len(e.WaitingFor) > 0:
+		sr.Why = e.WaitingFor[0].Kind // input, authorization, task, child: the idle rule's order
+	case e.State == record.StateActive:
+		cur, err := a.store.GetSession(ctx, e.SessionID)
+		if errors.Is(err, record.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fail(ErrUnavailable, "read session %s: %v", e.SessionID, err)
+		}
+		why, _, err := s.notIdle(ctx, a, cur.Record)
+		if err != nil {
+			return fail(ErrUnavailable, "session %s: inbox: %v", e.SessionID, err)
+		}
+		sr.Why, sr.OwnerProcess = why, cur.Record.OwnerProcess
+	}
+	if sr.Why == "" {
+		d.Idle++
+		return nil
+	}
+	d.NotIdle = append(d.NotIdle, sr)
+	return nil
 }
 
 // reportTally is the drain report being built, by deployment ID.
@@ -170,58 +385,6 @@ func (t reportTally) sorted() []DeploymentReport {
 	}
 	slices.SortFunc(out, func(x, y DeploymentReport) int { return strings.Compare(x.DeploymentID, y.DeploymentID) })
 	return out
-}
-
-// reportSession counts the record of session id in its deployment's report
-// d: by state, then, unless it has ended, as idle or as not idle and why.
-func (s *Server) reportSession(ctx context.Context, a *attached, d *DeploymentReport, id string, rec record.SessionRecord) error {
-	d.Sessions[string(rec.State)]++
-	if rec.State == record.StateEnded {
-		return nil
-	}
-	sr := SessionReport{SessionID: id, State: string(rec.State), OwnerProcess: rec.OwnerProcess, Epoch: rec.Epoch}
-	if rec.Quarantined() {
-		sr.Why, sr.OwnerProcess = string(record.StateQuarantined), ""
-		d.NotIdle = append(d.NotIdle, sr)
-		return nil
-	}
-	why, cp, err := s.notIdle(ctx, a, rec)
-	if err != nil {
-		return fail(ErrUnavailable, "session %s: inbox: %v", id, err)
-	}
-	if why == "" {
-		d.Idle++
-		return nil
-	}
-	sr.Why = why
-	if cp != nil {
-		sr.ParentSessionID, sr.Children = kin(cp)
-	}
-	d.NotIdle = append(d.NotIdle, sr)
-	return nil
-}
-
-// kin is a checkpoint's parent session ("" for a root) and children: the
-// child sessions of its handles that are not closed, then those of its
-// descendants' outstanding waits, each once.
-func kin(cp *wire.Checkpoint) (parent string, children []string) {
-	if cp.Parent != nil {
-		parent = cp.Parent.SessionID
-	}
-	add := func(id string) {
-		if id != "" && !slices.Contains(children, id) {
-			children = append(children, id)
-		}
-	}
-	for _, h := range cp.Handles {
-		if h.State != wire.HandleClosed {
-			add(h.ChildSessionID)
-		}
-	}
-	for _, w := range cp.ChildWaits {
-		add(w.ChildSessionID)
-	}
-	return parent, children
 }
 
 // notIdle is why a live session is not idle, "" when it is, and its

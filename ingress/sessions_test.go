@@ -339,3 +339,74 @@ func TestListSessionsOverNATS(t *testing.T) {
 		t.Fatalf("cut and continued: %v, want %v", ids, want)
 	}
 }
+
+// TestDrainReportFromIndex: the deployments view comes from the session
+// index and the fleet: agent, promotion, live owners with their leases'
+// expiry, advertised versions, totals by state; the sessions that are not
+// idle with why — a hibernated one waiting for input among them — paged
+// by index entries read, each listed once; the agents view counts by
+// state from the index too.
+func TestDrainReportFromIndex(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.owner("v1", "p1", func(c *pool.Config) { c.HibernateAfter = time.Hour })
+	e.owner("v2", "p2", func(c *pool.Config) { c.HibernateAfter = 200 * time.Millisecond })
+	plain := e.create(`{"text":"hello"}`).SessionID
+	ask := e.create(`{"text":"/ask colour?"}`).SessionID
+	paused := e.create(`{"text":"hello"}`).SessionID
+	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/"+paused+"/pause", "", http.StatusAccepted, nil)
+	e.mustAdmin(http.MethodPost, "/v1/admin/agents/default/promote", `{"deploymentId":"v2"}`, http.StatusOK, nil)
+	parked := e.create(`{"text":"/ask size?"}`).SessionID // created on v2, the promoted one
+	e.eventually(10*time.Second, "v2's session hibernated, waiting", func() bool {
+		st := e.status(parked)
+		return st.Why == "input" && st.State == "hibernated"
+	})
+
+	var v1, v2 ingress.DeploymentReport
+	e.eventually(20*time.Second, "the report from the index", func() bool {
+		rep := e.report("")
+		v1, _ = depReport(rep, "v1")
+		v2, _ = depReport(rep, "v2")
+		return v1.Sessions["active"] == 2 && v1.Sessions["paused"] == 1 && len(v1.NotIdle) == 2 && v1.Idle == 1 &&
+			v2.Sessions["hibernated"] == 1 && len(v2.NotIdle) == 1 && v2.NotIdle[0].State == "hibernated"
+	})
+	if v1.Agent != "default" || v1.Promoted || !v2.Promoted || len(v1.Owners) != 1 || v1.Owners[0].ProcessID != "p1" ||
+		v1.Owners[0].LeaseExpiresAt == nil || !v1.Owners[0].LeaseExpiresAt.After(time.Now().Add(-time.Second)) ||
+		!slices.Contains(v1.InboxVersions, 1) || !slices.Contains(v1.StateVersions, 1) {
+		t.Fatalf("v1 = %+v, v2 = %+v", v1, v2)
+	}
+	why := map[string]string{}
+	for _, r := range append(slices.Clone(v1.NotIdle), v2.NotIdle...) {
+		why[r.SessionID] = r.Why
+	}
+	if why[ask] != "input" || why[paused] != "paused" || why[parked] != "input" || why[plain] != "" {
+		t.Fatalf("not idle: %v", why)
+	}
+	// Pages of one entry read: every not-idle session once.
+	seen := map[string]int{}
+	after, pages := "", 0
+	for {
+		rep := e.report("?limit=1" + map[bool]string{true: "&after=" + after, false: ""}[after != ""])
+		pages++
+		for _, d := range rep.Deployments {
+			for _, r := range d.NotIdle {
+				seen[r.SessionID]++
+			}
+		}
+		if rep.Scanned > 1 || pages > 50 {
+			t.Fatalf("page %d read %d entries", pages, rep.Scanned)
+		}
+		if rep.Next == "" {
+			break
+		}
+		after = rep.Next
+	}
+	if len(seen) != 3 || seen[ask] != 1 || seen[paused] != 1 || seen[parked] != 1 {
+		t.Fatalf("paged not-idle sessions %v in %d pages", seen, pages)
+	}
+	var ag ingress.Agents
+	e.mustGet("/v1/admin/agents", adminToken, &ag)
+	if len(ag.Agents) != 1 || ag.Agents[0].Sessions["active"] != 2 || ag.Agents[0].Sessions["hibernated"] != 1 || ag.Agents[0].Sessions["paused"] != 1 {
+		t.Fatalf("agents view: %+v", ag)
+	}
+}

@@ -31,7 +31,14 @@ func (e *env) handSession(id, dep string, wireV, hookV int, cp *wire.Checkpoint,
 		State: record.StateHibernated, Consumer: subjects.Consumer(id, 1), WireV: wireV,
 		Writer: "run-" + id, WriteCounter: 1, Checkpoint: b,
 	}
-	if _, err := e.Store.CreateSession(e.t.Context(), rec); err != nil {
+	rev, err := e.Store.CreateSession(e.t.Context(), rec)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	// Its index entry, as its owner would have written it.
+	ix := record.DeriveIndex(rec, rev, *cp, subjects.DefaultAgent)
+	ix.CreatedAt = time.Now().UTC()
+	if _, err := e.index().Put(e.t.Context(), ix, false); err != nil {
 		e.t.Fatal(err)
 	}
 	for _, addr := range cp.Tokens {

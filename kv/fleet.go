@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -29,11 +30,19 @@ type Fleet struct {
 	mu       sync.RWMutex
 	agents   map[string]string     // deployment → agent
 	deploys  map[string]Deployment // deployment → record
-	leases   map[string]string     // process → deployment of its live own lease
+	leases   map[string]liveLease  // process → its live own lease
 	promoted map[string]promotion  // agent → promotion
 	missing  map[string]time.Time  // deployments read from the leader without an agent key, and when
 	changed  chan struct{}         // closed and replaced at every change
 	loaded   chan struct{}         // closed when the first state is loaded
+}
+
+// liveLease is what the view keeps of a live own lease: its deployment,
+// and when it expires unless renewed (zero: a build that did not write
+// its TTL).
+type liveLease struct {
+	deployment string
+	expires    time.Time
 }
 
 type promotion struct {
@@ -50,7 +59,7 @@ const missingTTL = 2 * time.Second
 // failed and is being started again.
 func (s *Store) WatchFleet(ctx context.Context, log func(msg string, args ...any)) (*Fleet, error) {
 	f := &Fleet{store: s, log: log, changed: make(chan struct{}), loaded: make(chan struct{}),
-		agents: map[string]string{}, deploys: map[string]Deployment{}, leases: map[string]string{},
+		agents: map[string]string{}, deploys: map[string]Deployment{}, leases: map[string]liveLease{},
 		promoted: map[string]promotion{}, missing: map[string]time.Time{}}
 	w, err := f.watch(ctx)
 	if err != nil {
@@ -187,7 +196,7 @@ func (f *Fleet) entry(e jetstream.KeyValueEntry) {
 			delete(f.leases, pid)
 			return
 		}
-		f.leases[pid] = l.DeploymentID
+		f.leases[pid] = liveLease{deployment: l.DeploymentID, expires: e.Created().Add(l.TTL)}
 	case strings.HasPrefix(key, subjects.PromotionKey("")):
 		agent, err := subjects.ParsePromotionKey(key)
 		var p Promotion
@@ -282,12 +291,67 @@ func (f *Fleet) LiveOwners(dep string) int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	n := 0
-	for _, d := range f.leases {
-		if d == dep {
+	for _, l := range f.leases {
+		if l.deployment == dep {
 			n++
 		}
 	}
 	return n
+}
+
+// OwnerView is a live owner process of a deployment: its ID, and when its
+// lease expires unless renewed (absent for a build that did not write its
+// TTL).
+type OwnerView struct {
+	ProcessID      string     `json:"processId"`
+	LeaseExpiresAt *time.Time `json:"leaseExpiresAt,omitempty"`
+}
+
+// Owners returns dep's live owner processes, sorted by ID.
+func (f *Fleet) Owners(dep string) []OwnerView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := []OwnerView{}
+	for pid, l := range f.leases {
+		if l.deployment != dep {
+			continue
+		}
+		v := OwnerView{ProcessID: pid}
+		if !l.expires.IsZero() {
+			at := l.expires.UTC()
+			v.LeaseExpiresAt = &at
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b OwnerView) int { return strings.Compare(a.ProcessID, b.ProcessID) })
+	return out
+}
+
+// Versions returns the inbox and checkpoint state versions dep's owners
+// advertised (a hint; none for a build from before the advertisement).
+func (f *Fleet) Versions(dep string) (inbox, state []int) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	d := f.deploys[dep]
+	return slices.Clone(d.WireVersions), slices.Clone(d.StateVersions)
+}
+
+// DeploymentIDs returns every deployment the view knows (an agent key, a
+// record or a live owner), sorted.
+func (f *Fleet) DeploymentIDs() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	seen := map[string]bool{}
+	for d := range f.agents {
+		seen[d] = true
+	}
+	for d := range f.deploys {
+		seen[d] = true
+	}
+	for _, l := range f.leases {
+		seen[l.deployment] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // AgentView is one agent as GET /v1/admin/agents shows it.
@@ -296,6 +360,9 @@ type AgentView struct {
 	Promoted    string           `json:"promoted"`
 	Revision    uint64           `json:"promotionRevision"`
 	Deployments []DeploymentView `json:"deployments"`
+	// Sessions counts the agent's sessions by state (its deployments'
+	// sums; filled by the caller from the session index).
+	Sessions map[string]int `json:"sessions,omitempty"`
 }
 
 // DeploymentView is one deployment of an AgentView.
@@ -303,6 +370,9 @@ type DeploymentView struct {
 	DeploymentID string `json:"deploymentId"`
 	Retired      bool   `json:"retired"`
 	OwnersLive   int    `json:"ownersLive"`
+	// Sessions counts its sessions by state (filled by the caller from
+	// the session index).
+	Sessions map[string]int `json:"sessions,omitempty"`
 }
 
 // Agents returns every agent the view knows, sorted by name, each with its
@@ -320,9 +390,9 @@ func (f *Fleet) Agents() []AgentView {
 		deps[d] = true
 	}
 	live := map[string]int{}
-	for _, d := range f.leases {
-		deps[d] = true
-		live[d]++
+	for _, l := range f.leases {
+		deps[l.deployment] = true
+		live[l.deployment]++
 	}
 	byAgent := map[string]*AgentView{}
 	view := func(agent string) *AgentView {

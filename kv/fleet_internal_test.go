@@ -31,7 +31,7 @@ func TestFleetRewatchKeepsThenPrunes(t *testing.T) {
 	<-f.Loaded()
 	stop() // the first watch ends; the view stays as it was
 	f.mu.Lock()
-	f.leases["ghost"] = "v1" // a lease that expired while no watch ran
+	f.leases["ghost"] = liveLease{deployment: "v1"} // a lease that expired while no watch ran
 	f.agents["gone"] = "shop"
 	f.mu.Unlock()
 

@@ -28,6 +28,9 @@ type Lease struct {
 	Instance string    `json:"instance,omitempty"`
 	Holder   string    `json:"holder,omitempty"`
 	TakenAt  time.Time `json:"takenAt,omitzero"`
+	// TTL is the per-key TTL the write carried (set by the write): the
+	// lease expires TTL after its last renewal unless renewed again.
+	TTL time.Duration `json:"ttlNs,omitempty"`
 }
 
 // LeaseEvent is one change of a lease key seen by WatchLeases.
@@ -89,6 +92,7 @@ func (s *Store) encodeLease(l Lease, ttl time.Duration) (string, []byte, error) 
 		return "", nil, err
 	}
 	key := subjects.LeaseKey(l.ProcessID)
+	l.TTL = ttl
 	data, err := s.owners.encode(key, l)
 	return key, data, err
 }

@@ -161,7 +161,7 @@ func (x *Index) Delete(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	if err := x.purge(ctx, subjects.IndexEntryKey(sessionID), rev); err != nil {
+	if err := x.deleteSeq(ctx, rev); err != nil {
 		return err
 	}
 	return x.removePostings(ctx, postingsOf(cur))
@@ -180,7 +180,7 @@ func (x *Index) RemovePosting(ctx context.Context, p subjects.Posting, olderThan
 	if x.now().Sub(e.Created()) < olderThan {
 		return nil
 	}
-	return x.purge(ctx, p.Key(), e.Revision())
+	return x.deleteSeq(ctx, e.Revision())
 }
 
 // createdAt is the creation time to keep: the stored entry's, else the
@@ -217,7 +217,8 @@ func (x *Index) FirstEventTime(ctx context.Context, sessionID string) (time.Time
 }
 
 // postingsOf is every posting of an entry: all, its agent, deployment,
-// state, each tag, each durable wait kind and "any", its parent.
+// state, deployment and state, each tag, each durable wait kind and "any"
+// (and its deployment, when it waits), its parent.
 func postingsOf(e record.IndexEntry) []subjects.Posting {
 	hour, order := subjects.IndexHour(e.CreatedAt), subjects.IndexOrder(e.CreatedAt)
 	var out []subjects.Posting
@@ -230,6 +231,7 @@ func postingsOf(e record.IndexEntry) []subjects.Posting {
 	add(subjects.DimAgent, e.Agent)
 	add(subjects.DimDep, e.DeploymentID)
 	add(subjects.DimState, string(e.State))
+	add(subjects.DimDepState, subjects.DepState(e.DeploymentID, string(e.State)))
 	for _, k := range slices.Sorted(maps.Keys(e.Tags)) {
 		add(subjects.DimTag, subjects.TagValue(k, e.Tags[k]))
 	}
@@ -240,6 +242,7 @@ func postingsOf(e record.IndexEntry) []subjects.Posting {
 	}
 	if len(e.WaitingFor) > 0 {
 		add(subjects.DimWait, "any")
+		add(subjects.DimDepWait, e.DeploymentID)
 	}
 	add(subjects.DimParent, e.ParentSessionID)
 	return out
@@ -304,8 +307,8 @@ func (x *Index) ensure(ctx context.Context, ps []subjects.Posting) error {
 	return x.addPostings(ctx, lacking)
 }
 
-// removePostings purges postings. A posting already gone (or written
-// again since it was read) is left alone.
+// removePostings deletes postings by the revision read. A posting already
+// gone (or written again since it was read) is left alone.
 func (x *Index) removePostings(ctx context.Context, ps []subjects.Posting) error {
 	for _, p := range ps {
 		e, err := x.b.kv.Get(ctx, p.Key())
@@ -315,26 +318,25 @@ func (x *Index) removePostings(ctx context.Context, ps []subjects.Posting) error
 		if err != nil {
 			return mapErr("index get", p.Key(), err)
 		}
-		if err := x.purge(ctx, p.Key(), e.Revision()); err != nil {
+		if err := x.deleteSeq(ctx, e.Revision()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// purge removes key if it is still at rev, leaving a purge marker that
-// the server drops after the bucket's marker TTL (the key then leaves the
-// subject state a listing reads). A key written since is left alone.
-func (x *Index) purge(ctx context.Context, key string, rev uint64) error {
-	opts := []jetstream.KVDeleteOpt{jetstream.LastRevision(rev)}
-	if x.b.markerTTL > 0 {
-		opts = append(opts, jetstream.PurgeTTL(x.b.markerTTL))
-	}
-	err := mapErr("index purge", key, x.b.kv.Purge(ctx, key, opts...))
-	if errors.Is(err, record.ErrConflict) {
+// deleteSeq deletes one message of the index's stream (its subject
+// leaves the subject state: no marker stays behind); one already gone is
+// not an error. Deleting a key's message by the revision read removes
+// nothing newer.
+func (x *Index) deleteSeq(ctx context.Context, seq uint64) error {
+	err := x.stream.DeleteMsg(ctx, seq)
+	var api *jetstream.APIError
+	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeMessageNotFound {
 		return nil
 	}
-	return err
+	return fmt.Errorf("kv: index delete %d: %w", seq, err)
 }
 
 // keys lists the bucket's keys matching filter (a key pattern with
@@ -443,4 +445,37 @@ func (x *Index) UpdateRebuild(ctx context.Context, r IndexRebuild, rev uint64) (
 	}
 	n, err := x.b.kv.Update(ctx, subjects.IndexRebuildKey, data, rev)
 	return n, mapErr("update", subjects.IndexRebuildKey, err)
+}
+
+// Count is how many sessions have a posting of dim's value (a stale
+// posting a writer has not removed yet counts too): the subjects an
+// ephemeral consumer filtered on them has pending, counted by the server
+// without sending one.
+func (x *Index) Count(ctx context.Context, dim, value string) (int, error) {
+	c, err := x.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject: x.prefix + "p." + dim + "." + value + ".>", DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true, InactiveThreshold: 10 * time.Second, Replicas: 1,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("kv: index count %s %s: %w", dim, value, err)
+	}
+	n := int(c.CachedInfo().NumPending)
+	_ = x.stream.DeleteConsumer(context.WithoutCancel(ctx), c.CachedInfo().Name)
+	return n, nil
+}
+
+// Values lists the values of dim that have postings, from their hour
+// markers (a marker may outlive the last posting of its hour).
+func (x *Index) Values(ctx context.Context, dim string) ([]string, error) {
+	keys, err := x.keys(ctx, "m."+dim+".*.*")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if _, v, _, err := subjects.ParseMarker(k); err == nil {
+			seen[v] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }

@@ -202,3 +202,38 @@ func listAll(t *testing.T, x *kv.Index, q kv.IndexQuery, limit int) []string {
 	t.Fatal("the walk did not end")
 	return nil
 }
+
+// TestIndexCount counts a value's sessions without reading them, and a
+// removed posting leaves no trace in the count.
+func TestIndexCount(t *testing.T) {
+	x, c := openIndex(t), ctx(t)
+	for i := range 12 {
+		e := entry(fmt.Sprintf("c%02d", i), uint64(10+i), t0.Add(time.Duration(i)*40*time.Minute))
+		if i%3 == 0 {
+			e.State = record.StatePaused
+		}
+		put(t, x, e, kv.IndexWritten)
+	}
+	count := func(dim, value string) int {
+		n, err := x.Count(c, dim, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if a, p, ds := count(subjects.DimState, "active"), count(subjects.DimState, "paused"), count(subjects.DimDepState, "dep-a=paused"); a != 8 || p != 4 || ds != 4 {
+		t.Fatalf("counts active %d paused %d dep-a=paused %d, want 8 4 4", a, p, ds)
+	}
+	e := entry("c01", 99, t0.Add(40*time.Minute))
+	e.State = record.StatePaused
+	put(t, x, e, kv.IndexWritten)
+	if a, p := count(subjects.DimState, "active"), count(subjects.DimState, "paused"); a != 7 || p != 5 {
+		t.Fatalf("after a move: active %d paused %d, want 7 5", a, p)
+	}
+	if err := x.Delete(c, "c02"); err != nil {
+		t.Fatal(err)
+	}
+	if a, all := count(subjects.DimState, "active"), count(subjects.DimAll, subjects.AllValue); a != 6 || all != 11 {
+		t.Fatalf("after a delete: active %d all %d, want 6 11", a, all)
+	}
+}

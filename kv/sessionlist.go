@@ -44,8 +44,9 @@ func (q IndexQuery) Matches(e record.IndexEntry) bool {
 }
 
 // Driver is the dimension and value a listing of q walks: the most
-// selective filter the key layout serves — parent, then a tag, a wait,
-// the state, the deployment, the agent — else every session. The other
+// selective filter the key layout serves — parent, then a tag, the
+// deployment with a wait, a wait, the deployment and state together, the
+// state, the deployment, the agent — else every session. The other
 // filters are applied to each entry the walk reads.
 func (q IndexQuery) Driver() (dim, value string) {
 	switch {
@@ -54,8 +55,12 @@ func (q IndexQuery) Driver() (dim, value string) {
 	case len(q.Tags) > 0:
 		k := slices.Min(slices.Collect(maps.Keys(q.Tags)))
 		return subjects.DimTag, subjects.TagValue(k, q.Tags[k])
+	case q.Waiting != "" && q.Deployment != "":
+		return subjects.DimDepWait, q.Deployment
 	case q.Waiting != "":
 		return subjects.DimWait, q.Waiting
+	case q.State != "" && q.Deployment != "":
+		return subjects.DimDepState, subjects.DepState(q.Deployment, q.State)
 	case q.State != "":
 		return subjects.DimState, q.State
 	case q.Deployment != "":

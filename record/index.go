@@ -53,6 +53,7 @@ type IndexEntry struct {
 	Agent           string            `json:"agent,omitempty"`
 	DeploymentID    string            `json:"deploymentId"`
 	State           State             `json:"state"`
+	OwnerProcess    string            `json:"ownerProcess,omitempty"`
 	Tags            map[string]string `json:"tags,omitempty"`
 	Aliases         []string          `json:"aliases,omitempty"`
 	ParentSessionID string            `json:"parentSessionId,omitempty"`
@@ -75,7 +76,7 @@ type IndexEntry struct {
 // CreatedAt is left zero.
 func DeriveIndex(rec SessionRecord, rev uint64, cp wire.Checkpoint, agent string) IndexEntry {
 	e := IndexEntry{SessionID: rec.SessionID, Agent: agent, DeploymentID: rec.DeploymentID, State: rec.State,
-		Epoch: rec.Epoch, Revision: rev, WaitingFor: DurableWaits(cp)}
+		OwnerProcess: rec.OwnerProcess, Epoch: rec.Epoch, Revision: rev, WaitingFor: DurableWaits(cp)}
 	if len(cp.Tokens) > 1 {
 		e.Aliases = slices.Clone(cp.Tokens[1:])
 	}
@@ -162,7 +163,7 @@ func (e IndexEntry) Waiting(kind string) bool {
 // the write.
 func (e IndexEntry) Same(o IndexEntry) bool {
 	return e.SessionID == o.SessionID && e.Agent == o.Agent && e.DeploymentID == o.DeploymentID &&
-		e.State == o.State && maps.Equal(e.Tags, o.Tags) && slices.Equal(e.Aliases, o.Aliases) &&
+		e.State == o.State && e.OwnerProcess == o.OwnerProcess && maps.Equal(e.Tags, o.Tags) && slices.Equal(e.Aliases, o.Aliases) &&
 		e.ParentSessionID == o.ParentSessionID && slices.Equal(e.WaitingFor, o.WaitingFor) && e.Epoch == o.Epoch
 }
 

@@ -33,19 +33,24 @@ const (
 
 // The dimensions of the session index a listing is served by.
 const (
-	DimAll     = "all"    // every session (value "_")
-	DimAgent   = "agent"  // the deployment's agent
-	DimDep     = "dep"    // the deployment ID
-	DimState   = "state"  // the record's state
-	DimTag     = "tag"    // a tag (value: TagValue of key and value)
-	DimWait    = "wait"   // a durable wait kind, or "any"
-	DimParent  = "parent" // the parent session ID
-	AllValue   = "_"
-	hourDigits = 8
-	ordDigits  = 13
-	hourMax    = 99999999
-	ordMax     = 9999999999999
+	DimAll      = "all"    // every session (value "_")
+	DimAgent    = "agent"  // the deployment's agent
+	DimDep      = "dep"    // the deployment ID
+	DimState    = "state"  // the record's state
+	DimTag      = "tag"    // a tag (value: TagValue of key and value)
+	DimWait     = "wait"   // a durable wait kind, or "any"
+	DimParent   = "parent" // the parent session ID
+	DimDepState = "ds"     // the deployment and the state: DepState
+	DimDepWait  = "dw"     // the deployment of a session with a durable wait
+	AllValue    = "_"
+	hourDigits  = 8
+	ordDigits   = 13
+	hourMax     = 99999999
+	ordMax      = 9999999999999
 )
+
+// DepState is the value of a DimDepState posting: <deployment>=<state>.
+func DepState(deployment, state string) string { return deployment + "=" + state }
 
 // IndexBucket is the session index's KV bucket.
 func (n Names) IndexBucket() string { return n.prefix + "_index" }

@@ -123,23 +123,29 @@ func journalConfig(c Config) jetstream.KeyValueConfig {
 	}
 }
 
-// IndexMarkerTTL is how long the purge marker of a removed index key
-// (an entry, a posting) stays before the server drops it, and the key
-// with it: a listing reads the keys of the stream's subject state.
-const IndexMarkerTTL = time.Minute
-
 // indexConfig: the session index (docs/nats-layout.md, "The session
-// index"): derived entries, postings and hour markers, one revision each
-// (which per-key TTLs need).
-func indexConfig(c Config) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:         c.Names.IndexBucket(),
-		Description:    "Baton session index: derived from the session records, rebuilt on request",
-		History:        1,
-		MaxValueSize:   64 << 10,
-		Storage:        jetstream.FileStorage,
-		Replicas:       c.Replicas,
-		LimitMarkerTTL: IndexMarkerTTL,
+// index"): derived entries, postings and hour markers. A KV bucket in all
+// but one setting — it allows deleting a message by sequence (a KV
+// bucket denies it), so a removed posting leaves no purge marker in the
+// subject state that listings and counts read. nats.go and the nats CLI
+// open it as the bucket baton_index.
+func indexConfig(c Config) jetstream.StreamConfig {
+	b := c.Names.IndexBucket()
+	return jetstream.StreamConfig{
+		Name:              "KV_" + b,
+		Description:       "Baton session index: derived from the session records, rebuilt on request",
+		Subjects:          []string{"$KV." + b + ".>"},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		MaxMsgsPerSubject: 1,
+		MaxMsgSize:        64 << 10,
+		MaxConsumers:      -1,
+		Discard:           jetstream.DiscardNew,
+		Duplicates:        2 * time.Minute,
+		AllowDirect:       true,
+		AllowRollup:       true,
+		DenyDelete:        false,
 	}
 }
 

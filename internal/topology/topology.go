@@ -72,8 +72,10 @@ type Topology struct {
 	Hooks    jetstream.KeyValue
 	Owners   jetstream.KeyValue
 	Journal  jetstream.KeyValue
-	Index    jetstream.KeyValue
-	State    jetstream.ObjectStore
+	// IndexStream is the session index (docs/nats-layout.md): the stream
+	// behind the KV bucket <prefix>_index.
+	IndexStream jetstream.Stream
+	State       jetstream.ObjectStore
 	// Changes lists what this call created or updated ("created stream
 	// BATON_INBOX", "updated stream BATON_INBOX: max_consumers"); empty when
 	// everything already matched.
@@ -92,6 +94,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		cfg jetstream.StreamConfig
 	}{
 		{&t.Inbox, inboxConfig(cfg)}, {&t.Events, eventsConfig(cfg)}, {&t.Tasks, tasksConfig(cfg)},
+		{&t.IndexStream, indexConfig(cfg)},
 	} {
 		err := retrySettling(ctx, func(ctx context.Context) (err error) {
 			*s.dst, err = t.ensureStream(ctx, js, s.cfg)
@@ -106,7 +109,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		cfg jetstream.KeyValueConfig
 	}{
 		{&t.Sessions, sessionsConfig(cfg)}, {&t.Hooks, hooksConfig(cfg)}, {&t.Owners, ownersConfig(cfg)},
-		{&t.Journal, journalConfig(cfg)}, {&t.Index, indexConfig(cfg)},
+		{&t.Journal, journalConfig(cfg)},
 	} {
 		err := retrySettling(ctx, func(ctx context.Context) (err error) {
 			*b.dst, err = t.ensureBucket(ctx, js, b.cfg)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/jsport"
 )
 
@@ -18,8 +19,9 @@ type outside struct {
 	cfg     *Config
 	log     *slog.Logger
 	metrics *metrics
-	events  kv.Stream    // leader reads of the events stream (appenders' last event)
-	blobs   jsport.Blobs // a kept checkpoint whose outbox cannot be read
+	events  kv.Stream            // leader reads of the events stream (appenders' last event)
+	blobs   jsport.Blobs         // a kept checkpoint whose outbox cannot be read
+	index   func(record.Session) // writes a record's index entry in the background (reconciler.indexLater)
 }
 
 func (o *outside) now() time.Time { return o.cfg.Now() }

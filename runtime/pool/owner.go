@@ -136,6 +136,7 @@ func New(cfg Config) (*Owner, error) {
 	o.sweeps = &sweeper{cfg: &o.cfg, log: o.log, metrics: m, reg: o.reg, peers: &o.peers, adoption: o.adoption, fin: o.fin,
 		wakes: o.wakes, retire: o.retire, backlog: o.backlog, wake: o.Wake}
 	o.recon = &reconciler{cfg: &o.cfg, log: o.log, metrics: m, peers: &o.peers, agents: o.agents, index: o.index.Load}
+	o.out.index = o.recon.indexLater
 	if err := o.newEnv(); err != nil {
 		return nil, err
 	}

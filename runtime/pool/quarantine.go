@@ -163,6 +163,9 @@ func (o *outside) casRecord(ctx context.Context, rec record.SessionRecord, rev u
 	if errors.Is(err, record.ErrConflict) {
 		o.metrics.conflicts.WithLabelValues("claim").Inc()
 	}
+	if err == nil && o.index != nil {
+		o.index(record.Session{Record: rec, Revision: n})
+	}
 	return n, err
 }
 

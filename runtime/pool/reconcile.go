@@ -164,6 +164,28 @@ func sessionOfKey(k string) string {
 	return ""
 }
 
+// indexLater writes the entry of a record this process just wrote outside
+// a session's run (a claim, a quarantine, an operator's finish), in the
+// background: the session's own runs write theirs.
+func (r *reconciler) indexLater(cur record.Session) {
+	x := r.index()
+	if x == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e, err := r.derive(ctx, cur)
+		if err == nil {
+			e.Writer = "owner-" + r.cfg.ProcessID
+			_, err = x.Put(ctx, e, false)
+		}
+		if err != nil {
+			r.log.Debug("session index entry not written (the reconciler heals it)", "session", cur.Record.SessionID, "err", err)
+		}
+	}()
+}
+
 // reconcile is reconcileSession, checking every posting exists too when
 // verify is set (a rebuild: postings go before their entry, so a
 // reconcile that finds the entry right trusts them).

@@ -51,7 +51,7 @@ func (s *Session) indexState(rec record.SessionRecord, rev uint64) {
 	if e.SessionID == "" {
 		e = s.ix.next
 	}
-	e.State, e.Epoch, e.DeploymentID, e.Revision = rec.State, rec.Epoch, rec.DeploymentID, rev
+	e.State, e.Epoch, e.DeploymentID, e.OwnerProcess, e.Revision = rec.State, rec.Epoch, rec.DeploymentID, rec.OwnerProcess, rev
 	s.writeIndex(e)
 }
 
