@@ -78,6 +78,9 @@ type ListedSession struct {
 	EventSeq        uint64            `json:"eventSeq"`
 	Usage           wire.Usage        `json:"usage"`
 	LastActivityAt  time.Time         `json:"lastActivityAt"`
+	// Storage is what it keeps in the streams and the object store, as
+	// the index last counted it (a hint; absent until counted).
+	Storage *record.Storage `json:"storage,omitempty"`
 }
 
 var listKeys = []string{"agent", "deployment", "state", "tag", "waiting", "parent", "limit", "cursor"}
@@ -268,7 +271,8 @@ func (s *Server) listed(ctx context.Context, a *attached, q kv.IndexQuery, e rec
 	}
 	l := &ListedSession{SessionID: e.SessionID, Agent: e.Agent, DeploymentID: rec.DeploymentID, State: string(rec.State),
 		Tags: e.Tags, Aliases: fresh.Aliases, ParentSessionID: fresh.ParentSessionID, CreatedAt: e.CreatedAt,
-		WaitingFor: record.WaitingFor(rec, cp), EventSeq: rec.EventSeq(cp.EventSeq), Usage: cp.Usage, LastActivityAt: rec.UpdatedAt}
+		WaitingFor: record.WaitingFor(rec, cp), EventSeq: rec.EventSeq(cp.EventSeq), Usage: cp.Usage, LastActivityAt: rec.UpdatedAt,
+		Storage: e.Storage}
 	if l.Tags == nil {
 		l.Tags = map[string]string{}
 	}

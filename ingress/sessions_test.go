@@ -260,6 +260,15 @@ func TestIndexHealed(t *testing.T) {
 	e.eventually(20*time.Second, "the rebuild restores every entry", func() bool {
 		return sameSet(e.listIDs("waiting=input"), ids)
 	})
+	// The rebuild recounted each one's storage: its events and their bytes.
+	for _, id := range ids {
+		n, size, err := x.CountEvents(t.Context(), id)
+		e.h.Check(err)
+		got, _, err := x.Get(t.Context(), id)
+		if err != nil || got.Storage == nil || got.Storage.Events != n || got.Storage.EventBytes != size || n != uint64(len(e.events(id, 0))) || size == 0 {
+			t.Fatalf("storage of %s after the rebuild: %+v (%v), want %d events, %d bytes", id, got.Storage, err, n, size)
+		}
+	}
 	req, _, err := x.Rebuild(t.Context())
 	if err != nil || req.RebuildID != rb.RebuildID {
 		t.Fatalf("rebuild request %+v %v", req, err)
@@ -375,6 +384,13 @@ func TestDrainReportFromIndex(t *testing.T) {
 		!slices.Contains(v1.InboxVersions, 1) || !slices.Contains(v1.StateVersions, 1) {
 		t.Fatalf("v1 = %+v, v2 = %+v", v1, v2)
 	}
+	// The owner's hint: a session hibernated in the run that created it
+	// is indexed with every event it appended.
+	e.eventually(10*time.Second, "the parked session's storage", func() bool {
+		got, _, err := e.index().Get(t.Context(), parked)
+		n, size, cerr := e.index().CountEvents(t.Context(), parked)
+		return err == nil && cerr == nil && got.Storage != nil && got.Storage.Events == n && got.Storage.EventBytes == size && size > 0
+	})
 	why := map[string]string{}
 	for _, r := range append(slices.Clone(v1.NotIdle), v2.NotIdle...) {
 		why[r.SessionID] = r.Why

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -112,7 +114,8 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 			}
 		}
 		want := postingsOf(e)
-		if found && cur.Same(e) && cur.CreatedAt.Equal(e.CreatedAt) {
+		e.Storage = mergeStorage(cur, found, e)
+		if found && cur.Same(e) && cur.CreatedAt.Equal(e.CreatedAt) && sameStorage(cur.Storage, e.Storage) {
 			if verify {
 				return IndexUnchanged, x.ensure(ctx, want)
 			}
@@ -150,6 +153,28 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		return IndexWritten, x.removePostings(ctx, missing(had, want))
 	}
 	return 0, fmt.Errorf("%w: index entry %s: %d writers raced", record.ErrConflict, e.SessionID, indexAttempts)
+}
+
+// mergeStorage is the storage e is written with: a recount (e.Storage)
+// as it is, else the stored one plus e.Grew.
+func mergeStorage(cur record.IndexEntry, found bool, e record.IndexEntry) *record.Storage {
+	if e.Storage != nil {
+		return e.Storage
+	}
+	var st record.Storage
+	if found && cur.Storage != nil {
+		st = *cur.Storage
+	} else if e.Grew == nil {
+		return nil
+	}
+	if e.Grew != nil {
+		st = st.Plus(*e.Grew)
+	}
+	return &st
+}
+
+func sameStorage(a, b *record.Storage) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // Delete removes a session's entry and its postings.
@@ -478,4 +503,39 @@ func (x *Index) Values(ctx context.Context, dim string) ([]string, error) {
 		}
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// CountEvents counts a session's events and their bytes on its stream: a
+// headers-only walk of its subject (each message's Nats-Msg-Size), no
+// payload read.
+func (x *Index) CountEvents(ctx context.Context, sessionID string) (n uint64, size int64, err error) {
+	subject := x.names.Events(sessionID)
+	c, err := x.js.OrderedConsumer(ctx, x.names.EventsStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, HeadersOnly: true})
+	if err != nil {
+		return 0, 0, fmt.Errorf("kv: count events of %s: %w", sessionID, err)
+	}
+	for {
+		batch, err := c.FetchNoWait(500)
+		if err != nil {
+			return 0, 0, fmt.Errorf("kv: count events of %s: %w", sessionID, err)
+		}
+		got, last := 0, false
+		for m := range batch.Messages() {
+			got++
+			if v, err := strconv.ParseInt(m.Headers().Get(nats.MsgSize), 10, 64); err == nil {
+				size += v
+			}
+			n++
+			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
+				last = true
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return 0, 0, fmt.Errorf("kv: count events of %s: %w", sessionID, err)
+		}
+		if got == 0 || last {
+			return n, size, nil
+		}
+	}
 }

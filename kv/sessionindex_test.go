@@ -134,6 +134,13 @@ func TestIndexListFilters(t *testing.T) {
 				if got := listAll(t, x, c.q, limit); !slices.Equal(got, want) {
 					t.Fatalf("limit %d: %v, want %v", limit, got, want)
 				}
+				// Both ways of reading the postings: an hour at a time,
+				// and all at once (a sparse value's).
+				for _, whole := range []bool{false, true} {
+					if got := listFrom(t, x, c.q, limit, kv.StartCursor(c.q, whole)); !slices.Equal(got, want) {
+						t.Fatalf("limit %d, whole %v: %v, want %v", limit, whole, got, want)
+					}
+				}
 			}
 		})
 	}
@@ -181,8 +188,13 @@ func TestIndexStalePostingIgnored(t *testing.T) {
 // listAll walks every page of q.
 func listAll(t *testing.T, x *kv.Index, q kv.IndexQuery, limit int) []string {
 	t.Helper()
+	return listFrom(t, x, q, limit, "")
+}
+
+// listFrom walks every page of q from cursor after.
+func listFrom(t *testing.T, x *kv.Index, q kv.IndexQuery, limit int, after string) []string {
+	t.Helper()
 	var out []string
-	after := ""
 	for range 1000 {
 		p, err := x.List(ctx(t), q, after, limit)
 		if err != nil {
@@ -236,4 +248,28 @@ func TestIndexCount(t *testing.T) {
 	if a, all := count(subjects.DimState, "active"), count(subjects.DimAll, subjects.AllValue); a != 6 || all != 11 {
 		t.Fatalf("after a delete: active %d all %d, want 6 11", a, all)
 	}
+}
+
+// TestIndexStorage: owners' news adds to the stored storage (the event
+// count set, the bytes added) even on an otherwise unchanged entry's next
+// write; a recount replaces it; CountEvents counts a session's events and
+// bytes from the stream.
+func TestIndexStorage(t *testing.T) {
+	x, c := openIndex(t), ctx(t)
+	e := entry("st1", 5, t0)
+	e.Grew = &record.Storage{Events: 3, EventBytes: 300}
+	put(t, x, e, kv.IndexWritten)
+	e.Revision, e.State, e.Grew = 6, record.StatePaused, &record.Storage{Events: 5, EventBytes: 200, BlobBytes: 50}
+	put(t, x, e, kv.IndexWritten)
+	got, _, err := x.Get(c, "st1")
+	if err != nil || got.Storage == nil || *got.Storage != (record.Storage{Events: 5, EventBytes: 500, BlobBytes: 50}) {
+		t.Fatalf("after two hints: %+v %v", got.Storage, err)
+	}
+	e.Revision, e.Grew, e.Storage = 7, nil, &record.Storage{Events: 9, EventBytes: 1234}
+	put(t, x, e, kv.IndexWritten) // a recount, the rest unchanged
+	if got, _, _ = x.Get(c, "st1"); *got.Storage != (record.Storage{Events: 9, EventBytes: 1234}) {
+		t.Fatalf("after a recount: %+v", got.Storage)
+	}
+	e.Revision, e.Storage = 8, nil
+	put(t, x, e, kv.IndexUnchanged) // no news: nothing to write
 }

@@ -89,13 +89,22 @@ func (q IndexQuery) fingerprint() string {
 // another query.
 var ErrBadCursor = errors.New("kv: bad listing cursor")
 
-// cursor is a position in a walk: the last posting examined.
+// cursor is a position in a walk: the last posting examined, and how the
+// walk reads the postings (by hour, or all at once).
 type cursor struct {
+	whole                bool
 	hour, order, session string
 }
 
+// hourStart is the position before every posting of hour h.
+func hourStart(h string) cursor { return cursor{hour: h, order: "0000000000000", session: "-"} }
+
 func (q IndexQuery) encodeCursor(c cursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("1|" + q.fingerprint() + "|" + c.hour + "|" + c.order + "|" + c.session))
+	mode := "h"
+	if c.whole {
+		mode = "a"
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte("2|" + q.fingerprint() + "|" + mode + "|" + c.hour + "|" + c.order + "|" + c.session))
 }
 
 func (q IndexQuery) decodeCursor(s string) (cursor, error) {
@@ -104,21 +113,22 @@ func (q IndexQuery) decodeCursor(s string) (cursor, error) {
 		return cursor{}, fmt.Errorf("%w: not base64url", ErrBadCursor)
 	}
 	parts := strings.Split(string(raw), "|")
-	if len(parts) != 5 || parts[0] != "1" {
+	if len(parts) != 6 || parts[0] != "2" || parts[2] != "h" && parts[2] != "a" {
 		return cursor{}, fmt.Errorf("%w: unknown format", ErrBadCursor)
 	}
 	if parts[1] != q.fingerprint() {
 		return cursor{}, fmt.Errorf("%w: issued for other filters", ErrBadCursor)
 	}
-	p := subjects.Posting{Dim: "x", Value: "x", Hour: parts[2], Order: parts[3], SessionID: parts[4]}
+	p := subjects.Posting{Dim: "x", Value: "x", Hour: parts[3], Order: parts[4], SessionID: parts[5]}
 	if _, err := subjects.ParsePosting(p.Key()); err != nil {
 		return cursor{}, fmt.Errorf("%w: bad position", ErrBadCursor)
 	}
-	return cursor{hour: parts[2], order: parts[3], session: parts[4]}, nil
+	return cursor{whole: parts[2] == "a", hour: parts[3], order: parts[4], session: parts[5]}, nil
 }
 
 // CursorAt is the cursor of a walk of q that continues after the session
-// created at createdAt with the ID sessionID (a page cut short).
+// created at createdAt with the ID sessionID (a page cut short): a walk
+// by hour, which continues any walk.
 func (q IndexQuery) CursorAt(sessionID string, createdAt time.Time) string {
 	return q.encodeCursor(cursor{hour: subjects.IndexHour(createdAt), order: subjects.IndexOrder(createdAt), session: sessionID})
 }
@@ -147,10 +157,14 @@ type IndexPage struct {
 }
 
 // ListBudget bounds the postings one page examines (at least this, or
-// four times its limit) and the hours it lists.
+// four times its limit) and the hours it lists. A walk over many hours
+// whose value looks sparse — its newest hour's postings times its hours
+// at most ListWhole, judged on the first page — reads all its postings at
+// once instead of an hour at a time.
 const (
 	ListBudget     = 200
 	ListHourBudget = 48
+	ListWhole      = 2000
 	listFetchers   = 16
 )
 
@@ -172,23 +186,28 @@ func (x *Index) List(ctx context.Context, q IndexQuery, after string, limit int)
 		from = c
 	}
 	dim, value := q.Driver()
-	markers, err := x.keys(ctx, subjects.IndexMarkers(dim, value))
-	if err != nil {
-		return IndexPage{}, err
-	}
-	hours := make([]string, 0, len(markers))
-	for _, m := range markers {
-		if _, _, h, err := subjects.ParseMarker(m); err == nil && h >= from.hour {
-			hours = append(hours, h)
+	hours := []string{"*"} // every hour at once
+	if !from.whole {
+		var err error
+		if hours, err = x.hours(ctx, dim, value, from.hour); err != nil {
+			return IndexPage{}, err
+		}
+		if after == "" && len(hours) > ListHourBudget/2 {
+			first, err := x.postings(ctx, dim, value, hours[0], from)
+			if err != nil {
+				return IndexPage{}, err
+			}
+			if len(first)*len(hours) <= ListWhole { // sparse across many hours
+				from.whole, hours = true, []string{"*"}
+			}
 		}
 	}
-	slices.Sort(hours)
 	budget := max(ListBudget, 4*limit)
 	page := IndexPage{Entries: []record.IndexEntry{}}
-	var last cursor
+	last := from
 	for i, h := range hours {
 		if page.Hours == ListHourBudget || page.Scanned >= budget {
-			page.Next = q.encodeCursor(last)
+			page.Next = q.encodeCursor(hourStart(h)) // every earlier hour is done
 			return page, nil
 		}
 		page.Hours++
@@ -208,7 +227,7 @@ func (x *Index) List(ctx context.Context, q IndexQuery, after string, limit int)
 			}
 			for j, e := range entries {
 				page.Scanned++
-				last = cursor{hour: ps[j].Hour, order: ps[j].Order, session: ps[j].SessionID}
+				last = cursor{whole: from.whole, hour: ps[j].Hour, order: ps[j].Order, session: ps[j].SessionID}
 				if e != nil && q.Matches(*e) && ps[j] == postingAt(*e, dim, value) {
 					page.Entries = append(page.Entries, *e)
 					if len(page.Entries) == limit {
@@ -233,8 +252,8 @@ func postingAt(e record.IndexEntry, dim, value string) subjects.Posting {
 		Order: subjects.IndexOrder(e.CreatedAt), SessionID: e.SessionID}
 }
 
-// postings lists the postings of dim's value in one hour after position
-// from, in walk order.
+// postings lists the postings of dim's value in one hour ("*": every
+// hour) after position from, in walk order.
 func (x *Index) postings(ctx context.Context, dim, value, hour string, from cursor) ([]subjects.Posting, error) {
 	keys, err := x.keys(ctx, subjects.IndexPostings(dim, value, hour))
 	if err != nil {
@@ -248,9 +267,26 @@ func (x *Index) postings(ctx context.Context, dim, value, hour string, from curs
 		}
 	}
 	slices.SortFunc(out, func(a, b subjects.Posting) int {
-		return strings.Compare(a.Order+"."+a.SessionID, b.Order+"."+b.SessionID)
+		return strings.Compare(a.Hour+"."+a.Order+"."+a.SessionID, b.Hour+"."+b.Order+"."+b.SessionID)
 	})
 	return out, nil
+}
+
+// hours lists the hours that hold postings of dim's value, from hour from
+// on ("" : all), newest first.
+func (x *Index) hours(ctx context.Context, dim, value, from string) ([]string, error) {
+	markers, err := x.keys(ctx, subjects.IndexMarkers(dim, value))
+	if err != nil {
+		return nil, err
+	}
+	hours := make([]string, 0, len(markers))
+	for _, m := range markers {
+		if _, _, h, err := subjects.ParseMarker(m); err == nil && h >= from {
+			hours = append(hours, h)
+		}
+	}
+	slices.Sort(hours)
+	return hours, nil
 }
 
 // entries reads the entry of each posting, concurrently; a missing entry

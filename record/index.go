@@ -69,6 +69,33 @@ type IndexEntry struct {
 	// reconcile-<process> or rebuild-<rebuildId>.
 	Writer    string    `json:"writer,omitempty"`
 	IndexedAt time.Time `json:"indexedAt,omitzero"`
+	// Storage is what the session keeps in the streams and the object
+	// store, a hint: owners add what they append, the reconciler
+	// recounts. Nil until counted.
+	Storage *Storage `json:"storage,omitempty"`
+	// Grew is a writer's news of the session's storage since its last
+	// write (not stored): Storage is the stored one plus Grew. A writer
+	// that sets Storage instead (a recount) replaces it.
+	Grew *Storage `json:"-"`
+}
+
+// Storage is what one session keeps: its events (how many, and their
+// bytes on the stream) and its blobs' bytes in the object store.
+type Storage struct {
+	Events     uint64 `json:"events"`
+	EventBytes int64  `json:"eventBytes"`
+	BlobBytes  int64  `json:"blobBytes"`
+}
+
+// Plus is s with the events and bytes of g added; g.Events, when set, is
+// the new event count (a writer knows its last event's seq).
+func (s Storage) Plus(g Storage) Storage {
+	if g.Events > s.Events {
+		s.Events = g.Events
+	}
+	s.EventBytes += g.EventBytes
+	s.BlobBytes = max(s.BlobBytes+g.BlobBytes, 0)
+	return s
 }
 
 // DeriveIndex is the index entry of the session record rec (at revision

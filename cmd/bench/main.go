@@ -60,6 +60,7 @@ func suites() []suite {
 		{"hibernate", benchHibernate},
 		{"failover", benchFailover},
 		{"pool", benchPool},
+		{"index", benchIndex},
 	}
 }
 

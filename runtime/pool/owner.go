@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,7 @@ func New(cfg Config) (*Owner, error) {
 		wakes: o.wakes, retire: o.retire, backlog: o.backlog, wake: o.Wake}
 	o.recon = &reconciler{cfg: &o.cfg, log: o.log, metrics: m, peers: &o.peers, agents: o.agents, index: o.index.Load}
 	o.out.index = o.recon.indexLater
+	o.recon.blobs = o.blobSizes
 	if err := o.newEnv(); err != nil {
 		return nil, err
 	}
@@ -225,6 +227,28 @@ func (o *Owner) Run(ctx context.Context) error {
 	o.lease.release()
 	bg.Wait()
 	return <-errc
+}
+
+// blobSizes sums the size of every object of the state store by the
+// session its name starts with (<sessionID>/<digest>): one listing.
+func (o *Owner) blobSizes(ctx context.Context) (map[string]int64, error) {
+	if o.state == nil {
+		return nil, errors.New("pool: the state object store is not open")
+	}
+	infos, err := o.state.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return map[string]int64{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, info := range infos {
+		if id, _, ok := strings.Cut(info.Name, "/"); ok {
+			out[id] += int64(info.Size)
+		}
+	}
+	return out, nil
 }
 
 // openStores opens the state object store, the journal and the session

@@ -38,8 +38,12 @@ type reconciler struct {
 	peers    *peerSet
 	agents   *agents
 	index    func() *kv.Index
-	sessions uint64 // the walk's next sequence of the records' stream
-	entries  uint64 // and of the index's
+	blobs    func(ctx context.Context) (map[string]int64, error) // each session's blob bytes (a rebuild)
+	sessions uint64                                              // the walk's next sequence of the records' stream
+	entries  uint64                                              // and of the index's
+	// blobSizes are the blob bytes by session while a rebuild runs (nil
+	// otherwise: a reconcile keeps the stored count).
+	blobSizes map[string]int64
 }
 
 // postingGrace is how old a posting must be before the reconciler
@@ -93,6 +97,14 @@ func (r *reconciler) rebuild(ctx context.Context, x *kv.Index, req kv.IndexRebui
 	}
 	r.log.Info("session index rebuild started", "rebuild", req.RebuildID, "requestedAt", req.RequestedAt)
 	start, checked := time.Now(), 0
+	if r.blobs != nil {
+		sizes, err := r.blobs(ctx)
+		if err != nil {
+			r.log.Warn("session index rebuild: blob sizes not counted", "rebuild", req.RebuildID, "err", err)
+		}
+		r.blobSizes = sizes
+		defer func() { r.blobSizes = nil }()
+	}
 	all := func(string) bool { return true }
 	for _, walk := range []struct {
 		keys func(context.Context, uint64, int) ([]string, uint64, error)
@@ -215,6 +227,9 @@ func (r *reconciler) reconcileSession(ctx context.Context, x *kv.Index, k string
 		r.log.Debug("session index reconcile: derive", "session", id, "err", err)
 		return false
 	}
+	if e.Storage, err = r.recount(ctx, x, id, verify); err != nil {
+		r.log.Debug("session index reconcile: storage not counted", "session", id, "err", err)
+	}
 	out, err := x.Put(ctx, e, verify)
 	if err != nil {
 		r.log.Debug("session index reconcile: write", "session", id, "err", err)
@@ -225,6 +240,29 @@ func (r *reconciler) reconcileSession(ctx context.Context, x *kv.Index, k string
 		r.log.Info("session index entry repaired", "session", id, "state", e.State, "revision", e.Revision)
 	}
 	return true
+}
+
+// recount counts a session's storage when a rebuild runs (always) or its
+// entry has none yet; nil keeps the stored hint. A reconcile keeps the
+// stored blob bytes (counting them lists every object), a rebuild counts
+// them once for every session.
+func (r *reconciler) recount(ctx context.Context, x *kv.Index, id string, rebuild bool) (*record.Storage, error) {
+	cur, _, err := x.Get(ctx, id)
+	if err == nil && cur.Storage != nil && !rebuild {
+		return nil, nil
+	}
+	n, size, err := x.CountEvents(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st := &record.Storage{Events: n, EventBytes: size}
+	switch {
+	case r.blobSizes != nil:
+		st.BlobBytes = r.blobSizes[id]
+	case cur.Storage != nil:
+		st.BlobBytes = cur.Storage.BlobBytes
+	}
+	return st, nil
 }
 
 // derive is the entry a session record says: its checkpoint decoded, or,

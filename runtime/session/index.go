@@ -14,8 +14,9 @@ import (
 // background, and never fails the session: a lost write is the
 // reconciler's to heal.
 type indexer struct {
-	last record.IndexEntry // the last entry sent (zero: none this run)
-	next record.IndexEntry // derived from the commit in flight
+	last    record.IndexEntry // the last entry sent (zero: none this run)
+	next    record.IndexEntry // derived from the commit in flight
+	counted int64             // the appended event bytes the entries sent so far told
 }
 
 // derive records the entry of the commit being built from its checkpoint
@@ -25,6 +26,7 @@ func (s *Session) deriveIndex(rec record.SessionRecord, c wire.Checkpoint, outbo
 		return
 	}
 	e := record.DeriveIndex(rec, 0, c, s.env.AgentName)
+	e.Grew = &record.Storage{Events: c.EventSeq}
 	for _, ev := range outbox {
 		if ev.Kind == wire.EventSessionStarted {
 			e.CreatedAt = ev.Time
@@ -66,6 +68,12 @@ func (s *Session) writeIndex(e record.IndexEntry) {
 		e.CreatedAt = s.ix.last.CreatedAt
 	}
 	e.Writer = "owner-" + s.rec.OwnerProcess
+	appended := s.pub.bytes.Load()
+	grew := record.Storage{EventBytes: appended - s.ix.counted}
+	if e.Grew != nil {
+		grew.Events = e.Grew.Events
+	}
+	e.Grew, s.ix.counted = &grew, appended
 	s.ix.last = e
 	if s.env.Failpoints.Hit(failpoint.BeforeIndexWrite, failpoint.Args{SessionID: s.id, Detail: string(e.State)}) {
 		s.log.Debug("index write dropped (failpoint)", "state", e.State)

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
@@ -16,6 +17,7 @@ type publisher struct {
 	app    Appender
 	outbox []wire.Event // events of the last commit, stamped
 	wait   chan error   // the append in flight, if any
+	bytes  atomic.Int64 // bytes of the events this run appended (the index's storage hint)
 }
 
 // publish appends events of the committed outbox after the append in
@@ -58,6 +60,9 @@ func (p *publisher) append(ctx context.Context, batch []wire.Event) error {
 			first := we.Seq + 1 - uint64(len(data))
 			if err := p.app.AppendAll(ctx, first, data); err != nil {
 				return err
+			}
+			for _, d := range data {
+				p.bytes.Add(int64(len(d)))
 			}
 			data = data[:0]
 		}
