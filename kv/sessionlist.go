@@ -158,9 +158,10 @@ type IndexPage struct {
 
 // ListBudget bounds the postings one page examines (at least this, or
 // four times its limit) and the hours it lists. A walk over many hours
-// whose value looks sparse — its newest hour's postings times its hours
-// at most ListWhole, judged on the first page — reads all its postings at
-// once instead of an hour at a time.
+// whose value looks sparse — the densest of its three newest hours'
+// postings times its hours at most ListWhole, judged on the first page —
+// reads all its postings at once instead of an hour at a time (until a
+// page finds more than twice ListWhole of them).
 const (
 	ListBudget     = 200
 	ListHourBudget = 48
@@ -193,11 +194,17 @@ func (x *Index) List(ctx context.Context, q IndexQuery, after string, limit int)
 			return IndexPage{}, err
 		}
 		if after == "" && len(hours) > ListHourBudget/2 {
-			first, err := x.postings(ctx, dim, value, hours[0], from)
-			if err != nil {
-				return IndexPage{}, err
+			// Sparse across many hours? The densest of its three newest
+			// hours, times its hours, says.
+			densest := 0
+			for _, h := range hours[:3] {
+				ps, err := x.postings(ctx, dim, value, h, from)
+				if err != nil {
+					return IndexPage{}, err
+				}
+				densest = max(densest, len(ps))
 			}
-			if len(first)*len(hours) <= ListWhole { // sparse across many hours
+			if densest*len(hours) <= ListWhole {
 				from.whole, hours = true, []string{"*"}
 			}
 		}
@@ -214,6 +221,9 @@ func (x *Index) List(ctx context.Context, q IndexQuery, after string, limit int)
 		ps, err := x.postings(ctx, dim, value, h, from)
 		if err != nil {
 			return IndexPage{}, err
+		}
+		if h == "*" && len(ps) > 2*ListWhole {
+			from.whole = false // it grew dense: the next pages go by hour
 		}
 		for len(ps) > 0 {
 			n := min(len(ps), budget-page.Scanned, 2*(limit-len(page.Entries))+8)

@@ -20,9 +20,9 @@ import (
 //
 //   - the session records' (every revision the bucket still holds): each
 //     session of this process's share is re-derived from its record and
-//     its entry and postings repaired (kv.Index.Put with verify) — a lost
-//     owner write, a process killed between a record change and its index
-//     write, an entry of a record deleted;
+//     its entry rewritten where it differs (kv.Index.Put; its postings go
+//     with it) — a lost owner write, a process killed between a record
+//     change and its index write — and its storage counted if it has none;
 //   - the index's: an entry whose record is gone is removed, and a
 //     posting its entry does not have (left by a crash mid-move) deleted.
 //
@@ -30,7 +30,8 @@ import (
 // fleet (any deployment: a stopped deployment's sessions are still
 // indexed), by a hash of the session ID. A rebuild request (the admin
 // route) is claimed by one process, which walks both streams whole at
-// once; if it dies, another claims it.
+// once, checking every posting and recounting every session's storage;
+// if it dies, another claims it.
 type reconciler struct {
 	cfg      *Config
 	log      *slog.Logger
@@ -79,8 +80,8 @@ func (r *reconciler) reconcileLoop(ctx context.Context) {
 		if r.cfg.IndexReconcileInterval > 0 && time.Now().After(next) {
 			rank, n := r.peers.shardAll(r.cfg.ProcessID)
 			mine := func(id string) bool { return inShard(id, rank, n) }
-			r.sessions, _ = r.walk(ctx, x, r.sessions, x.SessionKeys, r.reconcile(false), mine, "checked")
-			r.entries, _ = r.walk(ctx, x, r.entries, x.IndexKeys, r.reconcileKey, mine, "")
+			r.sessions, _, _ = r.walk(ctx, x, r.sessions, x.SessionKeys, r.reconcile(false), mine, "checked")
+			r.entries, _, _ = r.walk(ctx, x, r.entries, x.IndexKeys, r.reconcileKey, mine, "")
 			next = time.Now().Add(spread(r.cfg.IndexReconcileInterval))
 		}
 	}
@@ -111,7 +112,11 @@ func (r *reconciler) rebuild(ctx context.Context, x *kv.Index, req kv.IndexRebui
 		each func(context.Context, *kv.Index, string) bool
 	}{{x.SessionKeys, r.reconcile(true)}, {x.IndexKeys, r.reconcileKey}} {
 		for from := uint64(1); ctx.Err() == nil; {
-			next, n := r.walk(ctx, x, from, walk.keys, walk.each, all, "rebuilt")
+			next, n, err := r.walk(ctx, x, from, walk.keys, walk.each, all, "rebuilt")
+			if err != nil {
+				sleep(ctx, time.Second) // the same batch again
+				continue
+			}
 			checked += n
 			if next == 0 || next == from {
 				break
@@ -134,16 +139,16 @@ func (r *reconciler) rebuild(ctx context.Context, x *kv.Index, req kv.IndexRebui
 // walk reads one batch of keys from from and hands each key of a session
 // mine accepts to each, counting the sessions each checked as kind; it
 // returns where the next batch starts (0: from the stream's start) and
-// that count.
+// that count; a batch it could not read is an error (from unchanged).
 func (r *reconciler) walk(ctx context.Context, x *kv.Index, from uint64,
 	keys func(context.Context, uint64, int) ([]string, uint64, error),
-	each func(context.Context, *kv.Index, string) bool, mine func(string) bool, kind string) (uint64, int) {
+	each func(context.Context, *kv.Index, string) bool, mine func(string) bool, kind string) (uint64, int, error) {
 	ks, next, err := keys(ctx, from, r.cfg.IndexReconcileBatch)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("session index reconcile: walk", "err", err)
 		}
-		return from, 0
+		return from, 0, err
 	}
 	seen, n := map[string]bool{}, 0
 	for _, k := range ks {
@@ -158,7 +163,7 @@ func (r *reconciler) walk(ctx context.Context, x *kv.Index, from uint64,
 			}
 		}
 	}
-	return next, n
+	return next, n, nil
 }
 
 // sessionOfKey is the session a key of either stream belongs to ("" for
