@@ -341,6 +341,11 @@ func (f *Fleet) Versions(dep string) (inbox, state []int) {
 func (f *Fleet) DeploymentIDs() []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	return slices.Sorted(maps.Keys(f.deployments()))
+}
+
+// deployments is the set of DeploymentIDs; f.mu is held.
+func (f *Fleet) deployments() map[string]bool {
 	seen := map[string]bool{}
 	for d := range f.agents {
 		seen[d] = true
@@ -351,7 +356,7 @@ func (f *Fleet) DeploymentIDs() []string {
 	for _, l := range f.leases {
 		seen[l.deployment] = true
 	}
-	return slices.Sorted(maps.Keys(seen))
+	return seen
 }
 
 // AgentView is one agent as GET /v1/admin/agents shows it.
@@ -382,16 +387,9 @@ type DeploymentView struct {
 func (f *Fleet) Agents() []AgentView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	deps := map[string]bool{}
-	for d := range f.agents {
-		deps[d] = true
-	}
-	for d := range f.deploys {
-		deps[d] = true
-	}
+	deps := f.deployments()
 	live := map[string]int{}
 	for _, l := range f.leases {
-		deps[l.deployment] = true
 		live[l.deployment]++
 	}
 	byAgent := map[string]*AgentView{}
