@@ -365,7 +365,15 @@ func TestDrainReportFromIndex(t *testing.T) {
 	paused := e.create(`{"text":"hello"}`).SessionID
 	e.mustAdmin(http.MethodPost, "/v1/admin/sessions/"+paused+"/pause", "", http.StatusAccepted, nil)
 	e.mustAdmin(http.MethodPost, "/v1/admin/agents/default/promote", `{"deploymentId":"v2"}`, http.StatusOK, nil)
+	e.eventually(10*time.Second, "the ingress stamps v2", func() bool {
+		var info ingress.IngressInfo
+		e.mustGet("/v1/ingress", testToken, &info)
+		return info.Stamps == "v2"
+	})
 	parked := e.create(`{"text":"/ask size?"}`).SessionID // created on v2, the promoted one
+	if st := e.status(parked); st.DeploymentID != "v2" {
+		t.Fatalf("created on %s, want v2", st.DeploymentID)
+	}
 	e.eventually(10*time.Second, "v2's session hibernated, waiting", func() bool {
 		st := e.status(parked)
 		return st.Why == "input" && st.State == "hibernated"
