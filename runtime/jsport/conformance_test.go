@@ -1,10 +1,12 @@
 package jsport_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/eventlog"
 	"github.com/baton-rt/baton/runtime/jsport"
 	"github.com/baton-rt/baton/runtime/session"
@@ -14,7 +16,8 @@ import (
 
 // The JetStream ports pass the same suites as the in-memory ones
 // (runtime/session/memory's TestConformance): kv's record store and
-// appender, the inbox consumers, the state object store, the journal.
+// appender, the inbox consumers, the state object store, the journal, the
+// session index.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	h := harness.For(t)
@@ -47,4 +50,17 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	conformance.Journal(t, func(*testing.T) session.JournalStore { return journal })
+	index, err := kv.OpenIndex(t.Context(), js, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Index(t, func(*testing.T) conformance.IndexTarget {
+		return conformance.IndexTarget{Index: index, Get: func(t *testing.T, id string) (record.IndexEntry, bool) {
+			e, _, err := index.Get(t.Context(), id)
+			if err != nil && !errors.Is(err, record.ErrNotFound) {
+				t.Fatal(err)
+			}
+			return e, err == nil
+		}}
+	})
 }

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"testing"
 
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/runtime/session/conformance"
 	"github.com/baton-rt/baton/runtime/session/memory"
@@ -21,4 +22,8 @@ func TestConformance(t *testing.T) {
 	conformance.Appender(t, func(*testing.T) session.Appender { return memory.NewEvents().Appender("s1") })
 	conformance.Blobs(t, func(*testing.T) session.Blobs { return memory.NewBlobs() })
 	conformance.Journal(t, func(*testing.T) session.JournalStore { return memory.NewJournal() })
+	conformance.Index(t, func(*testing.T) conformance.IndexTarget {
+		x := memory.NewIndex()
+		return conformance.IndexTarget{Index: x, Get: func(_ *testing.T, id string) (record.IndexEntry, bool) { return x.Get(id) }}
+	})
 }
