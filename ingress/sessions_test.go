@@ -260,8 +260,14 @@ func TestIndexHealed(t *testing.T) {
 	e.eventually(20*time.Second, "the rebuild restores every entry", func() bool {
 		return sameSet(e.listIDs("waiting=input"), ids)
 	})
-	// The rebuild recounted each one's storage: its events and their bytes.
+	// The rebuild recounted each one's storage: its events and their bytes;
+	// and took its creation time from its first event, session.started.
 	for _, id := range ids {
+		started, err := x.FirstEventTime(t.Context(), id)
+		e.h.Check(err)
+		if got, _, err := x.Get(t.Context(), id); err != nil || started.IsZero() || !got.CreatedAt.Equal(started) {
+			t.Fatalf("createdAt of %s after the rebuild: %v (%v), want session.started's %v", id, got.CreatedAt, err, started)
+		}
 		n, size, err := x.CountEvents(t.Context(), id)
 		e.h.Check(err)
 		got, _, err := x.Get(t.Context(), id)

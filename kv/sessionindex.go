@@ -99,7 +99,9 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		return 0, invalid("index entry: %v", err)
 	}
 	key := subjects.IndexEntryKey(e.SessionID)
+	news := e // what the writer says; each attempt builds its write from it
 	for range indexAttempts {
+		e := news
 		cur, rev, err := x.Get(ctx, e.SessionID)
 		found := err == nil
 		if err != nil && !errors.Is(err, record.ErrNotFound) {
@@ -109,9 +111,7 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 			return IndexOlder, nil
 		}
 		if e.CreatedAt.IsZero() {
-			if e.CreatedAt, err = x.createdAt(ctx, cur, found); err != nil {
-				return 0, err
-			}
+			e.CreatedAt = x.createdAt(ctx, e.SessionID, cur, found)
 		}
 		want := postingsOf(e)
 		e.Storage = mergeStorage(cur, found, e)
@@ -209,17 +209,16 @@ func (x *Index) RemovePosting(ctx context.Context, p subjects.Posting, olderThan
 }
 
 // createdAt is the creation time to keep: the stored entry's, else the
-// time of the session's first event, else now.
-func (x *Index) createdAt(ctx context.Context, cur record.IndexEntry, found bool) (time.Time, error) {
+// time of the session's first event, else now (no event yet, or the
+// stream did not answer: the next write keeps it).
+func (x *Index) createdAt(ctx context.Context, sessionID string, cur record.IndexEntry, found bool) time.Time {
 	if found && !cur.CreatedAt.IsZero() {
-		return cur.CreatedAt, nil
+		return cur.CreatedAt
 	}
-	if cur.SessionID != "" {
-		if t, err := x.FirstEventTime(ctx, cur.SessionID); err == nil && !t.IsZero() {
-			return t, nil
-		}
+	if t, err := x.FirstEventTime(ctx, sessionID); err == nil && !t.IsZero() {
+		return t
 	}
-	return x.now(), nil
+	return x.now()
 }
 
 // FirstEventTime is the time of a session's first event on its stream
