@@ -312,18 +312,13 @@ func (s *Server) reportEntry(ctx context.Context, a *attached, d *DeploymentRepo
 			sr.Children = append(sr.Children, w.SessionID)
 		}
 	}
+	sr.Why = record.NotIdle(e.Activity()) // the idle rule, as far as the index knows
 	switch {
 	case e.State == record.StateEnded:
 		return nil
 	case e.State == record.StateQuarantined:
-		sr.Why, sr.OwnerProcess = string(record.StateQuarantined), ""
-	case e.State == record.StateHandoff:
-		sr.Why = wire.SkipBusy
-	case e.State == record.StatePaused:
-		sr.Why = wire.SkipPaused
-	case len(e.WaitingFor) > 0:
-		sr.Why = e.WaitingFor[0].Kind // input, authorization, task, child: the idle rule's order
-	case e.State == record.StateActive:
+		sr.OwnerProcess = ""
+	case sr.Why == "" && e.State == record.StateActive: // a live turn or a queued command?
 		cur, err := a.store.GetSession(ctx, e.SessionID)
 		if errors.Is(err, record.ErrNotFound) {
 			return nil

@@ -176,6 +176,22 @@ func WaitingFor(rec SessionRecord, cp wire.Checkpoint) []Wait {
 	return out
 }
 
+// Activity is what the entry knows of the idle rule's conditions: its
+// state and durable waits (not a live turn or a queued command, which only
+// the record and the inbox tell).
+func (e IndexEntry) Activity() Activity {
+	a := Activity{State: e.State, Input: e.Waiting(WaitInput), Auth: e.Waiting(WaitAuthorization)}
+	for _, w := range e.WaitingFor {
+		switch w.Kind {
+		case WaitTask:
+			a.Tasks++
+		case WaitChild:
+			a.Children++
+		}
+	}
+	return a
+}
+
 // Waiting reports whether the entry waits for kind ("any": for any
 // durable wait).
 func (e IndexEntry) Waiting(kind string) bool {

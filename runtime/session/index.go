@@ -19,7 +19,7 @@ type indexer struct {
 	counted int64             // the appended event bytes the entries sent so far told
 }
 
-// derive records the entry of the commit being built from its checkpoint
+// deriveIndex records the entry of the commit being built from its checkpoint
 // c; a commit that records session.started gives its creation time.
 func (s *Session) deriveIndex(rec record.SessionRecord, c wire.Checkpoint, outbox []wire.Event) {
 	if s.env.Index == nil {
