@@ -244,10 +244,11 @@ var agentContracts = sync.OnceValue(func() map[string]*contract {
 })
 
 // agentInputsV1 keeps a step request's inputs in protocol version 1's
-// shape: TurnInput's parent and child (inbox version 2, subagents) are not
-// members of it, so an owner leaves them out (AgentInputs) and a worker
-// of version 1 reads every request it gets. The definitions only they
-// use (ParentRef, ChildRef and, in a step request, Usage) go with them.
+// shape: TurnInput's parent and child (inbox version 2, subagents) and tag
+// (inbox version 3, never a step's input) are not members of it, so an
+// owner leaves them out (AgentInputs) and a worker of version 1 reads
+// every request it gets. The definitions only they use (ParentRef,
+// ChildRef, Tag and, in a step request, Usage) go with them.
 func agentInputsV1(s *genschema.Schema) {
 	in := s.Definitions["TurnInput"]
 	if in == nil {
@@ -255,24 +256,25 @@ func agentInputsV1(s *genschema.Schema) {
 	}
 	in.Properties.Delete("parent")
 	in.Properties.Delete("child")
-	for _, d := range []string{"ParentRef", "ChildRef", "Usage"} {
+	in.Properties.Delete("tag")
+	for _, d := range []string{"ParentRef", "ChildRef", "Tag", "Usage"} {
 		delete(s.Definitions, d)
 	}
 }
 
 // AgentInputs are inputs as a step request of protocol version 1 carries
-// them: without Parent and Child (see agentInputsV1). It copies only when
-// it changes something.
+// them: without Parent, Child and Tag (see agentInputsV1). It copies only
+// when it changes something.
 func AgentInputs(ins []TurnInput) []TurnInput {
 	var out []TurnInput
 	for i, in := range ins {
-		if in.Parent == nil && in.Child == nil {
+		if in.Parent == nil && in.Child == nil && in.Tag == nil {
 			continue
 		}
 		if out == nil {
 			out = slices.Clone(ins)
 		}
-		out[i].Parent, out[i].Child = nil, nil
+		out[i].Parent, out[i].Child, out[i].Tag = nil, nil, nil
 	}
 	if out == nil {
 		return ins

@@ -63,19 +63,21 @@ func TestDecodeAgentShapes(t *testing.T) {
 }
 
 // A step request of protocol version 1 carries its inputs without the
-// parent and child of inbox version 2: AgentInputs leaves them out, and
-// the request then passes the frozen schema a version-1 worker holds.
+// parent and child of inbox version 2 and the tag of version 3:
+// AgentInputs leaves them out, and the request then passes the frozen
+// schema a version-1 worker holds.
 func TestAgentInputsLeaveOutSubagents(t *testing.T) {
 	in := []TurnInput{
 		{Seq: 1, ID: "c1", Kind: KindDeliver, Text: "hi", Parent: &ParentRef{SessionID: "p", Handle: "h", Depth: 1}},
 		{Seq: 2, ID: "c2", Kind: KindChildResult, Child: &ChildRef{Handle: "h", SessionID: "s2", Outcome: ChildDone}},
+		{Seq: 4, ID: "c4", Kind: KindTag, Tag: &Tag{Remove: []string{"env"}}},
 		{Seq: 3, ID: "c3", Kind: KindCancel},
 	}
 	out := AgentInputs(in)
-	if out[0].Parent != nil || out[1].Child != nil || in[0].Parent == nil || in[1].Child == nil {
+	if out[0].Parent != nil || out[1].Child != nil || out[2].Tag != nil || in[0].Parent == nil || in[1].Child == nil || in[2].Tag == nil {
 		t.Fatalf("AgentInputs: %+v (from %+v)", out, in)
 	}
-	plain := in[2:]
+	plain := in[3:]
 	if got := AgentInputs(plain); &got[0] != &plain[0] {
 		t.Fatal("AgentInputs copied inputs it did not change")
 	}
@@ -93,5 +95,9 @@ func TestAgentInputsLeaveOutSubagents(t *testing.T) {
 	req.Inputs = in
 	if b, _ = EncodeAgent(req); DecodeAgent("step_request", b, &back) == nil {
 		t.Fatal("a request with a parent reference passes the frozen version-1 schema")
+	}
+	req.Inputs = in[2:3]
+	if b, _ = EncodeAgent(req); DecodeAgent("step_request", b, &back) == nil {
+		t.Fatal("a request with a tag passes the frozen version-1 schema")
 	}
 }

@@ -27,7 +27,8 @@ import (
 //	   turn.outputs, turn.inputs[].parent and child
 //	6  pending child sends: pendingSends (a child-creating send retried
 //	   in the background, with the start of its timeout)
-const CurrentStateVersion = 6
+//	7  session tags: tags
+const CurrentStateVersion = 7
 
 // MinStateVersion is the oldest checkpoint state version this build reads.
 const MinStateVersion = 1
@@ -96,6 +97,9 @@ type Checkpoint struct {
 	// (state version 6): kept across commits until the child is created
 	// or the send fails.
 	PendingSends []PendingSend `json:"pendingSends,omitempty"`
+	// Tags are the session's tags (state version 7; ValidateTags): written
+	// only when the session has tags.
+	Tags map[string]string `json:"tags,omitempty"`
 
 	// Started is set by the first commit (session.started recorded); Ended
 	// names the end reason (done, expired, failed) once finalized.
@@ -271,6 +275,11 @@ type TurnInput struct {
 	// child.waiting and child.resumed (state version 5 when stored).
 	Parent *ParentRef `json:"parent,omitempty"`
 	Child  *ChildRef  `json:"child,omitempty"`
+	// Tag is a tag command's body (inbox version 3). The tag command is
+	// applied at once, at a boundary, and never stored in a checkpoint's
+	// turn (the checkpoint's schema has no such member of turn.inputs, and
+	// its rules refuse it), nor sent to a remote agent (AgentInputs).
+	Tag *Tag `json:"tag,omitempty"`
 }
 
 // Writer identifies the write that produced a checkpoint: the owner run and

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	genschema "github.com/invopop/jsonschema"
 )
 
 // The checkpoint content of subagents (state version 5): a parent's
@@ -96,6 +98,9 @@ func (p *ParentRef) validate() error {
 }
 
 func (s Send) validate() error {
+	if s.Command.Kind == KindTag || s.Command.Tag != nil {
+		return errors.New("a tag command is applied at once, never sent or stored")
+	}
 	if !sessionRE.MatchString(s.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", s.SessionID, sessionRE)
 	}
@@ -106,6 +111,12 @@ func (s Send) validate() error {
 		if err := validDeployment(s.DeploymentID); err != nil {
 			return err
 		}
+	}
+	if len(s.Tags) > 0 && s.Alias == "" {
+		return errors.New("tags are a new child's: a send with tags needs an alias")
+	}
+	if err := checkTags(s.Tags); err != nil {
+		return fmt.Errorf("tags: %w", err)
 	}
 	if err := s.Command.validate(); err != nil {
 		return fmt.Errorf("command: %w", err)
@@ -130,7 +141,7 @@ func (in TurnInput) validateRefs() error {
 
 // normalizeChildren gives the content of subagents its one in-memory form
 // (copies, empty collections nil, stored commands normalized and stamped
-// with the current inbox version, as Encode stamps them).
+// with the current inbox version, as Decode returns commands).
 func normalizeChildren(c *Checkpoint) {
 	c.Handles = nilIfEmpty(slices.Clone(c.Handles))
 	c.ChildWaits = nilIfEmpty(slices.Clone(c.ChildWaits))
@@ -141,6 +152,7 @@ func normalizeChildren(c *Checkpoint) {
 	c.Sends = nilIfEmpty(slices.Clone(c.Sends))
 	for i := range c.Sends {
 		c.Sends[i].Command = normalizeStored(c.Sends[i].Command)
+		c.Sends[i].Tags = normalizeTags(c.Sends[i].Tags)
 	}
 	c.Turn.Outputs = nilIfEmpty(slices.Clone(c.Turn.Outputs))
 	for i := range c.Turn.Inputs {
@@ -158,9 +170,36 @@ func normalizeChildren(c *Checkpoint) {
 }
 
 // normalizeStored is normalizeCommand for a command a checkpoint holds,
-// stamped with the current inbox version.
+// stamped with the current inbox version: in memory a stored command is a
+// current one, whatever version it is written at (StoredCommandVersion).
 func normalizeStored(cmd Command) Command {
 	cmd = normalizeCommand(cmd)
 	cmd.V = CurrentVersion
 	return cmd
 }
+
+// StoredCommandVersion is the inbox version a checkpoint writes its stored
+// commands at (sends[].command, pendingSends[].send.command), and the
+// only one its schema accepts for them: the lowest version that expresses
+// every command a checkpoint can store. A tag command (inbox version 3)
+// is applied at once and never sent or stored, so every stored command is
+// expressed at version 2, and a session that sends commands keeps a
+// checkpoint an owner of inbox version 2 reads (VERSIONING.md, "Commands
+// stored in a checkpoint"). In memory, after DecodeCheckpoint, they carry
+// CurrentVersion, as Decode's commands do.
+const StoredCommandVersion = 2
+
+// stampStored stamps the commands c stores with inbox version v, as they
+// are written. c's sends are its own (normalizeCheckpoint copied them).
+func (c *Checkpoint) stampStored(v int) {
+	for i := range c.Sends {
+		c.Sends[i].Command.V = v
+	}
+	for i := range c.PendingSends {
+		c.PendingSends[i].Send.Command.V = v
+	}
+}
+
+// JSONSchemaExtend states a send's tags as a checkpoint's (tagsSchema):
+// present only when not empty.
+func (Send) JSONSchemaExtend(s *genschema.Schema) { tagsSchema(prop(s, "tags")) }

@@ -13,10 +13,40 @@ import (
 	genschema "github.com/invopop/jsonschema"
 )
 
-// checkpointCurrent is the generated schema of the current checkpoint state.
+// checkpointCurrent is the generated schema of the current checkpoint
+// state, its stored commands in the shape they are written at
+// (storedCommands).
 var checkpointCurrent = sync.OnceValue(func() *contract {
-	return mustContract("checkpoint.v"+strconv.Itoa(CurrentStateVersion)+".json", Checkpoint{})
+	c, err := newContractWith("checkpoint.v"+strconv.Itoa(CurrentStateVersion)+".json", Checkpoint{}, storedCommands)
+	if err != nil {
+		panic(err)
+	}
+	return c
 })
+
+// storedCommands states the commands a checkpoint stores (sends[].command,
+// pendingSends[].send.command) as they are written: at inbox version
+// StoredCommandVersion, whose shape is the current one without the kind
+// tag and its body (a tag command is never stored, Send.validate). And a
+// tag command never waits in a turn, so turn.inputs[] has no tag either.
+func storedCommands(s *genschema.Schema) {
+	if in := s.Definitions["TurnInput"]; in != nil {
+		in.Properties.Delete("tag")
+	}
+	cmd := s.Definitions["Command"]
+	if cmd == nil {
+		return
+	}
+	prop(cmd, "v").Const = StoredCommandVersion
+	kind := prop(cmd, "kind")
+	kind.Enum = slices.DeleteFunc(kind.Enum, func(k any) bool { return k == string(KindTag) })
+	cmd.AllOf = slices.DeleteFunc(cmd.AllOf, func(a *genschema.Schema) bool {
+		return a.Then != nil && slices.Equal(a.Then.Required, []string{bodyOf[KindTag]})
+	})
+	delete(cmd.DependentSchemas, bodyOf[KindTag])
+	cmd.Properties.Delete(bodyOf[KindTag])
+	delete(s.Definitions, "Tag")
+}
 
 // frozenCheckpointV1 is state version 1's frozen schema, which a checkpoint
 // written at version 1 (content that needs nothing newer) must match, so an
@@ -55,6 +85,13 @@ var frozenCheckpointV5 []byte
 
 var checkpointV5 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v5.json", frozenCheckpointV5) })
 
+// frozenCheckpointV6 is state version 6's frozen schema, likewise.
+//
+//go:embed testdata/schema_checkpoint_v6.json
+var frozenCheckpointV6 []byte
+
+var checkpointV6 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v6.json", frozenCheckpointV6) })
+
 func mustCompile(name string, raw []byte) *contract {
 	c, err := compileContract(schemaBase+name, raw)
 	if err != nil {
@@ -77,6 +114,8 @@ func checkpointContract(v int) *contract {
 		return checkpointV4()
 	case 5:
 		return checkpointV5()
+	case 6:
+		return checkpointV6()
 	}
 	return checkpointCurrent()
 }
@@ -91,6 +130,7 @@ func CheckpointSchema() []byte { return append([]byte(nil), checkpointCurrent().
 func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 	prop(s, "stateV").Const = CurrentStateVersion
 	prop(s, "outputSchema").Type = "object"
+	tagsSchema(prop(s, "tags"))
 }
 
 // EncodeCheckpoint stamps the current state version, checks every rule and
@@ -101,17 +141,20 @@ func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 //
-// The state version is the lowest that expresses the content: 6 when a
-// child send is pending, else 5 when it uses subagents (handles, child waits, a parent, sends, a delegated
+// The state version is the lowest that expresses the content: 7 when the
+// session has tags, else 6 when a child send is pending, else 5 when it
+// uses subagents (handles, child waits, a parent, sends, a delegated
 // turn), else 4 for tasks of kinds, else 3 when it uses the agent API's
 // content (structured history, full payloads, usage), else 2 when
-// something is out of line (stateRef, an input's textRef), else 1.
+// something is out of line (stateRef, an input's textRef), else 1. The
+// commands it stores are written at inbox version StoredCommandVersion.
 func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 	c = normalizeCheckpoint(c)
 	c.StateV = c.lowestVersion()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	c.stampStored(StoredCommandVersion)
 	b, err := marshal(c)
 	if err != nil {
 		return nil, stateFail(c.StateV, ErrInvalid, "marshal: %v", err)
@@ -195,6 +238,8 @@ func stateVersionOf(doc map[string]any) (int, error) {
 // lowestVersion is the lowest state version that can express c.
 func (c *Checkpoint) lowestVersion() int {
 	switch {
+	case len(c.Tags) > 0 || c.sendsTags():
+		return 7
 	case c.usesPendingSends():
 		return 6
 	case c.usesChildren():
@@ -207,6 +252,22 @@ func (c *Checkpoint) lowestVersion() int {
 		return 2
 	}
 	return 1
+}
+
+// sendsTags reports a child-creating send (or pending send) with the new
+// child's tags (state version 7).
+func (c *Checkpoint) sendsTags() bool {
+	for _, s := range c.Sends {
+		if len(s.Tags) > 0 {
+			return true
+		}
+	}
+	for _, p := range c.PendingSends {
+		if len(p.Send.Tags) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // usesAgentAPI reports content that state version 2 readers would decode
@@ -282,6 +343,12 @@ func (c *Checkpoint) validateContent() error {
 	}
 	if c.StateV < 5 && c.usesChildren() {
 		return errors.New("handles, child waits, a parent, sends or a delegated turn need state version 5")
+	}
+	if c.StateV < 7 && (len(c.Tags) > 0 || c.sendsTags()) {
+		return errors.New("tags (of the session, or of a new child's send) need state version 7")
+	}
+	if err := checkTags(c.Tags); err != nil {
+		return fmt.Errorf("tags: %w", err)
 	}
 	if !sessionRE.MatchString(c.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", c.SessionID, sessionRE)
@@ -370,6 +437,9 @@ func (c *Checkpoint) validateRuntime() error {
 		}
 		if err := in.validateRefs(); err != nil {
 			return fmt.Errorf("turn.inputs[%d]: %w", i, err)
+		}
+		if in.Kind == KindTag || in.Tag != nil {
+			return fmt.Errorf("turn.inputs[%d]: a tag command is applied at once, never stored in a turn", i)
 		}
 	}
 	return nil
@@ -499,6 +569,7 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 	}
 	normalizeChildren(&c)
 	normalizePendingSends(&c)
+	c.Tags = normalizeTags(c.Tags)
 	return c
 }
 

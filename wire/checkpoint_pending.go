@@ -60,5 +60,6 @@ func normalizePendingSends(c *Checkpoint) {
 		p := &c.PendingSends[i]
 		p.Since = p.Since.UTC()
 		p.Send.Command = normalizeStored(p.Send.Command)
+		p.Send.Tags = normalizeTags(p.Send.Tags)
 	}
 }

@@ -249,12 +249,14 @@ type ChildWait struct {
 // replaces it, and an owner that boots sends them again; the message ID is
 // the command ID, and receivers deduplicate by it). With Alias set, the
 // target is a child to create first if it does not exist: a start request
-// to DeploymentID's owners for session SessionID under Alias.
+// to DeploymentID's owners for session SessionID under Alias, with Tags
+// (state version 7; only with Alias): the new child's tags.
 type Send struct {
-	SessionID    string  `json:"sessionId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=128"`
-	DeploymentID string  `json:"deploymentId,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
-	Alias        string  `json:"alias,omitempty" jsonschema:"minLength=1,maxLength=512"`
-	Command      Command `json:"command"`
+	SessionID    string            `json:"sessionId" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=128"`
+	DeploymentID string            `json:"deploymentId,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]+$,minLength=1,maxLength=64"`
+	Alias        string            `json:"alias,omitempty" jsonschema:"minLength=1,maxLength=512"`
+	Command      Command           `json:"command"`
+	Tags         map[string]string `json:"tags,omitempty"`
 }
 
 // ChildSessionID is the session ID of the child a parent holds by handle

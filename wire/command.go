@@ -31,6 +31,7 @@ func Kinds() []Kind {
 		KindInputResponse, KindAuthCallback, KindTaskResult, KindTimeout,
 		KindPause, KindResume, KindMove,
 		KindChildResult, KindChildWaiting, KindChildResumed, KindEnd,
+		KindTag,
 	}
 }
 
@@ -47,6 +48,7 @@ var bodyOf = map[Kind]string{
 	KindAuthCallback: "authCallback", KindTaskResult: "taskResult",
 	KindTimeout: "timeout", KindPause: "", KindResume: "", KindMove: "move",
 	KindChildResult: "childResult", KindChildWaiting: "childWaiting", KindChildResumed: "childResumed", KindEnd: "",
+	KindTag: "tag",
 }
 
 // Deliver modes.
@@ -63,8 +65,8 @@ const (
 
 // Command is the one declared shape of an inbox command at the current wire
 // version. The envelope fields are common to every kind; exactly the body
-// that belongs to Kind is set (none for cancel, reset, clear, compact, pause
-// and resume). Build it, then Encode it; Decode returns it.
+// that belongs to Kind is set (none for cancel, reset, clear, compact, pause,
+// resume and end). Build it, then Encode it; Decode returns it.
 type Command struct {
 	// V is the wire version. Encode stamps it; Decode returns CurrentVersion.
 	V    int  `json:"v"`
@@ -95,6 +97,8 @@ type Command struct {
 	ChildResult   *ChildResult   `json:"childResult,omitempty"`
 	ChildWaiting  *ChildWaiting  `json:"childWaiting,omitempty"`
 	ChildResumed  *ChildWaiting  `json:"childResumed,omitempty"`
+	// Tag (version 3) is the body of a tag command.
+	Tag *Tag `json:"tag,omitempty"`
 }
 
 // Deliver is the body of a deliver command.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -72,18 +73,20 @@ func agreeCommand(t testing.TB, b []byte) verdict {
 }
 
 // typedReads reports whether the typed path must accept b, which the
-// reference accepts as ref: a document within the size limit, at version 2
-// or at version 1 without what only version 2 has, that is strict JSON
-// (no repeated member name, no escaped lone surrogate). Everything else the
-// typed path may leave to the reference.
+// reference accepts as ref: a document within the size limit, at version
+// 3, or at version 2 or 1 without what only a later version has, that is
+// strict JSON (no repeated member name, no escaped lone surrogate).
+// Everything else the typed path may leave to the reference.
 func typedReads(b []byte, ref Command) bool {
 	doc, err := parseObject(b)
 	if err != nil || len(b) > MaxCommandBytes || !jsontext.Value(b).IsValid() {
 		return false
 	}
 	switch doc["v"] {
-	case json.Number("2"):
+	case json.Number("3"):
 		return true
+	case json.Number("2"):
+		return ref.expressibleInV2() == nil
 	case json.Number("1"):
 		return ref.expressibleInV1() == nil
 	}
@@ -119,36 +122,39 @@ func agreeEncode(t testing.TB, c Command) {
 	if err != nil || !reflect.DeepEqual(back, c) {
 		t.Fatalf("encode round trip: %v\n got %+v\nwant %+v", err, back, c)
 	}
-	agreeEncodeV1(t, c)
+	agreeEncodeDown(t, c, 1, (*Command).expressibleInV1, commandV1())
+	agreeEncodeDown(t, c, 2, (*Command).expressibleInV2, commandV2())
 }
 
-// agreeEncodeV1 checks the version-1 encoder on a decoded command: what
-// version 1 can express is written so that the frozen version-1 schema
-// accepts it (a version-1 consumer reads it) and decodes to the same
-// value; anything else is refused with ErrUnsupportedTarget.
-func agreeEncodeV1(t testing.TB, c Command) {
+// agreeEncodeDown checks the down-converting encoder of version v (whose
+// frozen schema is k) on a decoded command: what version v can express is
+// written so that the frozen schema accepts it (a consumer of version v
+// reads it) and decodes to the same value; anything else is refused with
+// ErrUnsupportedTarget naming the kind.
+func agreeEncodeDown(t testing.TB, c Command, v int, expressible func(*Command) *Error, k *contract) {
 	t.Helper()
-	out, err := Encode(Capability{V: 1}, c)
-	if c.expressibleInV1() != nil {
+	out, err := Encode(Capability{V: v}, c)
+	if expressible(&c) != nil {
 		var we *Error
-		if !errors.Is(err, ErrUnsupportedTarget) || !errors.As(err, &we) || we.Kind != string(c.Kind) {
-			t.Fatalf("v1 encoder of a v2-only command: %v\n%+v", err, c)
+		if !errors.Is(err, ErrUnsupportedTarget) || !errors.As(err, &we) || we.Kind != string(c.Kind) || we.Version != v {
+			t.Fatalf("v%d encoder of a command of a later version: %v\n%+v", v, err, c)
 		}
 		return
 	}
 	if err != nil {
-		t.Fatalf("v1 encoder: %v\n%+v", err, c)
+		t.Fatalf("v%d encoder: %v\n%+v", v, err, c)
 	}
-	if err := debugCheck(commandV1(), out); err != nil {
-		t.Fatalf("v1 encoder produced what the frozen v1 schema rejects: %v\n%s", err, out)
+	if err := debugCheck(k, out); err != nil {
+		t.Fatalf("v%d encoder produced what the frozen v%d schema rejects: %v\n%s", v, v, err, out)
 	}
 	if back, err := Decode(out); err != nil || !reflect.DeepEqual(back, c) {
-		t.Fatalf("v1 encode round trip: %v\n got %+v\nwant %+v", err, back, c)
+		t.Fatalf("v%d encode round trip: %v\n got %+v\nwant %+v", v, err, back, c)
 	}
 }
 
 // commandCorpus is every fixture, every invalid table of the tests, and
-// mutations of each version-1 and version-2 fixture at every path.
+// mutations of each version-1, version-2 and version-3 fixture at every
+// path.
 func commandCorpus(t testing.TB) [][]byte {
 	var out [][]byte
 	for v := 0; v <= CurrentVersion; v++ {
@@ -171,6 +177,9 @@ func commandCorpus(t testing.TB) [][]byte {
 		out = append(out, []byte(tt.in))
 	}
 	for _, tt := range v2DecodeRejectCases {
+		out = append(out, []byte(tt.in))
+	}
+	for _, tt := range v3DecodeRejectCases {
 		out = append(out, []byte(tt.in))
 	}
 	const env = `"id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z"`
@@ -231,6 +240,18 @@ func commandCorpus(t testing.TB) [][]byte {
 		`{"v":2,"kind":"child.resumed",` + env + `,"childResumed":{"handle":"h","childSessionId":"s","requestId":"` + strings.Repeat("é", 128) + `"}}`,
 		`{"v":2,"kind":"child.resumed",` + env + `,"childResumed":{"handle":"h","childSessionId":"s","requestId":"` + strings.Repeat("é", 129) + `"}}`,
 		`{"v":1,"kind":"cancel",` + env + `,"depth":1}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"` + strings.Repeat("é", 128) + `"}}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"` + strings.Repeat("v", 256) + `","` + strings.Repeat("k", 64) + `":""}}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"\u00e9\n\"","az09_.-":"x"}}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"a\ud800"}}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{` + jsonTags(16) + `},"remove":["a"]}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"remove":["` + strings.Join(manyKeys(16), `","`) + `"]}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"remove":["a"],"set":{"b":"c"}}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"remove":["a"]},"tag":{"set":{"b":"c"}}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"\u0061":"b"}}}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"b"}},"parentSessionId":"p","handle":"h","depth":1}`,
+		`{"v":3,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":"hi"}]}}`,
+		`{"v":3,"kind":"end",` + env + `,"parentSessionId":"p","handle":"h","depth":1}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","context":[]}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","caller":""}`,
 		`{"type":"deliver","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","payloads":[{"message":"x","Message":1}]}`,
@@ -261,6 +282,8 @@ func mutations(t testing.TB, raw []byte) [][]byte {
 		"deliver", "cancel", "move", "timeout", "task.result",
 		"child.result", "child.waiting", "child.resumed", "end", "done", "failed", "cancelled",
 		json.Number("2"), json.Number("4"), json.Number("5"), json.Number("1.0"), json.Number("1e400"),
+		"tag", "A", []any{"x", "x"}, map[string]any{"x": "y"}, map[string]any{"A": "y"},
+		json.Number("3"),
 	}
 	var out [][]byte
 	emit := func(d any) {
@@ -601,6 +624,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 		_, encErr := EncodeCheckpoint(c)
 		n := normalizeCheckpoint(c)
 		n.StateV = n.lowestVersion()
+		n.stampStored(StoredCommandVersion) // as EncodeCheckpoint writes them
 		b, err := marshal(n)
 		if err != nil {
 			rt.Fatal(err)
@@ -619,7 +643,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 // genCheckpoint draws a valid checkpoint with at most one field perturbed
 // (empty, negative or out of its enum), so each constraint is met alone.
 func genCheckpoint(rt *rapid.T) Checkpoint {
-	fault := rapid.IntRange(0, 30).Draw(rt, "fault")
+	fault := rapid.IntRange(0, 33).Draw(rt, "fault")
 	str := func(n int, ok string) string {
 		if fault == n {
 			return ""
@@ -652,7 +676,24 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 	if fault > 26 || rapid.Bool().Draw(rt, "pending") {
 		genPending(&c, fault)
 	}
+	if fault > 30 || rapid.Bool().Draw(rt, "tags") {
+		genTags(&c, fault)
+	}
 	return c
+}
+
+// genTags adds the content of state version 7 to c, with the entry of
+// fault (31..33) perturbed.
+func genTags(c *Checkpoint, fault int) {
+	c.Tags = map[string]string{"env": "prod", "note": "", "owner": "Zoë"}
+	switch fault {
+	case 31:
+		c.Tags["Bad key"] = "x"
+	case 32:
+		c.Tags["env"] = strings.Repeat("é", MaxTagValueBytes/2+1)
+	case 33:
+		maps.Copy(c.Tags, manyTags(MaxTags, "v"))
+	}
 }
 
 // genChildren adds the content of state version 5 to c, with the field of

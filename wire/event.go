@@ -61,6 +61,7 @@ func newEventV(kind string, v int, data any) (Event, error) {
 	if data == nil {
 		return Event{Kind: kind, V: v, Data: json.RawMessage("{}")}, nil
 	}
+	data = encodedData(data)
 	raw, err := marshal(data)
 	if err != nil {
 		return Event{}, &EventError{Kind: kind, V: v, Err: ErrInvalid, Reason: err.Error()}

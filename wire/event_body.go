@@ -43,6 +43,7 @@ func (TurnCancelled) EventKind() string      { return EventTurnCancelled }
 func (SessionWaiting) EventKind() string     { return EventSessionWaiting }
 func (SessionPaused) EventKind() string      { return EventSessionPaused }
 func (SessionResumed) EventKind() string     { return EventSessionResumed }
+func (SessionTagged) EventKind() string      { return EventSessionTagged }
 func (HandoffStarted) EventKind() string     { return EventHandoffStarted }
 func (HandoffSkipped) EventKind() string     { return EventHandoffSkipped }
 func (HandoffCompleted) EventKind() string   { return EventHandoffCompleted }

@@ -26,6 +26,7 @@ const (
 	EventSessionWaiting   = "session.waiting"
 	EventSessionPaused    = "session.paused"
 	EventSessionResumed   = "session.resumed"
+	EventSessionTagged    = "session.tagged"
 	EventHandoffStarted   = "handoff.started"
 	EventHandoffSkipped   = "handoff.skipped"
 	EventHandoffCompleted = "handoff.completed"
@@ -380,6 +381,7 @@ func registerBuiltins(r *EventRegistry) error {
 		}),
 		registerCommandRejected(r),
 		registerStepRetried(r),
+		registerSessionTagged(r),
 		registerBuiltin(r, EventTurnStarted, func(d TurnStarted) error { return nonEmpty("turnId", d.TurnID) }),
 		registerBuiltin(r, EventTurnStep, func(d TurnStep) error { return all(nonEmpty("turnId", d.TurnID), positive("step", d.Step)) }),
 		registerBuiltin(r, EventMessageOutput, validateMessageOutput),

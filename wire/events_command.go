@@ -8,6 +8,9 @@ const (
 	// RejectAgentMismatch: a handoff trigger (a delivery or a move)
 	// stamped by a deployment of another agent.
 	RejectAgentMismatch = "agent_mismatch"
+	// RejectTooManyTags: a tag command whose merge would leave the
+	// session more than MaxTags tags; its tags stay as they were.
+	RejectTooManyTags = "too_many_tags"
 )
 
 // CommandRejected is emitted instead of command.applied for a command the

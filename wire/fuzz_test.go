@@ -18,7 +18,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	const env = `"id":"c\u0031","acceptedDeploymentId":"d","acceptedAt":"2026-01-01T01:00:00.1234567891+01:00"`
 	for _, s := range []string{
-		`{}`, `{"v":2}`, `{"v":1}`, `[]`, `null`, `{"type":"deliver"}`, `{"message":[]}`,
+		`{}`, `{"v":3}`, `{"v":2}`, `{"v":1}`, `[]`, `null`, `{"type":"deliver"}`, `{"message":[]}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"\u00e9","b":""},"remove":["c"]}}`,
+		`{"v":2,"kind":"tag",` + env + `,"tag":{"remove":["c"]}}`,
 		`{"v":1,"kind":"cancel","kind":"reset",` + env + `}`,
 		`{"v":1,"kind":"input.response",` + env + `,"inputResponse":{"requestId":"r","value":null}}`,
 		`{"v":1,"kind":"auth.callback",` + env + `,"authCallback":{"attemptId":"a","result":"denied","data":null}}`,

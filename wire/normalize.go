@@ -46,6 +46,9 @@ func normalizeCommand(c Command) Command {
 		c.Move = &m
 	}
 	normalizeChildBodies(&c)
+	if c.Tag != nil {
+		c.Tag = normalizeTag(c.Tag)
+	}
 	return c
 }
 

@@ -116,6 +116,7 @@ func (c *Command) body() (n int, name string) {
 	count(c.ChildResult != nil, "childResult")
 	count(c.ChildWaiting != nil, "childWaiting")
 	count(c.ChildResumed != nil, "childResumed")
+	count(c.Tag != nil, "tag")
 	return n, name
 }
 
@@ -177,6 +178,7 @@ func (c *Command) bodies() []string {
 	add(c.ChildResult != nil, "childResult")
 	add(c.ChildWaiting != nil, "childWaiting")
 	add(c.ChildResumed != nil, "childResumed")
+	add(c.Tag != nil, "tag")
 	return out
 }
 
@@ -200,6 +202,8 @@ func (c *Command) validateBody() error {
 		return c.ChildWaiting.validate()
 	case c.ChildResumed != nil:
 		return c.ChildResumed.validate()
+	case c.Tag != nil:
+		return c.Tag.validate()
 	}
 	return nil
 }
