@@ -90,13 +90,15 @@ func (o *outside) quarantine(ctx context.Context, cur record.Session, attempts i
 	if _, err := o.casRecord(ctx, rec, cur.Revision); err != nil {
 		return fmt.Errorf("pool: quarantine %s: %w", id, err)
 	}
-	if err := app.Append(ctx, seq, rec.FloorEvent); err != nil {
-		o.log.Debug("session.quarantined not appended; the next reader of the record appends it", "session", id, "err", err)
-	}
 	if prev := cur.Record.Consumer; prev != "" {
 		// The vanished owner's consumer: a quarantined session holds none
-		// (it would expire by its inactivity threshold anyway).
+		// (it would expire by its inactivity threshold anyway). Deleted
+		// before session.quarantined is appended, so a reader of the event
+		// finds it gone.
 		o.deleteConsumer(ctx, prev)
+	}
+	if err := app.Append(ctx, seq, rec.FloorEvent); err != nil {
+		o.log.Debug("session.quarantined not appended; the next reader of the record appends it", "session", id, "err", err)
 	}
 	o.log.Warn("session quarantined", "session", id, "attempts", attempts, "error", cause, "event_seq", seq, "outbox_lost", c.lost != nil)
 	return ErrQuarantined
