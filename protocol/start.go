@@ -16,6 +16,12 @@ type StartRequest struct {
 	// its parent, handle and generation); empty: the owner picks one. A
 	// session that already has it is answered like a taken alias.
 	SessionID string `json:"sessionId,omitempty"`
+	// Tags are the new session's tags (at most wire.MaxTags). Only a
+	// deployment whose owners advertise inbox version wire.TagsVersion
+	// reads them: an older owner would ignore the member, so the
+	// ingress, and a parent delegating with tags, send a start with tags
+	// to no other (the ingress answers 422 tags_unsupported).
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // StartReply answers a StartRequest. When an alias was already taken,

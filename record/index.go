@@ -103,7 +103,7 @@ func (s Storage) Plus(g Storage) Storage {
 // CreatedAt is left zero.
 func DeriveIndex(rec SessionRecord, rev uint64, cp wire.Checkpoint, agent string) IndexEntry {
 	e := IndexEntry{SessionID: rec.SessionID, Agent: agent, DeploymentID: rec.DeploymentID, State: rec.State,
-		OwnerProcess: rec.OwnerProcess, Epoch: rec.Epoch, Revision: rev, WaitingFor: DurableWaits(cp)}
+		OwnerProcess: rec.OwnerProcess, Epoch: rec.Epoch, Revision: rev, WaitingFor: DurableWaits(cp), Tags: maps.Clone(cp.Tags)}
 	if len(cp.Tokens) > 1 {
 		e.Aliases = slices.Clone(cp.Tokens[1:])
 	}

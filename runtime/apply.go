@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -18,6 +19,9 @@ func (m *Machine) apply(c Command) {
 		return
 	case c.Refused != "":
 		m.decline(c, wire.CommandRejected{CommandID: c.ID, Seq: c.Seq, Reason: c.Refused})
+		return
+	case c.Kind == KindTag:
+		m.tag(c)
 		return
 	}
 	m.markApplied(c)
@@ -60,6 +64,29 @@ func (m *Machine) control(c Command) {
 		m.setPaused(false, wire.SessionResumed{})
 	}
 	// move and unknown kinds: applied, no further effect.
+}
+
+// tag merges a tag command into the session's tags and records the
+// resulting set (session.tagged). A merge that would leave more than
+// wire.MaxTags tags is refused whole (command.rejected, reason
+// wire.RejectTooManyTags): the tags stay as they were.
+func (m *Machine) tag(c Command) {
+	var t wire.Tag
+	if c.Tag != nil {
+		t = *c.Tag
+	}
+	tags, err := wire.MergeTags(m.snap.Tags, t)
+	if err != nil {
+		m.decline(c, wire.CommandRejected{CommandID: c.ID, Seq: c.Seq, Reason: wire.RejectTooManyTags})
+		return
+	}
+	m.markApplied(c)
+	m.snap.Tags = tags
+	set := maps.Clone(tags)
+	if set == nil {
+		set = map[string]string{} // none left: {"tags":{}}
+	}
+	m.emit(wire.SessionTagged{Tags: set})
 }
 
 func (m *Machine) markApplied(c Command) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,12 +27,29 @@ import (
 // With Wait the parent's turn parks until the child's result arrives (like
 // a task wait), which its next step sees; without it the turn goes on (or
 // completes) and the result arrives later as a coordination input.
+//
+// A new child starts with the parent's tags, or with Tags when it is not
+// nil (an empty, non-nil map: none). Tags are a new child's only: a
+// delegation to an open handle leaves its child's tags as they are.
 type Delegate struct {
-	Handle       string         `json:"handle"`
-	DeploymentID string         `json:"deploymentId,omitempty"`
-	Text         string         `json:"text,omitempty"`
-	Payloads     []wire.Payload `json:"payloads,omitempty"`
-	Wait         bool           `json:"wait,omitempty"`
+	Handle       string            `json:"handle"`
+	DeploymentID string            `json:"deploymentId,omitempty"`
+	Text         string            `json:"text,omitempty"`
+	Payloads     []wire.Payload    `json:"payloads,omitempty"`
+	Wait         bool              `json:"wait,omitempty"`
+	Tags         map[string]string `json:"tags,omitempty"`
+}
+
+// ChildTags are the tags a new child of d starts with when its parent has
+// parentTags: d.Tags when set, else the parent's.
+func (d *Delegate) ChildTags(parentTags map[string]string) map[string]string {
+	if d.Tags != nil {
+		if len(d.Tags) == 0 {
+			return nil
+		}
+		return maps.Clone(d.Tags)
+	}
+	return maps.Clone(parentTags)
 }
 
 // Handle, ChildWait, ParentRef and Send are the checkpoint's shapes (wire's).
@@ -160,6 +178,9 @@ func (m *Machine) checkDelegate(d *Delegate, closing []string) error {
 	case slices.Contains(closing, d.Handle):
 		return fmt.Errorf("delegate: handle %q is closed by the same step", d.Handle)
 	}
+	if err := wire.ValidateTags(d.Tags); err != nil {
+		return fmt.Errorf("delegate: tags: %w", err)
+	}
 	b, _ := json.Marshal(delegatePayloads(d))
 	if len(b) > wire.MaxDelegateBytes {
 		return fmt.Errorf("delegate: message of %d bytes, limit %d", len(b), wire.MaxDelegateBytes)
@@ -231,6 +252,7 @@ func (m *Machine) applyChildren(t *Turn, r StepResult) bool {
 	s := Send{SessionID: h.ChildSessionID, Command: c}
 	if created {
 		s.DeploymentID, s.Alias = h.DeploymentID, wire.ChildAlias(m.cfg.SessionID, h.Handle, h.Generation)
+		s.Tags = d.ChildTags(m.snap.Tags)
 		m.emit(wire.ChildStarted{Handle: h.Handle, ChildSessionID: h.ChildSessionID, DeploymentID: h.DeploymentID})
 	}
 	m.st.sends = append(m.st.sends, s)

@@ -27,6 +27,7 @@ const (
 	KindChildWaiting  = wire.KindChildWaiting
 	KindChildResumed  = wire.KindChildResumed
 	KindEnd           = wire.KindEnd
+	KindTag           = wire.KindTag
 )
 
 // Kinds lists every command kind in a fixed order.

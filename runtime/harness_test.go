@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/demo"
+	"github.com/baton-rt/baton/wire"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -123,6 +124,22 @@ func (h *harness) recv(args map[string]string) ([]runtime.Effect, error) {
 	if v, ok := args["value"]; ok {
 		c.Value = []byte(strconv.Quote(v))
 	}
+	if c.Kind == runtime.KindTag { // set=k:v,k2:v2 remove=k3,k4
+		c.Tag = &wire.Tag{}
+		for kv := range strings.SplitSeq(args["set"], ",") {
+			if k, v, ok := strings.Cut(kv, ":"); ok {
+				if c.Tag.Set == nil {
+					c.Tag.Set = map[string]string{}
+				}
+				c.Tag.Set[k] = v
+			}
+		}
+		for k := range strings.SplitSeq(args["remove"], ",") {
+			if k != "" {
+				c.Tag.Remove = append(c.Tag.Remove, k)
+			}
+		}
+	}
 	h.stream = append(h.stream, c)
 	return h.handle(runtime.Received{Cmd: c})
 }
@@ -207,6 +224,9 @@ func (h *harness) state() string {
 	}
 	fmt.Fprintf(&b, "waits input=%v auth=%v tasks=%d\n", s.Waits.Input != nil, s.Waits.Auth != nil, len(s.Waits.Tasks))
 	fmt.Fprintf(&b, "applied next=%d above=%v history=%d aliases=%v\n", s.Applied.Next, s.Applied.Above, len(s.History), s.Aliases)
+	if len(s.Tags) > 0 {
+		fmt.Fprintf(&b, "tags %v\n", s.Tags) // fmt prints a map sorted by key
+	}
 	return b.String()
 }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/baton-rt/baton/wire"
@@ -32,6 +33,9 @@ func (m *Machine) PendingSends() []PendingSend { return slices.Clone(m.snap.Pend
 // Handles are the session's child handles (a copy; Snapshot's without the
 // rest of the snapshot).
 func (m *Machine) Handles() []Handle { return slices.Clone(m.snap.Handles) }
+
+// Tags returns a copy of the session's tags.
+func (m *Machine) Tags() map[string]string { return maps.Clone(m.snap.Tags) }
 
 // sendsPending keeps each send whose handle is active with its delegation
 // and which is not pending yet.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 )
@@ -27,6 +28,9 @@ type Snapshot struct {
 	// Usage is the session's total reported usage: the used counter of
 	// the session token limit, carried across handoffs in the checkpoint.
 	Usage Usage `json:"usage,omitzero"`
+	// Tags are the session's tags (at most wire.MaxTags): set when it is
+	// created, changed by tag commands, carried across handoffs.
+	Tags map[string]string `json:"tags,omitempty"`
 
 	// Handles are the session's child handles (see [Delegate]); ChildWaits
 	// its descendants' outstanding waits; Parent, for a child, the parent
@@ -178,6 +182,7 @@ func (s *Snapshot) Clone() Snapshot {
 		out.Timer = &t
 	}
 	out.Aliases = slices.Clone(s.Aliases)
+	out.Tags = maps.Clone(s.Tags)
 	out.Outbox = cloneEvents(s.Outbox)
 	out.Handles = slices.Clone(s.Handles)
 	out.ChildWaits = slices.Clone(s.ChildWaits)

@@ -165,12 +165,23 @@ func render(c runtime.Command) string {
 	return c.Text
 }
 
-// delegate reads "<handle>[@<deployment>] <text>": the child runs text as
-// its own delivery.
+// delegate reads "<handle>[@<deployment>][#<k>=<v>,…] <text>": the child
+// runs text as its own delivery; a new child starts with the tags after
+// "#" ("#" alone: none) instead of the parent's.
 func delegate(arg string, wait bool) *runtime.Delegate {
 	handle, text, _ := strings.Cut(arg, " ")
+	handle, spec, named := strings.Cut(handle, "#")
 	handle, dep, _ := strings.Cut(handle, "@")
-	return &runtime.Delegate{Handle: handle, DeploymentID: dep, Text: strings.TrimSpace(text), Wait: wait}
+	d := &runtime.Delegate{Handle: handle, DeploymentID: dep, Text: strings.TrimSpace(text), Wait: wait}
+	if named {
+		d.Tags = map[string]string{}
+		for kv := range strings.SplitSeq(spec, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				d.Tags[k] = v
+			}
+		}
+	}
+	return d
 }
 
 // effects makes n journaled calls (arg "<n> <dur>", n ≤ 64), each

@@ -188,7 +188,7 @@ func (o *sender) sendTarget(ctx context.Context, s runtime.Send) (int, string, e
 // startChild asks an owner of the send's deployment to create the child
 // under its alias and derived session ID (or to name the existing one).
 func (o *sender) startChild(ctx context.Context, s runtime.Send) (protocol.StartReply, error) {
-	req := protocol.StartRequest{DeploymentID: s.DeploymentID, Aliases: []string{s.Alias}, SessionID: s.SessionID}
+	req := protocol.StartRequest{DeploymentID: s.DeploymentID, Aliases: []string{s.Alias}, SessionID: s.SessionID, Tags: s.Tags}
 	data, _ := json.Marshal(req)
 	rctx, cancel := context.WithTimeout(ctx, sendStartTimeout)
 	defer cancel()

@@ -91,7 +91,7 @@ func (o *starter) start(ctx context.Context, req protocol.StartRequest) protocol
 		return o.existing(id, false)
 	}
 	defer o.reg.endLoad(id)
-	s, holder, err := o.create(ctx, id, req.Aliases, tokens, timeout)
+	s, holder, err := o.create(ctx, id, req, tokens, timeout)
 	switch {
 	case holder != nil:
 		return protocol.StartReply{SessionID: holder.SessionID, DeploymentID: o.cfg.Deployment, Ended: holder.Ended, WireV: wire.CurrentVersion}
@@ -100,7 +100,7 @@ func (o *starter) start(ctx context.Context, req protocol.StartRequest) protocol
 		return refuseStart(protocol.CodeUnavailable, err)
 	}
 	o.spawn(s, runtime.BootNew)
-	o.log.Info("session started", "session", id, "aliases", req.Aliases)
+	o.log.Info("session started", "session", id, "aliases", req.Aliases, "tags", len(req.Tags))
 	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Created: true, WireV: wire.CurrentVersion}
 }
 
@@ -129,6 +129,9 @@ func (o *starter) checkStart(req protocol.StartRequest) (time.Duration, []string
 		}
 		timeout = d
 	}
+	if err := wire.ValidateTags(req.Tags); err != nil {
+		return 0, nil, fmt.Errorf("tags: %w", err)
+	}
 	toks, err := session.EncodedTokens("x", req.Aliases)
 	if err != nil {
 		return 0, nil, err
@@ -138,11 +141,12 @@ func (o *starter) checkStart(req protocol.StartRequest) (time.Duration, []string
 
 // create writes the new session's durable state; on a taken alias it undoes
 // what it wrote and returns the holder.
-func (o *starter) create(ctx context.Context, id string, aliases, tokens []string, timeout time.Duration) (*session.Session, *record.OwnedError, error) {
+func (o *starter) create(ctx context.Context, id string, req protocol.StartRequest, tokens []string, timeout time.Duration) (*session.Session, *record.OwnedError, error) {
+	aliases := req.Aliases
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
 		return nil, nil, err
 	}
-	cp, err := session.EncodeNew(id, aliases)
+	cp, err := session.EncodeNew(id, aliases, req.Tags)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,7 +167,7 @@ func (o *starter) create(ctx context.Context, id string, aliases, tokens []strin
 		o.undoCreate(ctx, id, rev, tokens)
 		return nil, holder, err
 	}
-	s, err := session.New(o.env, session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases), Tokens: tokens, Timeout: timeout})
+	s, err := session.New(o.env, session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases, req.Tags), Tokens: tokens, Timeout: timeout})
 	return s, nil, err
 }
 

@@ -202,7 +202,7 @@ func seedRecords(t *testing.T, e *env, n int) int {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
 				id := fmt.Sprintf("SEED%06d", i)
-				cp, err := session.EncodeNew(id, nil)
+				cp, err := session.EncodeNew(id, nil, nil)
 				if err != nil {
 					errs <- err
 					return

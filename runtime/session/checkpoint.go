@@ -12,15 +12,17 @@ import (
 )
 
 // EncodeNew is the first checkpoint of a new session with these aliases
-// (the versioned wire checkpoint: wire owns the durable shape), for
-// record.New; NewCheckpoint is the same checkpoint for Boot.
-func EncodeNew(sessionID string, aliases []string) ([]byte, error) {
-	return wire.EncodeCheckpoint(toCheckpoint(sessionID, runtime.Snapshot{Aliases: aliases}, nil, sealed{}))
+// and tags (nil: none) — the versioned wire checkpoint: wire owns the
+// durable shape — for record.New; NewCheckpoint is the same checkpoint for
+// Boot. A session with tags is written at the state version that holds
+// them (wire.EncodeCheckpoint), one without at the version it always was.
+func EncodeNew(sessionID string, aliases []string, tags map[string]string) ([]byte, error) {
+	return wire.EncodeCheckpoint(toCheckpoint(sessionID, runtime.Snapshot{Aliases: aliases, Tags: tags}, nil, sealed{}))
 }
 
 // NewCheckpoint is a new session's checkpoint, as EncodeNew encodes it.
-func NewCheckpoint(aliases []string) Checkpoint {
-	return Checkpoint{Snap: runtime.Snapshot{Aliases: aliases}}
+func NewCheckpoint(aliases []string, tags map[string]string) Checkpoint {
+	return Checkpoint{Snap: runtime.Snapshot{Aliases: aliases, Tags: tags}}
 }
 
 // toCheckpoint is the wire checkpoint of a snapshot, all content inline.
@@ -28,7 +30,7 @@ func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, 
 	cp := wire.Checkpoint{
 		HistorySegments: segs.refs, HistoryV: segs.v, Usage: snap.Usage,
 		StateV: wire.CurrentStateVersion, SessionID: sessionID,
-		State: snap.State, EventSeq: snap.EventSeq, Paused: snap.Paused,
+		State: snap.State, EventSeq: snap.EventSeq, Paused: snap.Paused, Tags: snap.Tags,
 		Tokens:  append([]string{sessionID}, snap.Aliases...),
 		Applied: wire.Applied{Low: snap.Applied.Next, Above: snap.Applied.Above, IDs: snap.Applied.RecentIDs},
 		Outbox:  outbox,
@@ -58,7 +60,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	snap := runtime.Snapshot{
-		Started: cp.Started, Ended: cp.Ended, EventSeq: cp.EventSeq, Paused: cp.Paused, State: cp.State,
+		Started: cp.Started, Ended: cp.Ended, EventSeq: cp.EventSeq, Paused: cp.Paused, State: cp.State, Tags: cp.Tags,
 		Applied: runtime.Applied{Next: cp.Applied.Low, Above: cp.Applied.Above, RecentIDs: cp.Applied.IDs},
 		Writer:  runtime.Writer{RunID: cp.Writer.RunID, Write: cp.Writer.Write},
 		Turns:   cp.Turn.Count, Turn: fromWireTurn(cp.Turn), Waits: fromWireWaits(cp.Waits),

@@ -86,7 +86,7 @@ func (r *rig) start() {
 // create creates the session's record and its Session (not yet running).
 func (r *rig) create() {
 	r.t.Helper()
-	cp, err := session.EncodeNew(r.id, nil)
+	cp, err := session.EncodeNew(r.id, nil, nil)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func (r *rig) create() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.s, err = session.New(r.env, session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(nil),
+	r.s, err = session.New(r.env, session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(nil, nil),
 		Tokens: []string{subjects.StableToken(r.id)}})
 	if err != nil {
 		r.t.Fatal(err)

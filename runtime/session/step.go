@@ -37,7 +37,7 @@ func (s *Session) runStep(ctx context.Context, r runtime.RunStep) {
 	}
 	// What the step's goroutine needs of the session, copied here on the
 	// loop: the machine is the loop's alone.
-	run := stepRun{env: s.env, log: s.log, in: r.Input, open: openHandles(s.m.Handles())}
+	run := stepRun{env: s.env, log: s.log, in: r.Input, open: openHandles(s.m.Handles()), tags: s.m.Tags()}
 	if r.Retry != nil {
 		s.retrying(r)
 	}
@@ -107,7 +107,8 @@ type stepRun struct {
 	env  *Env
 	log  *slog.Logger
 	in   runtime.StepInput
-	open map[string]bool // the handles the session held open (parked or active)
+	open map[string]bool   // the handles the session held open (parked or active)
+	tags map[string]string // the session's tags when the step started (a new child's by default)
 }
 
 // openHandles are the names of the open handles among hs: a delegation to
@@ -191,8 +192,9 @@ func (r stepRun) timeout() time.Duration {
 }
 
 // checkDelegation fails a step that delegates to another deployment whose
-// owners do not read the inbox version child commands need
-// (child_unsupported): a command it could not decode would be lost; or to
+// owners do not read the inbox version child commands need, or, for a new
+// child with tags, the version of tags (child_unsupported): a command it
+// could not decode would be lost, and tags it does not read dropped; or to
 // a retired deployment (child_unavailable): no owner of it takes new
 // sessions.
 func (r stepRun) checkDelegation(ctx context.Context, res runtime.StepResult) runtime.StepResult {
@@ -210,13 +212,17 @@ func (r stepRun) checkDelegation(ctx context.Context, res runtime.StepResult) ru
 	case retired:
 		return runtime.Failed(runtime.CodeChildUnavailable, fmt.Errorf("delegate: deployment %s is retired", d.DeploymentID))
 	}
-	ok, err := r.env.Sends.ReadsInbox(ctx, d.DeploymentID, wire.CurrentVersion)
+	need, what := wire.StoredCommandVersion, "child commands"
+	if !r.open[d.Handle] && len(d.ChildTags(r.tags)) > 0 {
+		need, what = wire.TagsVersion, "tags"
+	}
+	ok, err := r.env.Sends.ReadsInbox(ctx, d.DeploymentID, need)
 	switch {
 	case err != nil:
 		return runtime.Failed(runtime.CodeChildUnsupported, fmt.Errorf("delegate: deployment %s: %w", d.DeploymentID, err))
 	case !ok:
 		return runtime.Failed(runtime.CodeChildUnsupported,
-			fmt.Errorf("delegate: deployment %s does not read inbox version %d (child commands)", d.DeploymentID, wire.CurrentVersion))
+			fmt.Errorf("delegate: deployment %s does not read inbox version %d (%s)", d.DeploymentID, need, what))
 	}
 	return res
 }

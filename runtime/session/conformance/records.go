@@ -38,7 +38,7 @@ func ctxOf(t *testing.T) context.Context {
 func newRecord(t *testing.T) record.SessionRecord {
 	t.Helper()
 	id := ulid.Make().String()
-	cp, err := session.EncodeNew(id, nil)
+	cp, err := session.EncodeNew(id, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
