@@ -67,6 +67,19 @@ const (
 	// sends (end, child.result, child.waiting, child.resumed), asked for by
 	// a channel.
 	CodeRuntimeOnlyCommand = "runtime_only_command"
+	// CodeTagsUnsupported (422, ErrUnsupportedCommand): tags sent to a
+	// deployment whose owners do not read them — a start with tags, or a
+	// PATCH of a session whose owning deployment reads an inbox version
+	// before wire.TagsVersion. It names the deployment; nothing was
+	// written.
+	CodeTagsUnsupported = "tags_unsupported"
+	// CodeInvalidTags (400, ErrBadRequest): tags that break a rule (at
+	// most wire.MaxTags, keys [a-z0-9_.-]{1,64}, values at most 256
+	// bytes).
+	CodeInvalidTags = "invalid_tags"
+	// CodeTooManyTags (422, ErrUnsupportedCommand's status): a tag change
+	// that would leave the session more than wire.MaxTags tags.
+	CodeTooManyTags = "too_many_tags"
 )
 
 var codes = []struct {

@@ -28,6 +28,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "POST /v1/sessions/{id}/input", s.user(s.httpInput))
 	s.route(mux, "POST /v1/sessions/{id}/authorize", s.user(s.httpAuthorize))
 	s.route(mux, "GET /v1/sessions/{id}", s.user(s.httpStatus))
+	s.route(mux, "PATCH /v1/sessions/{id}", s.user(s.httpTag))
 	s.route(mux, "GET /v1/sessions/{id}/events", s.user(s.events))
 	s.adminRoutes(mux)
 	s.route(mux, "GET /v1/ingress", s.httpInfo)
@@ -162,6 +163,12 @@ func refuseKind(kind wire.Kind) handlerFunc {
 
 func (s *Server) httpInput(w http.ResponseWriter, r *http.Request) error {
 	return s.sessionOp(w, r, func(b []byte, id string) (Request, error) { return ParseInput(b, id, s.cfg.Limits) })
+}
+
+// httpTag is PATCH /v1/sessions/{id}: a tag command, 202 like every
+// command (applied at the owner's next boundary: session.tagged).
+func (s *Server) httpTag(w http.ResponseWriter, r *http.Request) error {
+	return s.sessionOp(w, r, func(b []byte, id string) (Request, error) { return ParseTag(b, id, s.cfg.Limits) })
 }
 
 func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) error {

@@ -63,7 +63,7 @@ func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 	if err := s.aliasFree(ctx, a, r.Alias); err != nil {
 		return Created{}, err
 	}
-	rep, err := s.start(ctx, a, r.Alias, r.Timeout)
+	rep, err := s.start(ctx, a, r.Alias, r.Timeout, r.Tags)
 	if err != nil {
 		return Created{}, err
 	}
@@ -141,6 +141,11 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	}
 	if r.Kind == wire.KindDeliver && !t.created {
 		if err := s.agentMismatch(ctx, a, t.sessionID, t.deployment, s.agent()); err != nil {
+			return Receipt{}, err
+		}
+	}
+	if r.Kind == wire.KindTag && t.wireV >= wire.TagsVersion {
+		if err := s.checkTagMerge(ctx, a, t.sessionID, r.Tag); err != nil {
 			return Receipt{}, err
 		}
 	}

@@ -56,6 +56,11 @@ type Request struct {
 	Caller         string
 	IdempotencyKey string
 	Timeout        string // session lifetime when the request creates the session
+	// Tags are the new session's tags when the request creates one
+	// (ignored on a delivery to an existing session).
+	Tags map[string]string
+	// Tag is a tag command's merge (PATCH /v1/sessions/{id}).
+	Tag *wire.Tag
 }
 
 // body is the union of every request member. Pointers tell an absent
@@ -74,12 +79,14 @@ type body struct {
 	AttemptID      *string           `json:"attemptId"`
 	Result         *string           `json:"result"`
 	Data           json.RawMessage   `json:"data"`
+	Tags           json.RawMessage   `json:"tags"`
 }
 
 // Member sets of each request body.
 var (
-	createKeys    = []string{"alias", "text", "payloads", "timeout", "caller"}
-	deliverKeys   = []string{"sessionId", "alias", "text", "payloads", "mode", "caller", "idempotencyKey", "timeout"}
+	createKeys    = []string{"alias", "text", "payloads", "timeout", "caller", "tags"}
+	deliverKeys   = []string{"sessionId", "alias", "text", "payloads", "mode", "caller", "idempotencyKey", "timeout", "tags"}
+	tagKeys       = []string{"tags", "caller", "idempotencyKey"}
 	controlKeys   = []string{"caller", "idempotencyKey"}
 	inputKeys     = []string{"requestId", "value", "caller", "idempotencyKey"}
 	authorizeKeys = []string{"attemptId", "result", "data", "caller", "idempotencyKey"}
@@ -316,6 +323,13 @@ func (r *Request) common(v body) error {
 		}
 		r.IdempotencyKey = *v.IdempotencyKey
 	}
+	if v.Tags != nil && r.Kind != wire.KindTag {
+		tags, err := parseTags(v.Tags)
+		if err != nil {
+			return err
+		}
+		r.Tags = tags
+	}
 	if v.Timeout != nil {
 		d, err := time.ParseDuration(*v.Timeout)
 		if err != nil || d <= 0 {
@@ -371,7 +385,7 @@ func (r *Request) command(dep string, now time.Time) wire.Command {
 	c := wire.Command{
 		V: wire.CurrentVersion, Kind: r.Kind, AcceptedDeploymentID: dep, AcceptedAt: now.UTC(),
 		IdempotencyKey: r.IdempotencyKey, Caller: r.Caller,
-		InputResponse: r.Input, AuthCallback: r.Auth, Move: r.Move,
+		InputResponse: r.Input, AuthCallback: r.Auth, Move: r.Move, Tag: r.Tag,
 	}
 	if r.Kind == wire.KindDeliver {
 		c.Deliver = &wire.Deliver{Mode: r.Mode, Payloads: r.Payloads}
@@ -408,6 +422,9 @@ func encode(v int, owner string, c wire.Command) ([]byte, error) {
 func unsupported(v int, owner string, kind wire.Kind) *Error {
 	if owner == "" {
 		owner = "(unknown)"
+	}
+	if kind == wire.KindTag {
+		return tagsUnsupported(owner, fmt.Sprintf("owns the session and reads inbox wire version %d; tags need version %d", v, wire.TagsVersion), "was changed")
 	}
 	return fail(ErrUnsupportedCommand, "deployment %s owns the session and reads inbox wire version %d, which cannot express this %s command (this ingress produces versions up to %d); nothing was sent",
 		owner, v, kind, wire.CurrentVersion)

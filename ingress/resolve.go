@@ -121,7 +121,7 @@ func ownerVersion(rec record.SessionRecord, h record.Hook) int {
 // startFor starts a session that claims the request's alias. A loser of
 // the claim race is told the holder and delivers there.
 func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok string) (target, error) {
-	rep, err := s.start(ctx, a, r.Alias, r.Timeout)
+	rep, err := s.start(ctx, a, r.Alias, r.Timeout, r.Tags)
 	if err != nil {
 		return target{}, err
 	}
@@ -143,16 +143,21 @@ func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok stri
 }
 
 // start asks an owner of the deployment this ingress stamps to create a
-// session, claiming alias ("" for none) before it replies. A retired
-// deployment is refused (409 deployment_retired); no responder, or none
-// within StartTimeout, is unavailable: nothing was created by this request.
-func (s *Server) start(ctx context.Context, a *attached, alias, timeout string) (protocol.StartReply, error) {
+// session, claiming alias ("" for none) before it replies, with tags (nil:
+// none). A retired deployment is refused (409 deployment_retired), tags
+// on a deployment that does not read them too (422 tags_unsupported); no
+// responder, or none within StartTimeout, is unavailable: nothing was
+// created by this request.
+func (s *Server) start(ctx context.Context, a *attached, alias, timeout string, tags map[string]string) (protocol.StartReply, error) {
 	dep, _ := s.stamp(a)
 	if a.fleet.Retired(dep) {
 		return protocol.StartReply{}, &Error{Err: ErrConflict, Detail: CodeDeploymentRetired,
 			Message: "deployment " + dep + " is retired and agent " + s.agent() + " has no other promoted; promote a deployment (POST /v1/admin/agents/" + s.agent() + "/promote) or un-retire " + dep + "; nothing was created"}
 	}
-	req := protocol.StartRequest{DeploymentID: dep, Timeout: timeout}
+	if err := s.checkStartTags(ctx, a, dep, tags); err != nil {
+		return protocol.StartReply{}, err
+	}
+	req := protocol.StartRequest{DeploymentID: dep, Timeout: timeout, Tags: tags}
 	if alias != "" {
 		req.Aliases = []string{alias}
 	}

@@ -27,6 +27,8 @@ type Status struct {
 	QueueDepth int      `json:"queueDepth"`
 	EventSeq   uint64   `json:"eventSeq"`
 	Tokens     []string `json:"tokens"` // raw addresses: the session ID, then the aliases
+	// Tags are the session's tags as of its last commit ({} when none).
+	Tags map[string]string `json:"tags"`
 	// BootAttempts counts the boot attempts since the session was last
 	// settled (docs/driver.md, "Quarantine"); 0 for a healthy session.
 	BootAttempts int `json:"bootAttempts"`
@@ -116,7 +118,10 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 	st := Status{
 		SessionID: rec.SessionID, OwnerRunID: rec.OwnerRunID, DeploymentID: rec.DeploymentID,
 		Epoch: rec.Epoch, State: string(rec.State), EventSeq: rec.EventSeq(cp.EventSeq), Tokens: cp.Tokens,
-		BootAttempts: rec.BootAttempts, Usage: cp.Usage,
+		BootAttempts: rec.BootAttempts, Usage: cp.Usage, Tags: cp.Tags,
+	}
+	if st.Tags == nil {
+		st.Tags = map[string]string{}
 	}
 	if q := rec.Quarantine; q != nil && rec.Quarantined() {
 		st.Quarantine = &QuarantineStatus{Attempts: q.Attempts, Error: q.Error, Since: q.Since}
