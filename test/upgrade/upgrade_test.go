@@ -87,6 +87,16 @@ func TestMixedBuilds(t *testing.T) {
 	}
 	t.Logf("a parent with a closed handle, session %s on green: checkpoint at state version %d (blue reads 1 to %d)", parent, v, pinReadsState)
 
+	// Tags: a session created on green with tags keeps them in a
+	// checkpoint blue cannot read (state version 7).
+	taggedID := f.create(f.green, `{"alias":"up.tagged","text":"tagged hello","tags":{"tenant":"acme"}}`)
+	f.output(taggedID, "tagged hello", "green")
+	f.waitEvents(taggedID, "settled", func(evs []wire.Event) bool { return last(evs) == "session.waiting" })
+	if v := f.stateV(taggedID); v <= pinReadsState || v != wire.CurrentStateVersion {
+		t.Fatalf("the tagged session's checkpoint is at state version %d, want %d", v, wire.CurrentStateVersion)
+	}
+	t.Logf("a tagged session, %s on green: checkpoint at state version %d", taggedID, wire.CurrentStateVersion)
+
 	// Rollback: blue promoted again (this build's admin route; blue's
 	// owners never advertised their versions). A session that uses nothing
 	// new moves back to blue; its trigger is encoded at the inbox version
@@ -119,6 +129,11 @@ func TestMixedBuilds(t *testing.T) {
 	}
 	t.Logf("rollback: blue promoted (revision %d); session %s moved back to blue, its trigger (inbox seq %d) stored at version %d", p.Revision, ids[0], rc.Seq, pinReadsInbox)
 
+	// Tags for blue, through green's ingress (which stamps blue now):
+	// refused with 422 tags_unsupported naming blue, never dropped —
+	// nothing is created, nothing is published.
+	f.tagsRefused(ids[0])
+
 	// The parent's rollback is refused by blue's candidate before
 	// activation: green keeps the session and applies the delivery.
 	rc = f.deliver(f.green, "up.parent", "stay on green")
@@ -133,7 +148,22 @@ func TestMixedBuilds(t *testing.T) {
 	}
 	f.onDeployment(parent, "green")
 	t.Logf("refused rollback: session %s stays on green and answered the delivery; handoff.failed %s", parent, failed.Data)
-	for _, id := range append(ids, parent) {
+
+	// The tagged session's rollback is refused the same way: it stays on
+	// green with its tags.
+	f.deliver(f.green, "up.tagged", "tagged stays")
+	evs = f.output(taggedID, "tagged stays", "green")
+	if failed, ok := harness.Find(evs, harness.IsKind("handoff.failed")); !ok ||
+		!strings.Contains(string(failed.Data), "unsupported checkpoint state version (checkpoint stateV=7)") {
+		t.Fatalf("no handoff.failed naming state version 7:\n%s", harness.Trace(evs))
+	}
+	f.onDeployment(taggedID, "green")
+	var st ingress.Status
+	if err := f.client.Call(ctx, http.MethodGet, f.green+"/v1/sessions/"+taggedID, nil, http.StatusOK, &st); err != nil || st.Tags["tenant"] != "acme" {
+		t.Fatalf("status of the tagged session: %+v %v", st.Tags, err)
+	}
+	t.Logf("refused rollback of a tagged session: %s stays on green with tags %v", taggedID, st.Tags)
+	for _, id := range append(ids, parent, taggedID) {
 		f.contiguous(id)
 	}
 }
@@ -194,6 +224,64 @@ func start(t *testing.T) *fleet {
 		}
 	}
 	return f
+}
+
+// create posts body to POST /v1/sessions through the ingress at base and
+// returns the new session's ID.
+func (f *fleet) create(base, body string) string {
+	f.t.Helper()
+	var c ingress.Created
+	err := harness.Retry(f.t.Context(), wait, 100*time.Millisecond, harness.Unavailable, func() error {
+		return f.client.Call(f.t.Context(), http.MethodPost, base+"/v1/sessions", json.RawMessage(body), http.StatusCreated, &c)
+	})
+	if err != nil {
+		f.t.Fatalf("create %s through %s: %v", body, base, err)
+	}
+	return c.SessionID
+}
+
+// tagsRefused checks that green's ingress, stamping blue, refuses tags
+// for blue — a new session with tags (create, and a delivery that would
+// create), and a PATCH of session onBlue, which blue owns — with 422
+// tags_unsupported naming blue, and that nothing was written.
+func (f *fleet) tagsRefused(onBlue string) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	before, err := f.env.Events(ctx, onBlue)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/sessions", `{"alias":"up.tags.refused","tags":{"tenant":"acme"}}`},
+		{http.MethodPost, "/v1/deliveries", `{"alias":"up.tags.refused","text":"hi","tags":{"tenant":"acme"}}`},
+		{http.MethodPatch, "/v1/sessions/" + onBlue, `{"tags":{"tenant":"acme"}}`},
+	} {
+		err := f.client.Call(ctx, c.method, f.green+c.path, json.RawMessage(c.body), http.StatusAccepted, nil)
+		var se *harness.StatusError
+		if !errors.As(err, &se) || se.Code != http.StatusUnprocessableEntity ||
+			!strings.Contains(se.Body, `"code":"tags_unsupported"`) || !strings.Contains(se.Body, "deployment blue") {
+			f.t.Fatalf("%s %s %s through green (stamping blue): %v, want 422 tags_unsupported naming blue", c.method, c.path, c.body, err)
+		}
+		f.t.Logf("%s %s %s → 422 %s", c.method, c.path, c.body, strings.TrimSpace(se.Body))
+	}
+	err = f.client.Call(ctx, http.MethodGet, f.green+"/v1/sessions?alias=up.tags.refused", nil, http.StatusOK, nil)
+	if se := (*harness.StatusError)(nil); !errors.As(err, &se) || se.Code != http.StatusNotFound {
+		f.t.Fatalf("a refused start created a session: %v", err)
+	}
+	after, err := f.env.Events(ctx, onBlue)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		f.t.Fatalf("the refused PATCH changed session %s: %d events → %d", onBlue, len(before), len(after))
+	}
+	var st ingress.Status
+	if err := f.client.Call(ctx, http.MethodGet, f.green+"/v1/sessions/"+onBlue, nil, http.StatusOK, &st); err != nil {
+		f.t.Fatal(err)
+	}
+	if len(st.Tags) != 0 || st.QueueDepth != 0 {
+		f.t.Fatalf("after the refused PATCH: tags %v, queueDepth %d", st.Tags, st.QueueDepth)
+	}
 }
 
 // repoRoot is the repository under test.
