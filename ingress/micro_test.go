@@ -47,18 +47,20 @@ func TestMicro(t *testing.T) {
 	for _, op := range []string{"cancel", "reset", "clear", "compact"} {
 		req(t, e, op, `{"sessionId":"`+c.SessionID+`"}`, &r)
 	}
+	req(t, e, "tag", `{"sessionId":"`+c.SessionID+`","tags":{"via":"nats"}}`, &r)
 	e.waitEvents(c.SessionID, "every command applied", func(evs []wire.Event) bool {
 		kinds := map[string]bool{}
 		for _, a := range applied(t, evs) {
 			kinds[a.Kind] = true
 		}
-		return len(kinds) == 7 && slices.Equal(harness.Outputs(evs)[:2], []string{"over nats", "again"})
+		return len(kinds) == 8 && slices.Equal(harness.Outputs(evs)[:2], []string{"over nats", "again"})
 	})
 	var st ingress.Status
 	req(t, e, "status", `{"sessionId":"`+c.SessionID+`"}`, &st)
-	if st.SessionID != c.SessionID || st.DeploymentID != "v1" {
+	if st.SessionID != c.SessionID || st.DeploymentID != "v1" || st.Tags["via"] != "nats" {
 		t.Fatalf("status = %+v", st)
 	}
+	microError(t, e, "tag", `{"sessionId":"`+c.SessionID+`","tags":{"Bad":"x"}}`, "400", "invalid_tags")
 
 	microError(t, e, "deliver", `{"text":"x"}`, "400", "bad_request")
 	microError(t, e, "deliver", `{"alias":"a","text":"x","acceptedDeploymentId":"v9"}`, "400", "bad_request")
