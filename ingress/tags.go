@@ -77,26 +77,11 @@ func ParseTag(b []byte, sessionID string, lim Limits) (Request, error) {
 	if len(patch) > wire.MaxTags {
 		return Request{}, invalidTags("%d keys, the limit is %d", len(patch), wire.MaxTags)
 	}
-	if err := wire.ValidateTags(t.Set); err != nil {
-		return Request{}, invalidTags("%v", tagReason(err))
-	}
-	if err := wire.ValidateTags(removed(t.Remove)); err != nil {
+	if err := t.Validate(); err != nil {
 		return Request{}, invalidTags("%v", tagReason(err))
 	}
 	r.Kind, r.Tag = wire.KindTag, t
 	return r, r.common(v)
-}
-
-// removed is keys as a tag set, for checking them by the same rules.
-func removed(keys []string) map[string]string {
-	if len(keys) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(keys))
-	for _, k := range keys {
-		out[k] = ""
-	}
-	return out
 }
 
 // tagReason is the reason of a wire tag error, without wire's prefix.

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 
@@ -82,7 +81,7 @@ func (m *Machine) tag(c Command) {
 	}
 	m.markApplied(c)
 	m.snap.Tags = tags
-	set := maps.Clone(tags)
+	set := tags // replaced whole by the next merge, never changed in place
 	if set == nil {
 		set = map[string]string{} // none left: {"tags":{}}
 	}

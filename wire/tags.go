@@ -137,6 +137,17 @@ type Tag struct {
 // validate checks a tag command's body: at least one of set and remove
 // non-empty; set obeys ValidateTags; remove names at most MaxTags keys of
 // the key form, none twice and none that set names too.
+// Validate checks a tag command's body by the rules Encode applies to it
+// (at least one of set and remove; set by ValidateTags; remove at most
+// MaxTags keys of the key form, none twice, none also set). The error
+// wraps ErrInvalid.
+func (t *Tag) Validate() error {
+	if err := t.validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
 func (t *Tag) validate() error {
 	if len(t.Set) == 0 && len(t.Remove) == 0 {
 		return errors.New("set or remove must name a tag")
