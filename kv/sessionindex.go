@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -150,7 +151,7 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		if err != nil {
 			return 0, err
 		}
-		return IndexWritten, x.removePostings(ctx, missing(had, want))
+		return IndexWritten, x.removeStale(ctx, missing(had, want))
 	}
 	return 0, fmt.Errorf("%w: index entry %s: %d writers raced", record.ErrConflict, e.SessionID, indexAttempts)
 }
@@ -378,10 +379,49 @@ func (x *Index) keys(ctx context.Context, filter string) ([]string, error) {
 }
 
 // Write is Put without the repair and outcome: an owner's write of its
-// session's entry (session.Index).
+// session's entry (session.Index), tried again with backoff until it
+// lands or ctx ends (the caller bounds it) — a stream without a leader
+// for a while, a dropped connection. A write lost for good only costs the
+// listing its accuracy until the reconciler's pass, but until then the
+// counts by value (Count) still count the session where it was. An invalid
+// entry is not tried again.
 func (x *Index) Write(ctx context.Context, e record.IndexEntry) error {
-	_, err := x.Put(ctx, e, false)
-	return err
+	return retryIndex(ctx, func(ctx context.Context) error {
+		_, err := x.Put(ctx, e, false)
+		if errors.Is(err, record.ErrInvalid) {
+			return backoff.Permanent(err)
+		}
+		return err
+	})
+}
+
+// indexAttempt bounds one attempt of a retried index write: a request sent
+// while the connection was down, or to a leader that went away, may never
+// be answered.
+const indexAttempt = 5 * time.Second
+
+// retryIndex runs op, each attempt bounded by indexAttempt, from 50 ms to
+// 5 s apart, until it succeeds, fails permanently or ctx ends.
+func retryIndex(ctx context.Context, op func(context.Context) error) error {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0)), ctx)
+	return backoff.Retry(func() error {
+		actx, cancel := context.WithTimeout(ctx, indexAttempt)
+		defer cancel()
+		return op(actx)
+	}, b)
+}
+
+// removeStale removes the postings a written entry no longer has, tried
+// again until it succeeds or ctx ends: the entry is already right, and a
+// stale posting left behind is counted by Count (which does not read
+// entries) until the reconciler removes it. A later Put of the same entry
+// finds nothing to change and so would not remove it either.
+func (x *Index) removeStale(ctx context.Context, ps []subjects.Posting) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return retryIndex(ctx, func(ctx context.Context) error { return x.removePostings(ctx, ps) })
 }
 
 // SessionKeys reads up to n keys of the sessions bucket's stream from

@@ -3,14 +3,18 @@ package kv_test
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func openIndex(t *testing.T) *kv.Index {
@@ -272,4 +276,61 @@ func TestIndexStorage(t *testing.T) {
 	}
 	e.Revision, e.Storage = 8, nil
 	put(t, x, e, kv.IndexUnchanged) // no news: nothing to write
+}
+
+// TestIndexWriteOutlivesAnOutage: an owner's write made while the server is
+// down lands once it is back, whole — the entry and its postings moved, no
+// stale posting left for the counts — without the reconciler.
+func TestIndexWriteOutlivesAnOutage(t *testing.T) {
+	dir := t.TempDir()
+	s := natstest.ServerIn(t, dir)
+	ensure(t, s.ClientURL(), 1)
+	// Without a reconnect buffer every request made while the connection
+	// is down fails at once, as a request to a leader that went away
+	// fails on a cluster: only a retry makes the write land.
+	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ctx(t)
+	x, err := kv.OpenIndex(c, js, subjects.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, x, entry("w1", 1, t0), kv.IndexWritten)
+	moved := entry("w1", 2, t0)
+	moved.DeploymentID = "dep-b"
+
+	port := s.Addr().(*net.TCPAddr).Port
+	natsd.Shutdown(s)
+	done := make(chan error, 1)
+	go func() { done <- x.Write(c, moved) }()
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the write returned while the server was down: %v", err)
+	default:
+	}
+	back, err := natsd.Start(natsd.Config{Dir: dir, Port: port, Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { natsd.Shutdown(back) })
+	if err := <-done; err != nil {
+		t.Fatalf("write across the outage: %v", err)
+	}
+	got, _, err := x.Get(c, "w1")
+	if err != nil || got.DeploymentID != "dep-b" || got.Revision != 2 {
+		t.Fatalf("entry after the outage: %+v %v", got, err)
+	}
+	for dep, want := range map[string]int{"dep-a": 0, "dep-b": 1} {
+		if n, err := x.Count(c, subjects.DimDep, dep); err != nil || n != want {
+			t.Fatalf("count %s = %d (%v), want %d", dep, n, err, want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -39,6 +40,7 @@ type reconciler struct {
 	peers    *peerSet
 	agents   *agents
 	index    func() *kv.Index
+	reg      *registry                                           // the process's background goroutines (indexLater)
 	blobs    func(ctx context.Context) (map[string]int64, error) // each session's blob bytes (a rebuild)
 	sessions uint64                                              // the walk's next sequence of the records' stream
 	entries  uint64                                              // and of the index's
@@ -189,18 +191,19 @@ func (r *reconciler) indexLater(cur record.Session) {
 	if x == nil {
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	serving := r.reg.serving()
+	r.reg.goBG(serving, func() {
+		ctx, cancel := context.WithTimeout(serving, session.IndexWriteBudget)
 		defer cancel()
 		e, err := r.derive(ctx, cur)
 		if err == nil {
 			e.Writer = "owner-" + r.cfg.ProcessID
-			_, err = x.Put(ctx, e, false)
+			err = x.Write(ctx, e)
 		}
 		if err != nil {
 			r.log.Debug("session index entry not written (the reconciler heals it)", "session", cur.Record.SessionID, "err", err)
 		}
-	}()
+	})
 }
 
 // reconcile is reconcileSession, checking every posting exists too when

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/baton-rt/baton/internal/failpoint"
 	"github.com/baton-rt/baton/record"
@@ -57,6 +59,11 @@ func (s *Session) indexState(rec record.SessionRecord, rev uint64) {
 	s.writeIndex(e)
 }
 
+// IndexWriteBudget bounds how long an owner keeps trying one write of its
+// session's index entry (a leader election, a reconnect) before it leaves
+// it to the reconciler.
+const IndexWriteBudget = 2 * time.Minute
+
 func (s *Session) writeIndex(e record.IndexEntry) {
 	if s.env.Index == nil || e.SessionID == "" {
 		return
@@ -80,7 +87,9 @@ func (s *Session) writeIndex(e record.IndexEntry) {
 		return
 	}
 	s.env.Process.Go(func(ctx context.Context) {
-		if err := s.env.Index.Write(ctx, e); err != nil && ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(ctx, IndexWriteBudget)
+		defer cancel()
+		if err := s.env.Index.Write(ctx, e); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Warn("session index entry not written (the reconciler heals it)", "state", e.State, "err", err)
 		}
 	})
