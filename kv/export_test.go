@@ -8,8 +8,13 @@ import (
 
 // AddPostings writes postings as Put does (tests: a stale posting).
 func (x *Index) AddPostings(ctx context.Context, ps []subjects.Posting) error {
-	return x.addPostings(ctx, ps)
+	_, err := x.addPostings(ctx, ps)
+	return err
 }
+
+// SetBeforeCAS sets a hook run between a Put attempt's postings and its
+// entry's CAS (tests: a writer racing another).
+func (x *Index) SetBeforeCAS(f func()) { x.beforeCAS = f }
 
 // StartCursor is a cursor before every posting of q's walk, reading the
 // postings all at once (whole) or an hour at a time.

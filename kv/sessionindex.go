@@ -33,6 +33,9 @@ type Index struct {
 	names  subjects.Names
 	prefix string // the bucket's subject prefix, $KV.<bucket>.
 	now    func() time.Time
+	// beforeCAS, when set (tests), runs between an attempt's postings
+	// and its entry's CAS.
+	beforeCAS func()
 }
 
 // OpenIndex opens the session index bucket named by names (topology.Ensure
@@ -95,12 +98,19 @@ func (x *Index) Get(ctx context.Context, sessionID string) (record.IndexEntry, u
 // every posting against its entry) — never an entry whose postings were
 // removed. verify also checks that every posting of an unchanged entry
 // exists (the reconciler's repair).
+//
+// A writer that loses the entry's CAS to another (the old owner's last
+// write racing the new owner's first, in a handoff) has already written
+// its postings: it deletes, by the sequence it wrote, each of them the
+// entry it finally leaves (or finds) does not have, so a lost race leaves
+// no stale posting for Count to count.
 func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (IndexOutcome, error) {
 	if err := subjects.ValidateSessionID(e.SessionID); err != nil {
 		return 0, invalid("index entry: %v", err)
 	}
 	key := subjects.IndexEntryKey(e.SessionID)
-	news := e // what the writer says; each attempt builds its write from it
+	news := e                    // what the writer says; each attempt builds its write from it
+	wrote := map[string]uint64{} // postings this call wrote: key → sequence
 	for range indexAttempts {
 		e := news
 		cur, rev, err := x.Get(ctx, e.SessionID)
@@ -109,7 +119,7 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 			return 0, err
 		}
 		if found && cur.Revision > e.Revision {
-			return IndexOlder, nil
+			return IndexOlder, x.dropWritten(ctx, wrote, postingsOf(cur))
 		}
 		if e.CreatedAt.IsZero() {
 			e.CreatedAt = x.createdAt(ctx, e.SessionID, cur, found)
@@ -117,6 +127,9 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		want := postingsOf(e)
 		e.Storage = mergeStorage(cur, found, e)
 		if found && cur.Same(e) && cur.CreatedAt.Equal(e.CreatedAt) && sameStorage(cur.Storage, e.Storage) {
+			if err := x.dropWritten(ctx, wrote, want); err != nil {
+				return 0, err
+			}
 			if verify {
 				return IndexUnchanged, x.ensure(ctx, want)
 			}
@@ -130,8 +143,13 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		if !verify {
 			add = missing(want, had)
 		}
-		if err := x.addPostings(ctx, add); err != nil {
+		seqs, err := x.addPostings(ctx, add)
+		maps.Copy(wrote, seqs)
+		if err != nil {
 			return 0, err
+		}
+		if x.beforeCAS != nil {
+			x.beforeCAS()
 		}
 		if e.IndexedAt.IsZero() {
 			e.IndexedAt = x.now()
@@ -149,6 +167,9 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 			continue
 		}
 		if err != nil {
+			return 0, err
+		}
+		if err := x.dropWritten(ctx, wrote, want); err != nil {
 			return 0, err
 		}
 		return IndexWritten, x.removeStale(ctx, missing(had, want))
@@ -287,28 +308,49 @@ func missing(a, b []subjects.Posting) []subjects.Posting {
 	return out
 }
 
-// addPostings writes each posting's hour marker and the posting, pipelined.
-func (x *Index) addPostings(ctx context.Context, ps []subjects.Posting) error {
+// addPostings writes each posting's hour marker and the posting,
+// pipelined, and returns the sequence of each posting it wrote (by key;
+// markers are shared by every session of their hour and not returned).
+func (x *Index) addPostings(ctx context.Context, ps []subjects.Posting) (map[string]uint64, error) {
 	if len(ps) == 0 {
-		return nil
+		return nil, nil
 	}
 	acks := make([]jetstream.PubAckFuture, 0, 2*len(ps))
 	for _, p := range ps {
 		for _, key := range []string{p.Marker(), p.Key()} {
 			f, err := x.js.PublishAsync(x.prefix+key, nil)
 			if err != nil {
-				return fmt.Errorf("kv: index posting %s: %w", key, err)
+				return nil, fmt.Errorf("kv: index posting %s: %w", key, err)
 			}
 			acks = append(acks, f)
 		}
 	}
-	for _, f := range acks {
+	seqs := make(map[string]uint64, len(ps))
+	for i, f := range acks {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			if i%2 == 1 {
+				seqs[strings.TrimPrefix(f.Msg().Subject, x.prefix)] = ack.Sequence
+			}
 		case err := <-f.Err():
-			return fmt.Errorf("kv: index posting %s: %w", strings.TrimPrefix(f.Msg().Subject, x.prefix), err)
+			return seqs, fmt.Errorf("kv: index posting %s: %w", strings.TrimPrefix(f.Msg().Subject, x.prefix), err)
 		case <-ctx.Done():
-			return ctx.Err()
+			return seqs, ctx.Err()
+		}
+	}
+	return seqs, nil
+}
+
+// dropWritten deletes each posting Put wrote (wrote: key → sequence) that
+// keep does not have, by the sequence written: a posting written again
+// since (a newer message of its key) is left alone.
+func (x *Index) dropWritten(ctx context.Context, wrote map[string]uint64, keep []subjects.Posting) error {
+	for key, seq := range wrote {
+		if slices.ContainsFunc(keep, func(p subjects.Posting) bool { return p.Key() == key }) {
+			continue
+		}
+		if err := x.deleteSeq(ctx, seq); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -329,7 +371,8 @@ func (x *Index) ensure(ctx context.Context, ps []subjects.Posting) error {
 			}
 		}
 	}
-	return x.addPostings(ctx, lacking)
+	_, err := x.addPostings(ctx, lacking)
+	return err
 }
 
 // removePostings deletes postings by the revision read. A posting already

@@ -334,3 +334,63 @@ func TestIndexWriteOutlivesAnOutage(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexLostRaceLeavesNoPosting: a writer that has written its
+// postings and then loses the entry's CAS to a newer revision (the old
+// owner's last write racing the new owner's first, in a handoff) removes
+// the postings it wrote, so no count still finds the session where the
+// losing writer said it was. A writer that loses one attempt and wins the
+// next keeps only the postings of what it wrote.
+func TestIndexLostRaceLeavesNoPosting(t *testing.T) {
+	x, c := openIndex(t), ctx(t)
+	put(t, x, entry("s1", 10, t0), kv.IndexWritten) // dep-a, active
+	count := func(dim, value string) int {
+		t.Helper()
+		n, err := x.Count(c, dim, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// race runs the write of other between the next Put attempt's
+	// postings and its CAS, once.
+	race := func(other record.IndexEntry) {
+		raced := false
+		x.SetBeforeCAS(func() {
+			if raced {
+				return
+			}
+			raced = true
+			if _, err := x.Put(c, other, false); err != nil {
+				t.Errorf("racing write: %v", err)
+			}
+		})
+		t.Cleanup(func() { x.SetBeforeCAS(nil) })
+	}
+
+	old := entry("s1", 11, time.Time{}) // the source, mid-handoff
+	old.DeploymentID, old.State = "dep-blue", record.StateHandoff
+	newer := entry("s1", 12, time.Time{}) // the target, active
+	newer.DeploymentID = "dep-green"
+	race(newer)
+	put(t, x, old, kv.IndexOlder)
+	if b, h, bh, g := count(subjects.DimDep, "dep-blue"), count(subjects.DimState, "handoff"),
+		count(subjects.DimDepState, "dep-blue=handoff"), count(subjects.DimDep, "dep-green"); b != 0 || h != 0 || bh != 0 || g != 1 {
+		t.Fatalf("after a lost race: dep-blue %d handoff %d dep-blue=handoff %d dep-green %d; want 0 0 0 1", b, h, bh, g)
+	}
+
+	// A first write loses its create to another writer's, then wins:
+	// its first attempt's postings were filed under its own creation
+	// time (now), its second under the stored one.
+	first := entry("s2", 5, t0)
+	first.State = record.StatePaused
+	second := entry("s2", 6, time.Time{})
+	race(first)
+	put(t, x, second, kv.IndexWritten)
+	if a, p, all := count(subjects.DimDep, "dep-a"), count(subjects.DimState, "paused"), count(subjects.DimAll, subjects.AllValue); a != 1 || p != 0 || all != 2 {
+		t.Fatalf("after a lost create then a win: dep-a %d paused %d all %d; want 1 0 2", a, p, all)
+	}
+	if ids := listAll(t, x, kv.IndexQuery{Deployment: "dep-a"}, 10); !slices.Equal(ids, []string{"s2"}) {
+		t.Fatalf("deployment=dep-a: %v", ids)
+	}
+}
