@@ -323,11 +323,19 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rep map[string]*ingress.DeploymentReport
-	w.eventually("drain report: only the HITL sessions left on blue", func() bool {
-		r, err := w.drainReport(w.base("green"))
-		rep = r
-		return err == nil && harness.Live(r["blue"]) == len(byKind[kindAsk])
-	})
+	var repErr error
+	if err := poll(wait, func() bool {
+		rep, repErr = w.drainReport(w.base("green"))
+		return repErr == nil && harness.Live(rep["blue"]) == len(byKind[kindAsk])
+	}); err != nil {
+		if b := rep["blue"]; b != nil {
+			t.Logf("blue's last report: sessions by state %v, idle %d, not idle %+v", b.Sessions, b.Idle, b.NotIdle)
+		}
+		_, body, lerr := w.do(http.MethodGet, w.base("green")+"/v1/admin/sessions?deployment=blue&limit=100", nil, true)
+		t.Logf("the index's listing of blue: %s %v", body, lerr)
+		t.Fatalf("drain report: want only the %d HITL sessions left on blue %s after every other moved (last error %v)",
+			len(byKind[kindAsk]), wait, repErr)
+	}
 	blueRep := rep["blue"]
 	if blueRep.Idle != 0 || len(blueRep.NotIdle) != len(byKind[kindAsk]) {
 		t.Fatalf("drain report for blue: idle %d, not idle %+v; want the %d HITL sessions, none idle", blueRep.Idle, blueRep.NotIdle, len(byKind[kindAsk]))
