@@ -28,7 +28,14 @@ import (
 //	6  pending child sends: pendingSends (a child-creating send retried
 //	   in the background, with the start of its timeout)
 //	7  session tags: tags
-const CurrentStateVersion = 7
+//	8  a user's and an idle end: ended "terminated" and "idle_expired"
+const CurrentStateVersion = 8
+
+// EndStateVersion is the state version that expresses the end reasons
+// terminated (a user's terminate command) and idle_expired (no command
+// for the owner's idle limit) in Checkpoint.Ended: a checkpoint that ended
+// so is written at it, every other keeps its lower version.
+const EndStateVersion = 8
 
 // MinStateVersion is the oldest checkpoint state version this build reads.
 const MinStateVersion = 1
@@ -102,9 +109,10 @@ type Checkpoint struct {
 	Tags map[string]string `json:"tags,omitempty"`
 
 	// Started is set by the first commit (session.started recorded); Ended
-	// names the end reason (done, expired, failed) once finalized.
+	// names the end reason once finalized: done, expired, failed, closed
+	// (state version 5), terminated or idle_expired (EndStateVersion).
 	Started bool   `json:"started,omitempty"`
-	Ended   string `json:"ended,omitempty" jsonschema:"enum=,enum=done,enum=expired,enum=failed,enum=closed"`
+	Ended   string `json:"ended,omitempty" jsonschema:"enum=,enum=done,enum=expired,enum=failed,enum=closed,enum=terminated,enum=idle_expired"`
 	Writer  Writer `json:"writer,omitzero"`
 }
 
@@ -280,6 +288,11 @@ type TurnInput struct {
 	// turn (the checkpoint's schema has no such member of turn.inputs, and
 	// its rules refuse it), nor sent to a remote agent (AgentInputs).
 	Tag *Tag `json:"tag,omitempty"`
+	// EndMessage is a terminate command's message (inbox version 4; ""
+	// for none). It is never stored (json "-"), because a terminate is
+	// applied at once and never waits in a turn (the Go rules refuse a
+	// stored input of kind terminate), nor sent to a remote agent.
+	EndMessage string `json:"-"`
 }
 
 // Writer identifies the write that produced a checkpoint: the owner run and

@@ -101,6 +101,9 @@ func (s Send) validate() error {
 	if s.Command.Kind == KindTag || s.Command.Tag != nil {
 		return errors.New("a tag command is applied at once, never sent or stored")
 	}
+	if s.Command.Kind == KindTerminate || s.Command.Terminate != nil {
+		return errors.New("a terminate command is a user's, applied at once, never sent or stored")
+	}
 	if !sessionRE.MatchString(s.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", s.SessionID, sessionRE)
 	}
@@ -182,11 +185,12 @@ func normalizeStored(cmd Command) Command {
 // commands at (sends[].command, pendingSends[].send.command), and the
 // only one its schema accepts for them: the lowest version that expresses
 // every command a checkpoint can store. A tag command (inbox version 3)
-// is applied at once and never sent or stored, so every stored command is
-// expressed at version 2, and a session that sends commands keeps a
-// checkpoint an owner of inbox version 2 reads (VERSIONING.md, "Commands
-// stored in a checkpoint"). In memory, after DecodeCheckpoint, they carry
-// CurrentVersion, as Decode's commands do.
+// and a terminate command (inbox version 4) are applied at once and never
+// sent or stored, so every stored command is expressed at version 2, and a
+// session that sends commands keeps a checkpoint an owner of inbox version
+// 2 reads (VERSIONING.md, "Commands stored in a checkpoint"). In memory,
+// after DecodeCheckpoint, they carry CurrentVersion, as Decode's commands
+// do.
 const StoredCommandVersion = 2
 
 // stampStored stamps the commands c stores with inbox version v, as they

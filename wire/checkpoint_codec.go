@@ -1,137 +1,13 @@
 package wire
 
 import (
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
-
-	genschema "github.com/invopop/jsonschema"
 )
-
-// checkpointCurrent is the generated schema of the current checkpoint
-// state, its stored commands in the shape they are written at
-// (storedCommands).
-var checkpointCurrent = sync.OnceValue(func() *contract {
-	c, err := newContractWith("checkpoint.v"+strconv.Itoa(CurrentStateVersion)+".json", Checkpoint{}, storedCommands)
-	if err != nil {
-		panic(err)
-	}
-	return c
-})
-
-// storedCommands states the commands a checkpoint stores (sends[].command,
-// pendingSends[].send.command) as they are written: at inbox version
-// StoredCommandVersion, whose shape is the current one without the kind
-// tag and its body (a tag command is never stored, Send.validate). And a
-// tag command never waits in a turn, so turn.inputs[] has no tag either.
-func storedCommands(s *genschema.Schema) {
-	if in := s.Definitions["TurnInput"]; in != nil {
-		in.Properties.Delete("tag")
-	}
-	cmd := s.Definitions["Command"]
-	if cmd == nil {
-		return
-	}
-	prop(cmd, "v").Const = StoredCommandVersion
-	kind := prop(cmd, "kind")
-	kind.Enum = slices.DeleteFunc(kind.Enum, func(k any) bool { return k == string(KindTag) })
-	cmd.AllOf = slices.DeleteFunc(cmd.AllOf, func(a *genschema.Schema) bool {
-		return a.Then != nil && slices.Equal(a.Then.Required, []string{bodyOf[KindTag]})
-	})
-	delete(cmd.DependentSchemas, bodyOf[KindTag])
-	cmd.Properties.Delete(bodyOf[KindTag])
-	delete(s.Definitions, "Tag")
-}
-
-// frozenCheckpointV1 is state version 1's frozen schema, which a checkpoint
-// written at version 1 (content that needs nothing newer) must match, so an
-// owner of that version reads it.
-//
-//go:embed testdata/schema_checkpoint_v1.json
-var frozenCheckpointV1 []byte
-
-var checkpointV1 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v1.json", frozenCheckpointV1) })
-
-// frozenCheckpointV2 is state version 2's frozen schema, likewise.
-//
-//go:embed testdata/schema_checkpoint_v2.json
-var frozenCheckpointV2 []byte
-
-var checkpointV2 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v2.json", frozenCheckpointV2) })
-
-// frozenCheckpointV3 is state version 3's frozen schema, likewise.
-//
-//go:embed testdata/schema_checkpoint_v3.json
-var frozenCheckpointV3 []byte
-
-var checkpointV3 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v3.json", frozenCheckpointV3) })
-
-// frozenCheckpointV4 is state version 4's frozen schema, likewise.
-//
-//go:embed testdata/schema_checkpoint_v4.json
-var frozenCheckpointV4 []byte
-
-var checkpointV4 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v4.json", frozenCheckpointV4) })
-
-// frozenCheckpointV5 is state version 5's frozen schema, likewise.
-//
-//go:embed testdata/schema_checkpoint_v5.json
-var frozenCheckpointV5 []byte
-
-var checkpointV5 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v5.json", frozenCheckpointV5) })
-
-// frozenCheckpointV6 is state version 6's frozen schema, likewise.
-//
-//go:embed testdata/schema_checkpoint_v6.json
-var frozenCheckpointV6 []byte
-
-var checkpointV6 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v6.json", frozenCheckpointV6) })
-
-func mustCompile(name string, raw []byte) *contract {
-	c, err := compileContract(schemaBase+name, raw)
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
-
-// checkpointContract is the schema of state version v (MinStateVersion..
-// CurrentStateVersion).
-func checkpointContract(v int) *contract {
-	switch v {
-	case 1:
-		return checkpointV1()
-	case 2:
-		return checkpointV2()
-	case 3:
-		return checkpointV3()
-	case 4:
-		return checkpointV4()
-	case 5:
-		return checkpointV5()
-	case 6:
-		return checkpointV6()
-	}
-	return checkpointCurrent()
-}
-
-// CheckpointSchema returns the generated JSON Schema of the current
-// checkpoint state version.
-func CheckpointSchema() []byte { return append([]byte(nil), checkpointCurrent().raw...) }
-
-// JSONSchemaExtend pins the state version and types the raw fields. (A
-// checkpoint at an older version is checked against that version's frozen
-// schema.)
-func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
-	prop(s, "stateV").Const = CurrentStateVersion
-	prop(s, "outputSchema").Type = "object"
-	tagsSchema(prop(s, "tags"))
-}
 
 // EncodeCheckpoint stamps the current state version, checks every rule and
 // returns the canonical encoding. It is on the commit path, so the Go rules
@@ -141,8 +17,9 @@ func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 //
-// The state version is the lowest that expresses the content: 7 when the
-// session has tags, else 6 when a child send is pending, else 5 when it
+// The state version is the lowest that expresses the content: 8 when it
+// ended terminated or idle_expired, else 7 when the session (or a child
+// it creates) has tags, else 6 when a child send is pending, else 5 when it
 // uses subagents (handles, child waits, a parent, sends, a delegated
 // turn), else 4 for tasks of kinds, else 3 when it uses the agent API's
 // content (structured history, full payloads, usage), else 2 when
@@ -238,6 +115,8 @@ func stateVersionOf(doc map[string]any) (int, error) {
 // lowestVersion is the lowest state version that can express c.
 func (c *Checkpoint) lowestVersion() int {
 	switch {
+	case c.usesEndReasons():
+		return EndStateVersion
 	case len(c.Tags) > 0 || c.sendsTags():
 		return 7
 	case c.usesPendingSends():
@@ -252,6 +131,12 @@ func (c *Checkpoint) lowestVersion() int {
 		return 2
 	}
 	return 1
+}
+
+// usesEndReasons reports an end reason state version 7 readers refuse:
+// terminated (a user's end) or idle_expired (EndStateVersion).
+func (c *Checkpoint) usesEndReasons() bool {
+	return c.Ended == EndTerminated || c.Ended == EndIdleExpired
 }
 
 // sendsTags reports a child-creating send (or pending send) with the new
@@ -347,6 +232,9 @@ func (c *Checkpoint) validateContent() error {
 	if c.StateV < 7 && (len(c.Tags) > 0 || c.sendsTags()) {
 		return errors.New("tags (of the session, or of a new child's send) need state version 7")
 	}
+	if c.StateV < EndStateVersion && c.usesEndReasons() {
+		return fmt.Errorf("ended %q needs state version %d", c.Ended, EndStateVersion)
+	}
 	if err := checkTags(c.Tags); err != nil {
 		return fmt.Errorf("tags: %w", err)
 	}
@@ -404,9 +292,9 @@ func (c *Checkpoint) validateRuntime() error {
 		return err
 	}
 	switch c.Ended {
-	case "", EndDone, EndExpired, EndFailed, EndClosed:
+	case "", EndDone, EndExpired, EndFailed, EndClosed, EndTerminated, EndIdleExpired:
 	default:
-		return fmt.Errorf("ended %q is not done, expired, failed or closed", c.Ended)
+		return fmt.Errorf("ended %q is not done, expired, failed, closed, terminated or idle_expired", c.Ended)
 	}
 	if c.Timer != nil && c.Timer.Duration < 0 {
 		return errors.New("timer.durationNs is negative")
@@ -440,6 +328,9 @@ func (c *Checkpoint) validateRuntime() error {
 		}
 		if in.Kind == KindTag || in.Tag != nil {
 			return fmt.Errorf("turn.inputs[%d]: a tag command is applied at once, never stored in a turn", i)
+		}
+		if in.Kind == KindTerminate {
+			return fmt.Errorf("turn.inputs[%d]: a terminate command is applied at once, never stored in a turn", i)
 		}
 	}
 	return nil

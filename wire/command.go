@@ -31,7 +31,7 @@ func Kinds() []Kind {
 		KindInputResponse, KindAuthCallback, KindTaskResult, KindTimeout,
 		KindPause, KindResume, KindMove,
 		KindChildResult, KindChildWaiting, KindChildResumed, KindEnd,
-		KindTag,
+		KindTag, KindTerminate,
 	}
 }
 
@@ -41,15 +41,19 @@ func (k Kind) Valid() bool {
 	return ok
 }
 
-// bodyOf maps each kind to the JSON name of its body ("" = no body).
+// bodyOf maps each kind to the JSON name of its body ("" = no body). The
+// body is required, unless the kind's is optional (optionalBody).
 var bodyOf = map[Kind]string{
 	KindDeliver: "deliver", KindCancel: "", KindReset: "", KindClear: "",
 	KindCompact: "", KindInputResponse: "inputResponse",
 	KindAuthCallback: "authCallback", KindTaskResult: "taskResult",
 	KindTimeout: "timeout", KindPause: "", KindResume: "", KindMove: "move",
 	KindChildResult: "childResult", KindChildWaiting: "childWaiting", KindChildResumed: "childResumed", KindEnd: "",
-	KindTag: "tag",
+	KindTag: "tag", KindTerminate: "terminate",
 }
+
+// optionalBody are the kinds whose body may be absent.
+var optionalBody = map[Kind]bool{KindTerminate: true}
 
 // Deliver modes.
 const (
@@ -66,7 +70,8 @@ const (
 // Command is the one declared shape of an inbox command at the current wire
 // version. The envelope fields are common to every kind; exactly the body
 // that belongs to Kind is set (none for cancel, reset, clear, compact, pause,
-// resume and end). Build it, then Encode it; Decode returns it.
+// resume and end; terminate's is optional). Build it, then Encode it;
+// Decode returns it.
 type Command struct {
 	// V is the wire version. Encode stamps it; Decode returns CurrentVersion.
 	V    int  `json:"v"`
@@ -99,6 +104,8 @@ type Command struct {
 	ChildResumed  *ChildWaiting  `json:"childResumed,omitempty"`
 	// Tag (version 3) is the body of a tag command.
 	Tag *Tag `json:"tag,omitempty"`
+	// Terminate (version 4) is the optional body of a terminate command.
+	Terminate *Terminate `json:"terminate,omitempty"`
 }
 
 // Deliver is the body of a deliver command.

@@ -74,7 +74,7 @@ func agreeCommand(t testing.TB, b []byte) verdict {
 
 // typedReads reports whether the typed path must accept b, which the
 // reference accepts as ref: a document within the size limit, at version
-// 3, or at version 2 or 1 without what only a later version has, that is
+// 4, or at version 3, 2 or 1 without what only a later version has, that is
 // strict JSON (no repeated member name, no escaped lone surrogate).
 // Everything else the typed path may leave to the reference.
 func typedReads(b []byte, ref Command) bool {
@@ -83,8 +83,10 @@ func typedReads(b []byte, ref Command) bool {
 		return false
 	}
 	switch doc["v"] {
-	case json.Number("3"):
+	case json.Number("4"):
 		return true
+	case json.Number("3"):
+		return ref.expressibleInV3() == nil
 	case json.Number("2"):
 		return ref.expressibleInV2() == nil
 	case json.Number("1"):
@@ -124,6 +126,7 @@ func agreeEncode(t testing.TB, c Command) {
 	}
 	agreeEncodeDown(t, c, 1, (*Command).expressibleInV1, commandV1())
 	agreeEncodeDown(t, c, 2, (*Command).expressibleInV2, commandV2())
+	agreeEncodeDown(t, c, 3, (*Command).expressibleInV3, commandV3())
 }
 
 // agreeEncodeDown checks the down-converting encoder of version v (whose
@@ -153,8 +156,8 @@ func agreeEncodeDown(t testing.TB, c Command, v int, expressible func(*Command) 
 }
 
 // commandCorpus is every fixture, every invalid table of the tests, and
-// mutations of each version-1, version-2 and version-3 fixture at every
-// path.
+// mutations of each version-1, version-2, version-3 and version-4 fixture
+// at every path.
 func commandCorpus(t testing.TB) [][]byte {
 	var out [][]byte
 	for v := 0; v <= CurrentVersion; v++ {
@@ -180,6 +183,9 @@ func commandCorpus(t testing.TB) [][]byte {
 		out = append(out, []byte(tt.in))
 	}
 	for _, tt := range v3DecodeRejectCases {
+		out = append(out, []byte(tt.in))
+	}
+	for _, tt := range v4DecodeRejectCases {
 		out = append(out, []byte(tt.in))
 	}
 	const env = `"id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z"`
@@ -252,6 +258,19 @@ func commandCorpus(t testing.TB) [][]byte {
 		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"b"}},"parentSessionId":"p","handle":"h","depth":1}`,
 		`{"v":3,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","payloads":[{"message":"hi"}]}}`,
 		`{"v":3,"kind":"end",` + env + `,"parentSessionId":"p","handle":"h","depth":1}`,
+		`{"v":4,"kind":"terminate",` + env + `}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{"message":"` + strings.Repeat("é", 128) + `"}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{"message":"` + strings.Repeat("m", 256) + `"}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{"message":"\u00e9\n\"\u0000"}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{"message":"a\ud800"}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{"message":"a"},"terminate":{}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{},"terminate":{"message":""}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"caller":"slack:U42","idempotencyKey":"k","terminate":{"message":"bye"}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"depth":1}`,
+		`{"v":4,"kind":"tag",` + env + `,"tag":{"set":{"a":"b"}}}`,
+		`{"v":4,"kind":"end",` + env + `,"parentSessionId":"p","handle":"h","depth":1}`,
+		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"b"}},"terminate":{"message":"x"}}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","context":[]}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","caller":""}`,
 		`{"type":"deliver","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","payloads":[{"message":"x","Message":1}]}`,
@@ -284,6 +303,7 @@ func mutations(t testing.TB, raw []byte) [][]byte {
 		json.Number("2"), json.Number("4"), json.Number("5"), json.Number("1.0"), json.Number("1e400"),
 		"tag", "A", []any{"x", "x"}, map[string]any{"x": "y"}, map[string]any{"A": "y"},
 		json.Number("3"),
+		"terminate", "terminated", "idle_expired", "user", map[string]any{"message": "m"},
 	}
 	var out [][]byte
 	emit := func(d any) {
@@ -558,6 +578,9 @@ func eventCorpus(t testing.TB) [][]byte {
 	for _, tt := range malformedEventData {
 		out = append(out, rawEvent(tt.kind, tt.data))
 	}
+	for _, data := range slices.Concat(endedV4Malformed, endedV4Valid) {
+		out = append(out, rawEventV(EventSessionEnded, 4, data))
+	}
 	for _, tt := range envelopeRejectCases {
 		out = append(out, []byte(tt.in))
 	}
@@ -664,6 +687,7 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 		Turn:            TurnState{Live: true, ID: "t1", Inputs: []TurnInput{{Seq: 1, ID: str(10, "c1"), Kind: Kind(str(11, "deliver"))}}},
 		HistorySegments: []BlobRef{NewBlobRef([]byte("x"))},
 	}
+	c.Ended = rapid.SampledFrom([]string{"", EndDone, EndExpired, EndFailed, EndClosed, EndTerminated, EndIdleExpired}).Draw(rt, "ended")
 	if fault == 12 {
 		c.Ended = "other"
 	}

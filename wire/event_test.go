@@ -72,6 +72,7 @@ var versionedSamples = []EventBody{
 	TurnCompletedV3{TurnID: "t1", StopReason: StopError, Usage: Usage{InputTokens: 3}},
 	SessionEndedV2{Reason: EndTerminated},
 	SessionEndedV3{Reason: EndClosed},
+	SessionEndedV4{Reason: EndTerminated, By: EndedByUser, Message: "Thanks, that is all."},
 	ChildCompletedV2{Handle: "researcher", ChildSessionID: "sess-2", TurnID: "none", Outcome: ChildFailed,
 		Error: &ChildError{Code: CodeChildUnavailable, Message: "no owner of deployment gray answered"}},
 	HandoffSkippedV2{Reason: SkipChild, CommandID: "c4", Seq: 50, DeploymentID: "dep-1", TargetDeploymentID: "dep-2"},

@@ -38,16 +38,17 @@ func itoa(v int) string { return string(rune('0' + v)) }
 
 // session.ended is written at the lowest data version that expresses its
 // reason: version 1 for every reason it knew, version 2 only for
-// terminated, version 3 only for closed; each version keeps its own
-// schema.
+// terminated, version 3 only for closed, version 4 only for idle_expired
+// (and an end with who and why, TestSessionEndedByVersions); each version
+// keeps its own schema.
 func TestSessionEndedVersions(t *testing.T) {
 	reg := DefaultEvents()
-	for _, r := range []string{EndDone, EndExpired, EndFailed, EndCancelled, EndTerminated, EndClosed} {
+	for _, r := range []string{EndDone, EndExpired, EndFailed, EndCancelled, EndTerminated, EndClosed, EndIdleExpired} {
 		e, err := NewSessionEnded(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]int{EndTerminated: 2, EndClosed: 3}[r]
+		want := map[string]int{EndTerminated: 2, EndClosed: 3, EndIdleExpired: 4}[r]
 		if want == 0 {
 			want = 1
 		}
@@ -68,7 +69,7 @@ func TestSessionEndedVersions(t *testing.T) {
 	if _, err := EncodeEvent(reg, v2); !errors.Is(err, ErrInvalid) {
 		t.Errorf("closed in data version 2 accepted: %v", err)
 	}
-	if reg.Version(EventSessionEnded) != 3 || reg.SchemaV(EventSessionEnded, 1) == nil || bytes.Equal(reg.SchemaV(EventSessionEnded, 1), reg.Schema(EventSessionEnded)) {
+	if reg.Version(EventSessionEnded) != 4 || reg.SchemaV(EventSessionEnded, 1) == nil || bytes.Equal(reg.SchemaV(EventSessionEnded, 1), reg.Schema(EventSessionEnded)) {
 		t.Errorf("registry does not keep both versions: newest %d", reg.Version(EventSessionEnded))
 	}
 }

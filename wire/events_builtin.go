@@ -357,7 +357,8 @@ type SessionRetried struct {
 
 // NewSessionEnded builds a session.ended event at the lowest data version
 // that expresses reason: 1 for done, expired, failed and cancelled, 2 for
-// terminated, 3 for closed (LowestSessionEnded).
+// terminated, 3 for closed, 4 for idle_expired (LowestSessionEnded; an end
+// with who and why is NewBodyEvent(LowestSessionEndedBy(…))).
 func NewSessionEnded(reason string) (Event, error) {
 	return NewBodyEvent(LowestSessionEnded(reason))
 }
@@ -439,14 +440,8 @@ func registerBuiltins(r *EventRegistry) error {
 			return oneOf("reason", d.Reason, EndDone, EndExpired, EndFailed, EndCancelled, EndTerminated)
 		}),
 		registerBuiltin(r, EventErrorKind, func(d ErrorData) error { return nonEmpty("message", d.Message) }),
-		registerBuiltin(r, EventSessionQuarantined, func(d SessionQuarantined) error {
-			if d.Attempts < 1 {
-				return errors.New("attempts must be positive")
-			}
-			return all(nonEmpty("error", d.Error), validDeployment(d.DeploymentID))
-		}),
-		registerBuiltin(r, EventSessionRetried, func(d SessionRetried) error { return validDeployment(d.DeploymentID) }),
 		registerChildEvents(r),
+		registerSessionEndedV4(r),
 		registerQuarantineEvents(r),
 		registerTurnEvents(r),
 	)

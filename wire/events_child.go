@@ -53,13 +53,16 @@ func registerChildEvents(r *EventRegistry) error {
 
 // LowestSessionEnded is session.ended's body for reason at the lowest data
 // version that expresses it: 1 for done, expired, failed and cancelled, 2
-// for terminated, 3 for closed.
+// for terminated, 3 for closed, 4 for idle_expired (LowestSessionEndedBy
+// adds who ended it).
 func LowestSessionEnded(reason string) EventBody {
 	switch reason {
 	case EndTerminated:
 		return SessionEndedV2{Reason: reason}
 	case EndClosed:
 		return SessionEndedV3{Reason: reason}
+	case EndIdleExpired:
+		return SessionEndedV4{Reason: reason}
 	}
 	return SessionEnded{Reason: reason}
 }

@@ -40,18 +40,28 @@ func LowestSessionQuarantined(q SessionQuarantined, lost *BlobRef) EventBody {
 		OutboxLost: true, CheckpointRef: *lost}
 }
 
-// registerQuarantineEvents adds session.quarantined's later data versions
-// to r, after registerBuiltins' version 1.
+// registerQuarantineEvents adds the events appended outside a commit by
+// the quarantine and its way out to r: session.quarantined (data versions
+// 1 and 2) and session.retried.
 func registerQuarantineEvents(r *EventRegistry) error {
-	return registerBuiltinV(r, EventSessionQuarantined, 2, func(d SessionQuarantinedV2) error {
-		if d.Attempts < 1 {
-			return errors.New("attempts must be positive")
-		}
-		if !d.OutboxLost {
-			return errors.New("data version 2 is written only for a lost outbox (outboxLost true)")
-		}
-		return all(nonEmpty("error", d.Error), validDeployment(d.DeploymentID), d.CheckpointRef.Validate())
-	})
+	return errors.Join(
+		registerBuiltin(r, EventSessionQuarantined, func(d SessionQuarantined) error {
+			if d.Attempts < 1 {
+				return errors.New("attempts must be positive")
+			}
+			return all(nonEmpty("error", d.Error), validDeployment(d.DeploymentID))
+		}),
+		registerBuiltinV(r, EventSessionQuarantined, 2, func(d SessionQuarantinedV2) error {
+			if d.Attempts < 1 {
+				return errors.New("attempts must be positive")
+			}
+			if !d.OutboxLost {
+				return errors.New("data version 2 is written only for a lost outbox (outboxLost true)")
+			}
+			return all(nonEmpty("error", d.Error), validDeployment(d.DeploymentID), d.CheckpointRef.Validate())
+		}),
+		registerBuiltin(r, EventSessionRetried, func(d SessionRetried) error { return validDeployment(d.DeploymentID) }),
+	)
 }
 
 // PeekOutbox reads the committed outbox of a checkpoint this build cannot

@@ -18,7 +18,10 @@ func FuzzDecode(f *testing.F) {
 	}
 	const env = `"id":"c\u0031","acceptedDeploymentId":"d","acceptedAt":"2026-01-01T01:00:00.1234567891+01:00"`
 	for _, s := range []string{
-		`{}`, `{"v":3}`, `{"v":2}`, `{"v":1}`, `[]`, `null`, `{"type":"deliver"}`, `{"message":[]}`,
+		`{}`, `{"v":4}`, `{"v":3}`, `{"v":2}`, `{"v":1}`, `[]`, `null`, `{"type":"deliver"}`, `{"message":[]}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{"message":"\u00e9 bye"}}`,
+		`{"v":4,"kind":"terminate",` + env + `,"terminate":{}}`,
+		`{"v":3,"kind":"terminate",` + env + `}`,
 		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"\u00e9","b":""},"remove":["c"]}}`,
 		`{"v":2,"kind":"tag",` + env + `,"tag":{"remove":["c"]}}`,
 		`{"v":1,"kind":"cancel","kind":"reset",` + env + `}`,

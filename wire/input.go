@@ -21,7 +21,8 @@ func DecodeInput(seq uint64, b []byte) TurnInput {
 // plus the fields of c's one body, a delivery's messages joined into Text
 // and its payloads as sent. A parent's command carries its Parent; a
 // child.* command its Child (a wait's request or attempt in RequestID or
-// AttemptID); a tag command its Tag.
+// AttemptID); a tag command its Tag; a terminate command its message in
+// EndMessage.
 func (c *Command) Input(seq uint64) TurnInput {
 	in := TurnInput{Seq: seq, ID: c.ID, Kind: c.Kind, Caller: c.Caller, Deployment: c.AcceptedDeploymentID}
 	if c.ParentSessionID != "" {
@@ -43,6 +44,8 @@ func (c *Command) Input(seq uint64) TurnInput {
 		in.Target, in.Force = c.Move.DeploymentID, c.Move.Force
 	case c.Tag != nil:
 		in.Tag = normalizeTag(c.Tag)
+	case c.Terminate != nil:
+		in.EndMessage = c.Terminate.Message
 	}
 	return in
 }

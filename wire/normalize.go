@@ -49,6 +49,7 @@ func normalizeCommand(c Command) Command {
 	if c.Tag != nil {
 		c.Tag = normalizeTag(c.Tag)
 	}
+	normalizeTerminate(&c)
 	return c
 }
 

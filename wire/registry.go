@@ -9,7 +9,7 @@ import (
 
 // CurrentVersion is the inbox wire version this build produces and decodes
 // to. It equals the highest version of the default registry (tested).
-const CurrentVersion = 3
+const CurrentVersion = 4
 
 // Migration lifts one decoded command document from version n-1 to version
 // n. It is a pure data transform over the generic JSON form (objects as
@@ -31,7 +31,8 @@ func NewRegistry() *Registry { return &Registry{} }
 // defaultRegistry holds the shipped versions.
 var defaultRegistry = func() *Registry {
 	r := NewRegistry()
-	if err := errors.Join(r.Register(1, migrateV0), r.Register(2, migrateV1), r.Register(3, migrateV2)); err != nil {
+	if err := errors.Join(r.Register(1, migrateV0), r.Register(2, migrateV1), r.Register(3, migrateV2),
+		r.Register(4, migrateV3)); err != nil {
 		panic(err)
 	}
 	return r

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +24,10 @@ import (
 // shape is the JSON shape of a Go type as far as the generated schema
 // states it beyond what encoding/json checks itself: exact member names,
 // no unknown member, required members, no null (except where the schema
-// allows anything), and the date-time format of times. Types are then
-// checked by decoding into the Go type.
+// allows anything), the date-time format of times, and no empty string in
+// an optional string member whose schema refuses one (minLength, or an
+// enumeration without ""), which would decode as its absence. Types are
+// then checked by decoding into the Go type.
 type shape struct {
 	kind     shapeKind
 	fields   map[string]shapeField // object: members by exact JSON name
@@ -35,6 +38,9 @@ type shape struct {
 type shapeField struct {
 	bit   uint64
 	shape *shape
+	// nonEmpty: an optional string member whose schema refuses "" (its
+	// Go zero, which the decoded value cannot tell from absent).
+	nonEmpty bool
 }
 
 type shapeKind uint8
@@ -162,12 +168,31 @@ func (st *shapeState) object(t reflect.Type) *shape {
 			st.bad = true
 		}
 		bit := uint64(1) << len(sh.fields)
-		sh.fields[name] = shapeField{bit: bit, shape: st.of(f.Type)}
+		nonEmpty := !required && f.Type.Kind() == reflect.String && refusesEmpty(f.Tag.Get("jsonschema"))
+		sh.fields[name] = shapeField{bit: bit, shape: st.of(f.Type), nonEmpty: nonEmpty}
 		if required {
 			sh.required |= bit
 		}
 	}
 	return sh
+}
+
+// refusesEmpty reports whether a string's jsonschema tag refuses "": a
+// minLength of at least 1, or an enumeration without "".
+func refusesEmpty(tag string) bool {
+	enum, emptyInEnum := false, false
+	for _, o := range strings.Split(tag, ",") {
+		k, v, _ := strings.Cut(o, "=")
+		switch k {
+		case "minLength":
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return true
+			}
+		case "enum":
+			enum, emptyInEnum = true, emptyInEnum || v == ""
+		}
+	}
+	return enum && !emptyInEnum
 }
 
 // hasSchemaMethod reports whether t customizes its generated schema.
@@ -240,13 +265,23 @@ func (sh *shape) object(dec *jsontext.Decoder) bool {
 			return false
 		}
 		f, ok := sh.fields[name.String()]
-		if !ok || !f.shape.check(dec) {
+		if !ok || !f.check(dec) {
 			return false
 		}
 		set |= f.bit
 	}
 	_, err := dec.ReadToken()
 	return err == nil && set&sh.required == sh.required
+}
+
+// check reads the value of a member: of its shape, and not "" when the
+// member's schema refuses that.
+func (f shapeField) check(dec *jsontext.Decoder) bool {
+	if !f.nonEmpty || dec.PeekKind() != '"' {
+		return f.shape.check(dec)
+	}
+	v, err := dec.ReadValue()
+	return err == nil && string(v) != `""`
 }
 
 // checkData reports whether raw (one JSON object, and nothing after it)

@@ -11,9 +11,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// The typed path of Decode. A document that declares "v":3 (the current
-// version), "v":2 or "v":1 (which the later versions only extend) is read
-// straight into Command by a strict standard decoder,
+// The typed path of Decode. A document that declares "v":4 (the current
+// version), "v":3, "v":2 or "v":1 (which the later versions only extend)
+// is read straight into Command by a strict standard decoder,
 // go-json-experiment/json (the encoding/json/v2 of the Go project, which
 // Go 1.26 keeps behind GOEXPERIMENT=jsonv2): exact, case-sensitive member
 // names, a repeated member name refused, no unknown member outside the raw
@@ -29,10 +29,11 @@ import (
 // The typed path only ever accepts. Everything else goes to the reference
 // path (decodeReference: generic parse, migration chain, schema, Go rules),
 // which produces the typed error or handles what the typed path declines:
-// version-0 documents, version-1 or version-2 documents that use what
-// only a later version has (the migrations reject them), member names
-// that repeat (whose last-wins meaning only the generic parse states),
-// a tag body's present but empty set or remove, and escapes of lone
+// version-0 documents, version-1, version-2 or version-3 documents that
+// use what only a later version has (the migrations reject them), member
+// names that repeat (whose last-wins meaning only the generic parse
+// states), a tag body's present but empty set or remove, an empty
+// terminate body on another kind, and escapes of lone
 // surrogates (which encoding/json turns into U+FFFD). TestSchemaAgreement
 // and FuzzSchemaAgreement hold the two paths to the same verdict and value.
 
@@ -67,6 +68,7 @@ var zeroMeansAbsent = map[jsontext.Pointer]bool{
 	"/taskResult/error": true, "/childResult/error": true, "/childResult/ended": true,
 	"/childWaiting/requestId": true, "/childWaiting/attemptId": true,
 	"/childResumed/requestId": true, "/childResumed/attemptId": true,
+	"/terminate/message": true,
 }
 
 // errZero refuses a present zero value of a zeroMeansAbsent member.
@@ -143,7 +145,7 @@ var strictDecode = jsonv2.JoinOptions(
 		noNull[uint64](), noNull[float64](), jsonv2.UnmarshalFromFunc(unmarshalTime),
 		noNull[*Deliver](), noNull[*InputResponse](), noNull[*AuthCallback](),
 		noNull[*TaskResult](), noNull[*Timeout](), noNull[*Move](),
-		noNull[*ChildResult](), noNull[*ChildWaiting](), noNull[*Tag](), noNull[*Message](),
+		noNull[*ChildResult](), noNull[*ChildWaiting](), noNull[*Tag](), noNull[*Terminate](), noNull[*Message](),
 		noNull[Payload](), noNull[InputResponse](), noNull[Part](), noNull[Usage](),
 		noNull[[]Payload](), noNull[[]InputResponse](), noNull[[]Part](), noNull[[]string](),
 		noNull[map[string]json.RawMessage](), noNull[map[string]string](),
@@ -165,21 +167,23 @@ func unmarshalMessage(dec *jsontext.Decoder, m *Message) error {
 	return errNull // null, or not a message: the reference path words it
 }
 
-// decodeFast reads a version-1, version-2 or version-3 command as the
-// current version. It returns accepted with the normalized, validated
-// command, or declined for the reference path.
+// decodeFast reads a version-1, version-2, version-3 or version-4 command
+// as the current version. It returns accepted with the normalized,
+// validated command, or declined for the reference path.
 func decodeFast(b []byte) (Command, verdict) {
 	var c Command
 	if jsonv2.Unmarshal(b, &c, strictDecode) != nil {
 		return Command{}, declined
 	}
 	switch {
-	case c.V < 1 || c.V > 3:
+	case c.V < 1 || c.V > 4:
 		return Command{}, declined // version 0, or another version
 	case c.V == 1 && c.expressibleInV1() != nil:
-		return Command{}, declined // the 1→2 or 2→3 migration words the rejection
+		return Command{}, declined // a later migration words the rejection
 	case c.V == 2 && c.expressibleInV2() != nil:
-		return Command{}, declined // the 2→3 migration words the rejection
+		return Command{}, declined // the 2→3 or 3→4 migration words the rejection
+	case c.V == 3 && c.expressibleInV3() != nil:
+		return Command{}, declined // the 3→4 migration words the rejection
 	}
 	c.V = CurrentVersion
 	if !normalizeDecoded(&c) || c.validate() != nil {
@@ -235,6 +239,9 @@ func normalizeDecoded(c *Command) bool {
 		// The schema refuses a present but empty set or remove; the
 		// decoder reads them as non-nil and empty.
 		ok = ok && (t.Set == nil || len(t.Set) > 0) && (t.Remove == nil || len(t.Remove) > 0)
+	}
+	if t := c.Terminate; t != nil && t.Message == "" && c.Kind == KindTerminate {
+		c.Terminate = nil // {}: a terminate without a message (normalizeTerminate)
 	}
 	return ok
 }

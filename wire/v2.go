@@ -8,8 +8,9 @@ import (
 // Version 2: its frozen schema (testdata/schema_v2.json, generated from the
 // version-2 Go types when they were current) and its encoder, now a
 // down-conversion of the current Command for consumers still stamped
-// {v:2}. Version 3 added a kind and its body only, so a command that uses
-// neither is encoded exactly as a version-2 build encoded it.
+// {v:2}. Versions 3 and 4 added kinds and their bodies only, so a command
+// that uses none of them is encoded exactly as a version-2 build encoded
+// it.
 
 // frozenCommandV2 is version 2's frozen schema: what a version-2 consumer
 // accepts.
@@ -21,9 +22,9 @@ var frozenCommandV2 []byte
 var commandV2 = sync.OnceValue(func() *contract { return mustCompile("command.v2.json", frozenCommandV2) })
 
 // encodeV2 encodes for a version-2 consumer. A command version 2 cannot
-// express (a tag command) is ErrUnsupportedTarget, never silently
-// downgraded; any other is checked by the current rules and written as
-// version 2 wrote it, stamped "v":2.
+// express (a tag or terminate command) is ErrUnsupportedTarget, never
+// silently downgraded; any other is checked by the current rules and
+// written as version 2 wrote it, stamped "v":2.
 func encodeV2(c Command) ([]byte, error) {
 	c = normalizeCommand(c)
 	if err := c.expressibleInV2(); err != nil {
@@ -38,9 +39,13 @@ func encodeV2(c Command) ([]byte, error) {
 	return c.encodeChecked(commandV2())
 }
 
-// expressibleInV2 refuses what version 2 has no words for: the kind tag
-// and its body.
+// expressibleInV2 refuses what version 2 has no words for: what version
+// 3 has none for either, and the kind tag and its body.
 func (c *Command) expressibleInV2() *Error {
+	if err := c.expressibleInV3(); err != nil {
+		err.Version = 2
+		return err
+	}
 	switch {
 	case v3Kinds[string(c.Kind)]:
 		return c.unsupported(2, "kind %q needs inbox version 3", c.Kind)

@@ -1,109 +1,51 @@
 package wire
 
 import (
+	_ "embed"
 	"sync"
-
-	genschema "github.com/invopop/jsonschema"
 )
 
-// Version 3 (the current version): the shape of Command with the kind tag
-// (session tags), its schema (generated from the Go types, frozen in
-// testdata/schema_v3.json) and its encoder. A later version replaces the
-// Go types, adds a one-step migration from 3 and keeps encodeV3 as a
-// down-conversion for v3 consumers for as long as they exist.
+// Version 3: its frozen schema (testdata/schema_v3.json, generated from the
+// version-3 Go types when they were current) and its encoder, now a
+// down-conversion of the current Command for consumers still stamped
+// {v:3}. Version 4 added a kind and its body only, so a command that uses
+// neither is encoded exactly as a version-3 build encoded it.
 
-// commandV3 is the generated and compiled schema of the version-3 shape.
-var commandV3 = sync.OnceValue(func() *contract { return mustContract("command.v3.json", Command{}) })
+// frozenCommandV3 is version 3's frozen schema: what a version-3 consumer
+// accepts.
+//
+//go:embed testdata/schema_v3.json
+var frozenCommandV3 []byte
 
-// commandCurrent is the schema of the current version.
-func commandCurrent() *contract { return commandV3() }
+// commandV3 is the compiled frozen schema of version 3.
+var commandV3 = sync.OnceValue(func() *contract { return mustCompile("command.v3.json", frozenCommandV3) })
 
-// CommandSchema returns the generated JSON Schema of the current command
-// version, exactly as frozen in testdata/schema_v<CurrentVersion>.json.
-func CommandSchema() []byte { return append([]byte(nil), commandCurrent().raw...) }
-
-// JSONSchemaExtend adds what the reflector cannot see: the version
-// constant, the kind enumeration, the kind ↔ body correspondence and that
-// parentSessionId, handle and depth go together.
-func (Command) JSONSchemaExtend(s *genschema.Schema) {
-	prop(s, "v").Const = CurrentVersion
-	kind := prop(s, "kind")
-	for _, k := range Kinds() {
-		kind.Enum = append(kind.Enum, string(k))
-	}
-	s.DependentSchemas = map[string]*genschema.Schema{}
-	for _, k := range Kinds() {
-		body := bodyOf[k]
-		if body == "" {
-			continue
-		}
-		isKind := &genschema.Schema{Properties: genschema.NewProperties(), Required: []string{"kind"}}
-		isKind.Properties.Set("kind", &genschema.Schema{Const: string(k)})
-		s.AllOf = append(s.AllOf, &genschema.Schema{If: isKind, Then: &genschema.Schema{Required: []string{body}}})
-		s.DependentSchemas[body] = isKind
-	}
-	s.DependentRequired = map[string][]string{
-		"parentSessionId": {"handle", "depth"},
-		"handle":          {"parentSessionId", "depth"},
-		"depth":           {"parentSessionId", "handle"},
-	}
-}
-
-// JSONSchemaExtend requires a payload to carry something and outputSchema to
-// be an object.
-func (Payload) JSONSchemaExtend(s *genschema.Schema) {
-	one := uint64(1)
-	s.MinProperties = &one
-	prop(s, "outputSchema").Type = "object"
-	prop(s, "ext").PropertyNames = &genschema.Schema{MinLength: &one}
-}
-
-// JSONSchemaExtend requires exactly one of result and error.
-func (TaskResult) JSONSchemaExtend(s *genschema.Schema) {
-	s.OneOf = []*genschema.Schema{{Required: []string{"result"}}, {Required: []string{"error"}}}
-}
-
-// JSONSchemaExtend requires exactly one of requestId and attemptId (the
-// body of child.waiting and of child.resumed).
-func (ChildWaiting) JSONSchemaExtend(s *genschema.Schema) {
-	s.OneOf = []*genschema.Schema{{Required: []string{"requestId"}}, {Required: []string{"attemptId"}}}
-}
-
-// encodeV3 encodes for a version-3 consumer: normalize, check the Go rules
-// (at least as strict as the frozen schema, see equivalence_test.go), then
-// marshal canonically. Producer drift dies here. The schema itself is not
-// run (unless debugSchema is set).
+// encodeV3 encodes for a version-3 consumer. A command version 3 cannot
+// express (a terminate command) is ErrUnsupportedTarget, never silently
+// downgraded; any other is checked by the current rules and written as
+// version 3 wrote it, stamped "v":3.
 func encodeV3(c Command) ([]byte, error) {
 	c = normalizeCommand(c)
-	c.V = 3
-	if err := c.validate(); err != nil {
+	if err := c.expressibleInV3(); err != nil {
 		return nil, err
 	}
+	c.V = CurrentVersion
+	if err := c.validate(); err != nil {
+		err.Version = 3
+		return nil, err
+	}
+	c.V = 3
 	return c.encodeChecked(commandV3())
 }
 
-// encodeChecked writes a validated command canonically, within
-// MaxCommandBytes; with debugSchema set, it also checks the bytes against
-// the target version's schema k.
-func (c *Command) encodeChecked(k *contract) ([]byte, error) {
-	b, err := marshal(c)
-	if err != nil {
-		return nil, c.fail(ErrInvalid, "marshal: %v", err)
+// expressibleInV3 refuses what version 3 has no words for: the kind
+// terminate and its body.
+func (c *Command) expressibleInV3() *Error {
+	switch {
+	case v4Kinds[string(c.Kind)]:
+		return c.unsupported(3, "kind %q needs inbox version 4", c.Kind)
+	case c.Terminate != nil:
+		return c.unsupported(3, "terminate needs inbox version 4")
 	}
-	if len(b) > MaxCommandBytes {
-		return nil, c.fail(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
-	}
-	if debugSchema {
-		if err := debugCheck(k, b); err != nil {
-			return nil, c.fail(ErrInvalid, "schema (debug check): %v", err)
-		}
-	}
-	return b, nil
-}
-
-// fail builds an error carrying the command's version, kind and ID.
-func (c *Command) fail(sentinel error, format string, args ...any) *Error {
-	e := reject(sentinel, format, args...)
-	e.Version, e.Kind, e.CommandID = c.V, string(c.Kind), c.ID
-	return e
+	return nil
 }

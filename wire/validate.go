@@ -87,7 +87,7 @@ func (c *Command) validate() *Error {
 	if err := c.validateEnvelope(); err != nil {
 		return c.fail(ErrInvalid, "%v", err)
 	}
-	if n, set := c.body(); n != 1 && body != "" || n != 0 && body == "" || n == 1 && set != body {
+	if n, set := c.body(); n > 1 || n == 1 && set != body || n == 0 && body != "" && !optionalBody[c.Kind] {
 		var want []string
 		if body != "" {
 			want = []string{body}
@@ -117,6 +117,7 @@ func (c *Command) body() (n int, name string) {
 	count(c.ChildWaiting != nil, "childWaiting")
 	count(c.ChildResumed != nil, "childResumed")
 	count(c.Tag != nil, "tag")
+	count(c.Terminate != nil, "terminate")
 	return n, name
 }
 
@@ -132,7 +133,7 @@ func (c *Command) validateEnvelope() error {
 	if err := validDeployment(c.AcceptedDeploymentID); err != nil {
 		return fmt.Errorf("acceptedDeploymentId: %w", err)
 	}
-	if err := c.validateParent(); err != nil {
+	if err := all(c.validateParent(), c.validateTerminate()); err != nil {
 		return err
 	}
 	return validTime("acceptedAt", c.AcceptedAt)
@@ -179,6 +180,7 @@ func (c *Command) bodies() []string {
 	add(c.ChildWaiting != nil, "childWaiting")
 	add(c.ChildResumed != nil, "childResumed")
 	add(c.Tag != nil, "tag")
+	add(c.Terminate != nil, "terminate")
 	return out
 }
 
@@ -204,6 +206,8 @@ func (c *Command) validateBody() error {
 		return c.ChildResumed.validate()
 	case c.Tag != nil:
 		return c.Tag.validate()
+	case c.Terminate != nil:
+		return c.Terminate.validate()
 	}
 	return nil
 }

@@ -1,0 +1,130 @@
+package wire
+
+import (
+	"sync"
+
+	genschema "github.com/invopop/jsonschema"
+)
+
+// Version 4 (the current version): the shape of Command with the kind
+// terminate (a user's end of a session), its schema (generated from the Go
+// types, frozen in testdata/schema_v4.json) and its encoder. A later
+// version replaces the Go types, adds a one-step migration from 4 and
+// keeps encodeV4 as a down-conversion for v4 consumers for as long as they
+// exist.
+
+// commandV4 is the generated and compiled schema of the version-4 shape.
+var commandV4 = sync.OnceValue(func() *contract { return mustContract("command.v4.json", Command{}) })
+
+// commandCurrent is the schema of the current version.
+func commandCurrent() *contract { return commandV4() }
+
+// CommandSchema returns the generated JSON Schema of the current command
+// version, exactly as frozen in testdata/schema_v<CurrentVersion>.json.
+func CommandSchema() []byte { return append([]byte(nil), commandCurrent().raw...) }
+
+// JSONSchemaExtend adds what the reflector cannot see: the version
+// constant, the kind enumeration, the kind ↔ body correspondence (a body
+// belongs to its kind; it is required unless optional, as terminate's),
+// that parentSessionId, handle and depth go together, and that a
+// terminate command carries none of them.
+func (Command) JSONSchemaExtend(s *genschema.Schema) {
+	prop(s, "v").Const = CurrentVersion
+	kind := prop(s, "kind")
+	for _, k := range Kinds() {
+		kind.Enum = append(kind.Enum, string(k))
+	}
+	s.DependentSchemas = map[string]*genschema.Schema{}
+	for _, k := range Kinds() {
+		body := bodyOf[k]
+		if body == "" {
+			continue
+		}
+		if !optionalBody[k] {
+			s.AllOf = append(s.AllOf, &genschema.Schema{If: isKind(k), Then: &genschema.Schema{Required: []string{body}}})
+		}
+		s.DependentSchemas[body] = isKind(k)
+	}
+	s.AllOf = append(s.AllOf, &genschema.Schema{If: isKind(KindTerminate),
+		Then: &genschema.Schema{Not: &genschema.Schema{Required: []string{"parentSessionId"}}}})
+	s.DependentRequired = map[string][]string{
+		"parentSessionId": {"handle", "depth"},
+		"handle":          {"parentSessionId", "depth"},
+		"depth":           {"parentSessionId", "handle"},
+	}
+}
+
+// isKind is the schema of a command of kind k.
+func isKind(k Kind) *genschema.Schema {
+	s := &genschema.Schema{Properties: genschema.NewProperties(), Required: []string{"kind"}}
+	s.Properties.Set("kind", &genschema.Schema{Const: string(k)})
+	return s
+}
+
+// kindOf is the kind a schema of isKind names ("" for another schema).
+func kindOf(s *genschema.Schema) Kind {
+	if s == nil || prop(s, "kind") == nil {
+		return ""
+	}
+	k, _ := prop(s, "kind").Const.(string)
+	return Kind(k)
+}
+
+// JSONSchemaExtend requires a payload to carry something and outputSchema to
+// be an object.
+func (Payload) JSONSchemaExtend(s *genschema.Schema) {
+	one := uint64(1)
+	s.MinProperties = &one
+	prop(s, "outputSchema").Type = "object"
+	prop(s, "ext").PropertyNames = &genschema.Schema{MinLength: &one}
+}
+
+// JSONSchemaExtend requires exactly one of result and error.
+func (TaskResult) JSONSchemaExtend(s *genschema.Schema) {
+	s.OneOf = []*genschema.Schema{{Required: []string{"result"}}, {Required: []string{"error"}}}
+}
+
+// JSONSchemaExtend requires exactly one of requestId and attemptId (the
+// body of child.waiting and of child.resumed).
+func (ChildWaiting) JSONSchemaExtend(s *genschema.Schema) {
+	s.OneOf = []*genschema.Schema{{Required: []string{"requestId"}}, {Required: []string{"attemptId"}}}
+}
+
+// encodeV4 encodes for a version-4 consumer: normalize, check the Go rules
+// (at least as strict as the frozen schema, see equivalence_test.go), then
+// marshal canonically. Producer drift dies here. The schema itself is not
+// run (unless debugSchema is set).
+func encodeV4(c Command) ([]byte, error) {
+	c = normalizeCommand(c)
+	c.V = 4
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c.encodeChecked(commandV4())
+}
+
+// encodeChecked writes a validated command canonically, within
+// MaxCommandBytes; with debugSchema set, it also checks the bytes against
+// the target version's schema k.
+func (c *Command) encodeChecked(k *contract) ([]byte, error) {
+	b, err := marshal(c)
+	if err != nil {
+		return nil, c.fail(ErrInvalid, "marshal: %v", err)
+	}
+	if len(b) > MaxCommandBytes {
+		return nil, c.fail(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
+	}
+	if debugSchema {
+		if err := debugCheck(k, b); err != nil {
+			return nil, c.fail(ErrInvalid, "schema (debug check): %v", err)
+		}
+	}
+	return b, nil
+}
+
+// fail builds an error carrying the command's version, kind and ID.
+func (c *Command) fail(sentinel error, format string, args ...any) *Error {
+	e := reject(sentinel, format, args...)
+	e.Version, e.Kind, e.CommandID = c.V, string(c.Kind), c.ID
+	return e
+}
