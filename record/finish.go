@@ -2,6 +2,7 @@ package record
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/baton-rt/baton/subjects"
 )
@@ -13,6 +14,10 @@ import (
 // only writer of a session's events. The request is found without a live
 // request by any owner's sweep (a quarantined record with Finish set), so
 // a request made while no owner runs is carried out when one starts.
+
+// MaxEndMessageBytes bounds an end's message (wire's bound on the
+// terminate command's and session.ended's message).
+const MaxEndMessageBytes = 256
 
 // Finish operations.
 const (
@@ -31,6 +36,13 @@ type FinishRequest struct {
 	Force        bool      `json:"force,omitempty"`        // retry: cancel live waits there
 	By           string    `json:"by"`                     // the writer stamp of the request
 	At           time.Time `json:"at"`
+	// EndedBy says who asked for an end: EndedByUser (the session's own
+	// route, POST /v1/sessions/{id}/end) or EndedByAdmin (the admin route;
+	// also a request without it, written before the member existed).
+	// Message is the user's optional word on the end (at most 256 bytes).
+	// Both go into the session.ended event the finisher appends.
+	EndedBy string `json:"endedBy,omitempty"`
+	Message string `json:"message,omitempty"`
 	// Extra: the members this build does not know (SessionRecord.Extra).
 	Extra Members `json:"-"`
 }
@@ -47,23 +59,48 @@ func (f *FinishRequest) UnmarshalJSON(data []byte) error {
 	return decodeInto(data, (*finishRequest)(f), &f.Extra)
 }
 
-// Same reports whether g asks what f asks (a repeated request).
+// Who asks for an end (FinishRequest.EndedBy).
+const (
+	EndedByUser  = "user"
+	EndedByAdmin = "admin"
+)
+
+// Same reports whether g asks what f asks (a repeated request). Two ends
+// ask the same whoever asked and whatever they said: the first one
+// written is carried out, once.
 func (f FinishRequest) Same(g FinishRequest) bool {
 	return f.Op == g.Op && f.DeploymentID == g.DeploymentID && f.Force == g.Force
 }
 
-// RequestFinish writes an operator's request f into a quarantined record:
+// Requester is who asked for an end: EndedBy, EndedByAdmin when unset.
+func (f FinishRequest) Requester() string {
+	if f.EndedBy == "" {
+		return EndedByAdmin
+	}
+	return f.EndedBy
+}
+
+// RequestFinish writes a request f into a quarantined record — or an end
+// into the record of a session no owner of its deployment runs (see
+// finishable):
 // nothing else changes but the writer stamp (f.By, counter 0), which
 // settles an uncertain write. A record that already holds the same request
 // is returned as it is; one that holds another refuses.
 func RequestFinish(r SessionRecord, f FinishRequest) (SessionRecord, error) {
-	if err := inQuarantine("request finish", r); err != nil {
+	if err := finishable("request finish", r, f.Op); err != nil {
 		return SessionRecord{}, err
 	}
 	switch f.Op {
 	case FinishEnd:
 		f.DeploymentID, f.Force = "", false
+		if f.EndedBy != "" && f.EndedBy != EndedByUser && f.EndedBy != EndedByAdmin {
+			return SessionRecord{}, invalid("end of %s: endedBy %q is not %s or %s", r.SessionID, f.EndedBy, EndedByUser, EndedByAdmin)
+		}
+		if len(f.Message) > MaxEndMessageBytes || !utf8.ValidString(f.Message) {
+			return SessionRecord{}, invalid("end of %s: the message is more than %d bytes or not UTF-8", r.SessionID, MaxEndMessageBytes)
+		}
 	case FinishRetry:
+		f.EndedBy, f.Message = "", ""
 		if err := subjects.ValidateDeployment(f.DeploymentID); err != nil {
 			return SessionRecord{}, invalid("retry of %s: %w", r.SessionID, err)
 		}
@@ -85,17 +122,14 @@ func RequestFinish(r SessionRecord, f FinishRequest) (SessionRecord, error) {
 	return r, nil
 }
 
-// ClaimFinish is an owner's claim of a quarantined session with a pending
-// finish, for that finish only: the owner's process and run, the writer
+// ClaimFinish is an owner's claim of a session with a pending finish
+// (FinishPending), for that finish only: the owner's process and run, the writer
 // stamp run (counter 0). It is not an adoption and runs nothing: the
 // deployment, the epoch (which counts the session's runs), the state and
 // the request stay, and a claimer that dies leaves the request to the next
 // one (its process no longer holds a lease). The revision CAS fences it.
 func ClaimFinish(r SessionRecord, process, run string) (SessionRecord, error) {
-	if err := inQuarantine("claim finish", r); err != nil {
-		return SessionRecord{}, err
-	}
-	if r.Finish == nil {
+	if !r.FinishPending() {
 		return SessionRecord{}, refuse("claim finish", r, "no finish is pending")
 	}
 	if process == "" || run == "" {
@@ -107,6 +141,32 @@ func ClaimFinish(r SessionRecord, process, run string) (SessionRecord, error) {
 	return r, nil
 }
 
-// FinishPending reports a quarantined record whose operator request waits
-// for an owner.
-func (r SessionRecord) FinishPending() bool { return r.Quarantined() && r.Finish != nil }
+// FinishPending reports a record whose finish request waits for an
+// owner: a quarantined one's end or retry, or the end of a session no
+// owner of its deployment ran when it was asked (active, paused or
+// hibernated: no claim may take it while the end is pending, Claim).
+func (r SessionRecord) FinishPending() bool {
+	return r.Finish != nil && (r.Quarantined() || r.Finish.Op == FinishEnd && orphanEndable(r.State))
+}
+
+// orphanEndable: the states from which a session no owner runs may be
+// ended by the finisher (RequestFinish of an end).
+func orphanEndable(s State) bool {
+	return s == StateActive || s == StatePaused || s == StateHibernated
+}
+
+// finishable refuses a finish request where no owner may carry it out: a
+// retry of a session that is not quarantined, an end of one that is not
+// quarantined, active, paused or hibernated (ended, mid-handoff). The end
+// of a session that is not quarantined is the caller's to justify: only
+// when no owner of its deployment is live (docs/architecture.md, the
+// intent rule); the revision CAS makes a claim that lands first win.
+func finishable(t string, r SessionRecord, op string) error {
+	if r.Quarantined() || op == FinishEnd && orphanEndable(r.State) {
+		return nil
+	}
+	if op == FinishEnd {
+		return refuse(t, r, "the session is %s: only a quarantined, active, paused or hibernated one is ended by a finisher", r.State)
+	}
+	return inQuarantine(t, r)
+}

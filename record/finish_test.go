@@ -3,6 +3,7 @@ package record_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/baton-rt/baton/record"
@@ -20,9 +21,10 @@ func requested(t *testing.T) record.SessionRecord {
 	return r
 }
 
-// An operator's finish request goes only into a quarantined record, as one
+// An operator's finish request goes into a quarantined record, as one
 // request at a time (the same one again is no write); the finisher's claim
 // keeps the deployment, epoch and state; the finish clears the request.
+// A retry goes into no other record (an end may: TestOrphanEnd).
 func TestFinishTransitions(t *testing.T) {
 	parked := parkedRec(t)
 	r := requested(t)
@@ -45,8 +47,8 @@ func TestFinishTransitions(t *testing.T) {
 			t.Fatalf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := record.RequestFinish(newRec(t), endReq); !errors.Is(err, record.ErrTransition) {
-		t.Fatalf("a request for a live session: %v, want ErrTransition", err)
+	if _, err := record.RequestFinish(newRec(t), retry); !errors.Is(err, record.ErrTransition) {
+		t.Fatalf("a retry of a session that is not quarantined: %v, want ErrTransition", err)
 	}
 
 	if _, err := record.ClaimFinish(parked, "p1", "finish-1"); !errors.Is(err, record.ErrTransition) {
@@ -85,5 +87,47 @@ func TestFinishRequestKeepsUnknownMembers(t *testing.T) {
 	var doc struct{ Finish map[string]any }
 	if err := json.Unmarshal(b, &doc); err != nil || doc.Finish["reason"] != "later" || doc.Finish["op"] != "end" {
 		t.Fatalf("encoded %s", b)
+	}
+}
+
+// The end of a session no owner of its deployment runs (active, paused or
+// hibernated) is a pending finish too: no claim takes the record while it
+// is pending, the finisher's claim does, and the end leaves a record every
+// build tells from a session its own run ended (Terminated: a Quarantine
+// saying why, on the session's deployment). An ended or mid-handoff
+// session takes no end request.
+func TestOrphanEnd(t *testing.T) {
+	live := newRec(t)
+	f := record.FinishRequest{Op: record.FinishEnd, By: "user-1", At: at, EndedBy: record.EndedByUser, Message: "bye"}
+	r, err := record.RequestFinish(live, f)
+	if err != nil || !r.FinishPending() || r.State != live.State || r.Epoch != live.Epoch || r.Finish.Message != "bye" {
+		t.Fatalf("end request into an active record: %+v, %v", r, err)
+	}
+	if _, err := record.Claim(r, record.Owner{Process: "p9", RunID: "r9", Deployment: r.DeploymentID},
+		record.Boot{Settled: record.StateActive, At: at}); !errors.Is(err, record.ErrTransition) {
+		t.Fatalf("a claim of a record whose end is pending: %v, want ErrTransition", err)
+	}
+	c, err := record.ClaimFinish(r, "p1", "finish-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := record.Terminate(c, "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
+	if err != nil || done.State != record.StateEnded || done.Finish != nil || !done.Terminated() || done.Quarantined() ||
+		done.Quarantine == nil || done.Quarantine.DeploymentID != live.DeploymentID || !done.Quarantine.Since.Equal(at) {
+		t.Fatalf("the end: %+v, %v", done, err)
+	}
+	if _, err := record.RequestFinish(done, f); !errors.Is(err, record.ErrTransition) {
+		t.Fatalf("an end request into an ended record: %v, want ErrTransition", err)
+	}
+	if _, err := record.Terminate(live, "end-2", record.Appended{Seq: 8, Event: []byte("{}")}); !errors.Is(err, record.ErrTransition) {
+		t.Fatalf("terminate with no end pending: %v, want ErrTransition", err)
+	}
+	for name, bad := range map[string]record.FinishRequest{
+		"endedBy other":  {Op: record.FinishEnd, By: "u", At: at, EndedBy: "robot"},
+		"a long message": {Op: record.FinishEnd, By: "u", At: at, Message: strings.Repeat("x", record.MaxEndMessageBytes+1)},
+	} {
+		if _, err := record.RequestFinish(live, bad); !errors.Is(err, record.ErrInvalid) {
+			t.Fatalf("%s: %v, want ErrInvalid", name, err)
+		}
 	}
 }

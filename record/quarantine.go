@@ -224,19 +224,27 @@ func Retry(r SessionRecord, target string, force bool, writer string, ev Appende
 	return operated(r, writer, ev), nil
 }
 
-// Terminate carries out an operator's end of a quarantined session, as the
-// owner that finishes the request writes it (record/finish.go): no run is
-// live, so the record ends without the machine (state ended; ev,
-// session.ended with reason terminated, as the new event-seq floor; the
-// request cleared). The checkpoint is left as it was (it may be
-// unreadable, and no state version expresses terminated): an ended record
-// is never run again.
+// Terminate carries out a pending end (FinishPending: of a quarantined
+// session, or of one no owner of its deployment ran), as the owner that
+// finishes the request writes it (record/finish.go): no run is live, so
+// the record ends without the machine (state ended; ev, session.ended
+// with reason terminated, as the new event-seq floor; the request
+// cleared). The checkpoint is left as it was (it may be unreadable, and
+// builds before state version 8 read no terminated): an ended record is
+// never run again. A session that was not quarantined gets a Quarantine
+// that says why no run ended it (at, the request's time), so every build
+// — those before this end, too — tells it from a session its own run
+// ended (Terminated) and never boots it.
 func Terminate(r SessionRecord, writer string, ev Appended) (SessionRecord, error) {
-	if err := inQuarantine("terminate", r); err != nil {
-		return SessionRecord{}, err
+	if !r.FinishPending() || r.Finish.Op != FinishEnd {
+		return SessionRecord{}, refuse("terminate", r, "no end is pending")
 	}
 	if err := floor("terminate", r, ev); err != nil {
 		return SessionRecord{}, err
+	}
+	if r.Quarantine == nil || !r.Quarantined() {
+		r.Quarantine = &QuarantineInfo{Error: "ended at its " + r.Finish.Requester() + "'s request while no owner of its deployment ran",
+			Since: r.Finish.At, DeploymentID: r.DeploymentID}
 	}
 	r.State, r.Finish = StateEnded, nil
 	return operated(r, writer, ev), nil
@@ -245,8 +253,10 @@ func Terminate(r SessionRecord, writer string, ev Appended) (SessionRecord, erro
 // Quarantined reports a record that no owner may run.
 func (r SessionRecord) Quarantined() bool { return r.State == StateQuarantined }
 
-// Terminated reports a session an operator ended while it was quarantined
-// (Terminate): its checkpoint does not say ended, and no owner may run it.
+// Terminated reports a session ended outside any run (Terminate: an
+// operator's or a user's end of a quarantined session, or a user's end of
+// one no owner ran): its checkpoint does not say ended, and no owner may
+// run it.
 func (r SessionRecord) Terminated() bool { return r.State == StateEnded && r.Quarantine != nil }
 
 // EventSeq is the seq a boot of r continues from: the larger of the

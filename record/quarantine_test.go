@@ -244,12 +244,15 @@ func TestQuarantineTransitions(t *testing.T) {
 		}, nil},
 		{"retry at the floor", func() (record.SessionRecord, error) { return record.Retry(parkedRec(t), "blue", false, "r", event) }, nil},
 		{"terminate", func() (record.SessionRecord, error) {
-			return record.Terminate(parkedRec(t), "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
+			return record.Terminate(requested(t), "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
 		}, func(r record.SessionRecord) bool {
 			return r.State == record.StateEnded && r.EventSeqFloor == 8 && r.Writer == "end-1" && r.Terminated() && !r.Quarantined()
 		}},
 		{"terminate a live session", func() (record.SessionRecord, error) {
 			return record.Terminate(active, "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
+		}, nil},
+		{"terminate a quarantined session with no end pending", func() (record.SessionRecord, error) {
+			return record.Terminate(parkedRec(t), "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
 		}, nil},
 		{"terminate an ended session", func() (record.SessionRecord, error) {
 			return record.Terminate(ended, "end-1", record.Appended{Seq: 8, Event: []byte("{}")})
