@@ -45,6 +45,8 @@ func (m *Machine) apply(c Command) {
 		m.childResumed(c)
 	case KindEnd:
 		m.finalize(EndClosed)
+	case KindTerminate:
+		m.finalizeBy(EndTerminated, wire.EndedByUser, c.EndMessage)
 	default:
 		m.control(c)
 	}
@@ -248,7 +250,12 @@ func (m *Machine) setPaused(p bool, b wire.EventBody) {
 
 // finalize is the single terminal path: cancel the turn and waits, record
 // session.ended. Clean-up follows once the commit lands.
-func (m *Machine) finalize(reason string) {
+func (m *Machine) finalize(reason string) { m.finalizeBy(reason, "", "") }
+
+// finalizeBy is finalize recording who ended the session (by: a user's
+// terminate) and their message in session.ended, at the lowest data
+// version that expresses them.
+func (m *Machine) finalizeBy(reason, by, message string) {
 	if t := m.snap.Turn; t != nil {
 		m.cancelTurnWaits()
 		m.closeToolCalls(ToolCancelled)
@@ -261,16 +268,7 @@ func (m *Machine) finalize(reason string) {
 	m.cancelTasks()
 	m.closeHandles()
 	m.snap.Ended = reason
-	m.emit(sessionEnded(reason))
-}
-
-// sessionEnded is session.ended at the lowest data version that expresses
-// reason (3 for closed).
-func sessionEnded(reason string) wire.EventBody {
-	if reason == EndClosed {
-		return wire.SessionEndedV3{Reason: reason}
-	}
-	return wire.SessionEnded{Reason: reason}
+	m.emit(wire.LowestSessionEndedBy(reason, by, message))
 }
 
 // handoffSkipped is handoff.skipped at the lowest data version that

@@ -28,6 +28,7 @@ const (
 	KindChildResumed  = wire.KindChildResumed
 	KindEnd           = wire.KindEnd
 	KindTag           = wire.KindTag
+	KindTerminate     = wire.KindTerminate
 )
 
 // Kinds lists every command kind in a fixed order.
@@ -77,7 +78,7 @@ func steers(c *Command) bool { return c.Kind == KindDeliver && c.Mode == ModeSte
 // interrupts reports whether c must reach a running step at once.
 func interrupts(c *Command, timer *Timer) bool {
 	switch c.Kind {
-	case KindCancel, KindReset, KindEnd:
+	case KindCancel, KindReset, KindEnd, KindTerminate:
 		return !declined(c)
 	case KindTimeout:
 		return !declined(c) && timer != nil && c.TimerID == timer.ID

@@ -101,8 +101,9 @@ const (
 	EndExpired = "expired"
 	EndFailed  = "failed"
 	EndClosed  = wire.EndClosed // a parent closed this child's handle
-	// EndTerminated: an operator ended the session while it was
-	// quarantined ([Terminate]).
+	// EndTerminated: the session's user ended it (a terminate command,
+	// session.ended {by: "user"}), or an operator or user ended it while
+	// it was quarantined ([Terminate]; the finisher's event names who).
 	EndTerminated = wire.EndTerminated
 )
 

@@ -119,7 +119,7 @@ func (h *harness) recv(args map[string]string) ([]runtime.Effect, error) {
 		Caller: args["caller"], Deployment: or(args["dep"], h.cfg.Deployment), Text: args["text"],
 		RequestID: args["req"], AttemptID: args["attempt"], AuthResult: args["result"],
 		TaskID: args["task"], TimerID: args["timer"], Target: args["target"], Force: args["force"] == "true", Rejected: args["rejected"],
-		Refused: args["refused"],
+		Refused: args["refused"], EndMessage: args["message"],
 	}
 	if v, ok := args["value"]; ok {
 		c.Value = []byte(strconv.Quote(v))
