@@ -37,4 +37,8 @@ var (
 	// errTerminated: an operator ended the session while it was
 	// quarantined; nothing is left to run (the wake outcome "ended").
 	errTerminated = errors.New("pool: session ended by an operator")
+	// errEndPending: an end of the session was requested while no owner of
+	// its deployment ran (record.FinishPending): no owner runs it, the
+	// finisher ends it (the wake outcome "ended").
+	errEndPending = errors.New("pool: session's end pending")
 )

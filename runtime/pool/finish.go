@@ -17,8 +17,10 @@ import (
 )
 
 // The finisher (docs/driver.md, "Quarantine"): an operator's end or retry
-// of a quarantined session is a request in its record (record.Finish),
-// and an owner carries it out — the one writer of a session's events. The
+// of a quarantined session — or a user's end of it, or of a session no
+// owner of its deployment runs — is a request in its record
+// (record.Finish), and an owner carries it out — the one writer of a
+// session's events. The
 // session's own deployment finishes it when one of its owners is live;
 // otherwise any owner does, for the finish only: the claim
 // (record.ClaimFinish) keeps the session's deployment, and nothing runs
@@ -159,10 +161,15 @@ func (o *finisher) finish(ctx context.Context, cur record.Session) (protocol.Fin
 	} else {
 		rep, err = o.finishEnd(ctx, cur)
 	}
-	if err == nil && rec.Quarantine != nil {
-		// No longer quarantined: its quarantine index entry goes (a sweep
-		// removes it if this fails).
-		if rerr := o.cfg.Store.RemoveQuarantined(ctx, rec.Quarantine.DeploymentID, id); rerr != nil {
+	if err == nil {
+		// Nothing pending: its quarantine index entry goes (a sweep removes
+		// it if this fails). A session that was not quarantined was indexed
+		// under its own deployment when its end was requested.
+		dep := rec.DeploymentID
+		if rec.Quarantined() && rec.Quarantine != nil {
+			dep = rec.Quarantine.DeploymentID
+		}
+		if rerr := o.cfg.Store.RemoveQuarantined(ctx, dep, id); rerr != nil {
 			o.log.Debug("finish: remove the quarantine index entry", "session", id, "err", rerr)
 		}
 	}
@@ -207,7 +214,8 @@ func (o *finisher) appendOutside(ctx context.Context, cur record.Session, body w
 func (o *finisher) finishEnd(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
 	rec := cur.Record
 	id := rec.SessionID
-	done, seq, err := o.appendOutside(ctx, cur, wire.LowestSessionEnded(wire.EndTerminated),
+	f := *rec.Finish
+	done, seq, err := o.appendOutside(ctx, cur, wire.LowestSessionEndedBy(wire.EndTerminated, f.Requester(), f.Message),
 		func(writer string, ev record.Appended) (record.SessionRecord, error) {
 			return record.Terminate(rec, writer, ev)
 		})
@@ -222,8 +230,11 @@ func (o *finisher) finishEnd(ctx context.Context, cur record.Session) (protocol.
 	if err := o.timers.Cancel(ctx, id); err != nil {
 		o.log.Warn("finish: purge the ended session's timer schedule", "session", id, "err", err)
 	}
+	if rec.Consumer != "" && !rec.Quarantined() {
+		o.out.deleteConsumer(ctx, rec.Consumer) // a quarantine deleted its own
+	}
 	rep.ChildrenEnded, rep.How = o.endFamily(ctx, rec)
-	o.log.Warn("finish: ended a quarantined session at an operator's request", "session", id, "event_seq", seq,
+	o.log.Warn("finish: ended a session outside any run, on request", "by", f.Requester(), "session", id, "event_seq", seq,
 		"tombstoned", len(rep.Tombstoned), "children_ended", len(rep.ChildrenEnded), "how", rep.How)
 	return rep, nil
 }

@@ -1,12 +1,14 @@
 package pool
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -49,7 +51,8 @@ func TestFinishRelayedToTheSessionsDeployment(t *testing.T) {
 	}
 	evs := e.WaitKind(id, wire.EventSessionEnded, 1)
 	e.CheckStream(evs)
-	if got := harness.LastData[wire.SessionEndedV2](t, evs, wire.EventSessionEnded); got.Reason != wire.EndTerminated {
+	if got := harness.LastData[wire.SessionEndedV4](t, evs, wire.EventSessionEnded); got != (wire.SessionEndedV4{
+		Reason: wire.EndTerminated, By: wire.EndedByAdmin}) {
 		t.Fatalf("session.ended %+v", got)
 	}
 	if got := e.finishers(id); len(got) != 1 || got[0] != "p3" {
@@ -101,5 +104,57 @@ func TestFinishOfADeadFinisherSwept(t *testing.T) {
 	}
 	if got := e.finishers(id); len(got) != 2 || got[0] != "p-dead" || got[1] != "q1" {
 		t.Fatalf("finish claims by %v, want p-dead's then q1's (no owner of v1 runs)", got)
+	}
+}
+
+// A session whose end was requested while no owner of its deployment ran
+// (record.FinishPending on a record its stopped owner left active) is
+// never booted: an owner of its deployment that loads it (a claim) or is
+// woken for it answers "ended" and ends it as the finisher, outside any
+// run — the epoch stays, one session.started, and session.ended
+// {terminated, by user, message}.
+func TestPendingEndNeverBooted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := e.owner("v1", "p1")
+	var ids []string
+	var before []record.Session
+	for range 2 {
+		id := e.Start("v1").SessionID
+		e.Send(id, harness.Deliver("hello"))
+		e.WaitOutput(id, "hello")
+		ids = append(ids, id)
+	}
+	e.Check(p.Stop())
+	for _, id := range ids {
+		cur, err := e.Store.RequestFinish(t.Context(), e.Record(id), record.FinishRequest{Op: record.FinishEnd, By: "user-1",
+			At: time.Now(), EndedBy: record.EndedByUser, Message: "bye"})
+		e.Check(err)
+		if !cur.Record.FinishPending() || cur.Record.State == record.StateQuarantined {
+			t.Fatalf("record with the end pending: %+v", cur.Record)
+		}
+		before = append(before, cur)
+	}
+	q := e.owner("v1", "p2") // no quarantine index entry: its sweep does not find them
+	if loaded, err := q.load(t.Context(), ids[0], runtime.BootRecover, nil, nil); loaded || !errors.Is(err, errEndPending) {
+		t.Fatalf("load = %v, %v; want errEndPending", loaded, err)
+	}
+	if rep := q.Wake(t.Context(), protocol.WakeRequest{SessionID: ids[1], Source: protocol.WakeIngress}); rep.Outcome != protocol.WakeEnded {
+		t.Fatalf("wake = %+v, want ended", rep)
+	}
+	for i, id := range ids {
+		evs := e.WaitKind(id, wire.EventSessionEnded, 1)
+		e.CheckStream(evs)
+		done := e.Record(id).Record
+		if !done.Terminated() || done.Epoch != before[i].Record.Epoch || done.Finish != nil {
+			t.Fatalf("record after the end: %+v", done)
+		}
+		if got := harness.LastData[wire.SessionEndedV4](t, evs, wire.EventSessionEnded); got != (wire.SessionEndedV4{
+			Reason: wire.EndTerminated, By: wire.EndedByUser, Message: "bye"}) {
+			t.Fatalf("session.ended %+v", got)
+		}
+		if n := harness.Count(evs, wire.EventSessionStarted); n != 1 {
+			t.Fatalf("%d session.started: the session was booted", n)
+		}
 	}
 }

@@ -54,8 +54,9 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 		return false, ErrFenced
 	}
 	b, err := o.claim(ctx, cur)
-	if errors.Is(err, ErrQuarantined) {
-		// No owner holds a quarantined session: no index entry either.
+	if errors.Is(err, ErrQuarantined) || errors.Is(err, errEndPending) {
+		// No owner holds a quarantined session (or one whose end is
+		// pending): no index entry either.
 		if err := o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id); err != nil && !errors.Is(err, record.ErrNotFound) {
 			o.log.Debug("remove index entry of quarantined session", "session", id, "err", err)
 		}
@@ -112,14 +113,18 @@ func (o *Owner) claim(ctx context.Context, cur record.Session) (session.Boot, er
 	return b, err
 }
 
-// mayBoot refuses a record no owner runs (quarantined, or ended by an
-// operator) and defers an attempt before the quarantine backoff passed.
+// mayBoot refuses a record no owner runs (quarantined, ended outside a
+// run, or with an end pending: the finisher is started on it) and defers
+// an attempt before the quarantine backoff passed.
 func (o *Owner) mayBoot(ctx context.Context, rec record.SessionRecord) error {
 	switch {
 	case rec.Quarantined():
 		return ErrQuarantined
 	case rec.Terminated():
 		return o.out.terminated(ctx, rec)
+	case rec.FinishPending():
+		o.fin.finishLater(rec.SessionID)
+		return errEndPending
 	}
 	return o.deferBoot(rec)
 }

@@ -118,10 +118,12 @@ func (o *sweeper) sweepOwn(ctx context.Context) {
 	}
 }
 
-// sweepQuarantined reads the record of each quarantine index entry: a
-// pending finish whose finisher is not a live peer is finished here, an
-// entry whose record is no longer quarantined is removed (the finisher's
-// own removal failed), and this deployment's entries are counted.
+// sweepQuarantined reads the record of each quarantine index entry (a
+// quarantined session, or one whose end was requested while no owner of
+// its deployment ran): a pending finish whose finisher is not a live peer
+// is finished here, an entry whose record is neither is removed (the
+// finisher's own removal failed), and this deployment's quarantined
+// sessions are counted.
 func (o *sweeper) sweepQuarantined(ctx context.Context) {
 	entries, err := o.cfg.Store.ListQuarantined(ctx)
 	if err != nil {
@@ -140,13 +142,13 @@ func (o *sweeper) sweepQuarantined(ctx context.Context) {
 			continue
 		}
 		r := cur.Record
-		if !r.Quarantined() {
+		if !r.Quarantined() && !r.FinishPending() {
 			o.unindexQuarantined(ctx, q)
 			continue
 		}
 		// Counted by the deployment that quarantined it (an adopter of a
 		// retired deployment's session, or the session's own).
-		quarantined += b2i(q.DeploymentID == o.cfg.Deployment)
+		quarantined += b2i(r.Quarantined() && q.DeploymentID == o.cfg.Deployment)
 		if r.FinishPending() && (r.OwnerProcess == "" || r.OwnerProcess == o.cfg.ProcessID || !o.peers.live(r.OwnerProcess)) {
 			finishes = append(finishes, q.SessionID)
 		}
@@ -161,6 +163,17 @@ func (o *sweeper) unindexQuarantined(ctx context.Context, q kv.Quarantined) {
 	if err := o.cfg.Store.RemoveQuarantined(ctx, q.DeploymentID, q.SessionID); err != nil {
 		o.log.Debug("sweep: remove a stale quarantine index entry", "session", q.SessionID, "err", err)
 	}
+}
+
+// finishLater carries out session id's pending finish in the background:
+// an owner that found it while loading or waking the session (no owner
+// runs a session whose end is pending).
+func (o *finisher) finishLater(id string) {
+	ctx := o.reg.serving()
+	o.reg.goBG(ctx, func() {
+		rep := o.Finish(ctx, id, true)
+		o.log.Info("a pending end found at a load", "session", id, "outcome", rep.Outcome, "error", rep.Error)
+	})
 }
 
 // finishAll carries out the pending finishes a sweep found (an operator's

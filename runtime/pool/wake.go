@@ -107,6 +107,10 @@ func (o *Owner) wake(ctx context.Context, req protocol.WakeRequest) (protocol.Wa
 		_ = o.out.terminated(ctx, rec)
 		rep.Outcome = protocol.WakeEnded
 		return rep, false
+	case rec.FinishPending():
+		o.fin.finishLater(id)
+		rep.Outcome = protocol.WakeEnded
+		return rep, false
 	}
 	if t := rec.Retry; t != nil && t.DeploymentID != o.cfg.Deployment {
 		// An operator retried it on another deployment: that one adopts it.
@@ -172,7 +176,7 @@ func (o *Owner) loadReply(rep protocol.WakeReply, loaded bool, err error) (proto
 	case errors.Is(err, ErrQuarantined):
 		rep.Outcome = protocol.WakeQuarantined
 		return rep, false
-	case errors.Is(err, errTerminated):
+	case errors.Is(err, errTerminated), errors.Is(err, errEndPending):
 		rep.Outcome = protocol.WakeEnded
 		return rep, false
 	case errors.Is(err, ErrDeferred):
