@@ -30,6 +30,9 @@ const finishRetryPause = 200 * time.Millisecond
 func (s *Server) requestFinish(ctx context.Context, a *attached, cur record.Session, f record.FinishRequest) (protocol.FinishReply, bool, error) {
 	id := cur.Record.SessionID
 	f.By, f.At = "admin-"+ulid.Make().String(), s.cfg.Now().UTC()
+	if f.EndedBy == record.EndedByUser {
+		f.By = "user-" + ulid.Make().String()
+	}
 	_, err := a.store.RequestFinish(ctx, cur, f)
 	for i := 0; errors.Is(err, record.ErrConflict) && i < 3; i++ {
 		// Another request (the same one, at once) or a finisher's claim

@@ -30,7 +30,8 @@ func (e *env) quarantinedAlone(alias string) string {
 }
 
 // checkEndedOnce checks the stream of an ended session: contiguous, one
-// session.ended {terminated} (data version 2) as its last event, at seq.
+// session.ended {terminated, by admin} (data version 4) as its last event,
+// at seq.
 func checkEndedOnce(t *testing.T, e *env, id string, seq uint64) {
 	t.Helper()
 	e.waitEvents(id, "session.ended", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventSessionEnded) >= 1 })
@@ -41,8 +42,8 @@ func checkEndedOnce(t *testing.T, e *env, id string, seq uint64) {
 		t.Fatalf("%d session.ended events, want 1: %v", n, kindsOf(evs))
 	}
 	last := evs[len(evs)-1]
-	if last.Kind != wire.EventSessionEnded || last.V != 2 || string(last.Data) != `{"reason":"terminated"}` || last.Seq != seq {
-		t.Fatalf("last event %d %s v%d %s, want session.ended {terminated} at %d", last.Seq, last.Kind, last.V, last.Data, seq)
+	if last.Kind != wire.EventSessionEnded || last.V != 4 || string(last.Data) != `{"reason":"terminated","by":"admin"}` || last.Seq != seq {
+		t.Fatalf("last event %d %s v%d %s, want session.ended {terminated, by admin} at %d", last.Seq, last.Kind, last.V, last.Data, seq)
 	}
 }
 

@@ -22,6 +22,7 @@ func (s *Server) Handler() http.Handler {
 	for _, k := range []wire.Kind{wire.KindCancel, wire.KindReset, wire.KindClear, wire.KindCompact} {
 		s.route(mux, "POST /v1/sessions/{id}/"+string(k), s.user(s.httpControl(k)))
 	}
+	s.route(mux, "POST /v1/sessions/{id}/end", s.user(s.httpUserEnd))
 	for _, k := range RuntimeOnlyKinds { // any method: 400, never 404 or 405
 		s.route(mux, "/v1/sessions/{id}/"+string(k), s.user(refuseKind(k)))
 	}

@@ -58,7 +58,7 @@ func (ss Services) Stop() error {
 const Version = "1.0.0"
 
 // Operations lists the micro endpoints, in order.
-var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "status"}
+var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "end", "status"}
 
 // RuntimeOnlyOperations are the endpoints (baton.ingress.<kind>) of the
 // runtime-internal command kinds: each answers every request 400
@@ -167,6 +167,14 @@ func (s *Server) microOp(op string) microHandler {
 		return send(func(b []byte) (Request, error) { return ParseAuthorize(b, "", lim) })
 	case "tag":
 		return send(func(b []byte) (Request, error) { return ParseTag(b, "", lim) })
+	case "end":
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := ParseEnd(b, "", lim)
+			if err != nil {
+				return nil, err
+			}
+			return s.EndSession(ctx, r)
+		}
 	case "status":
 		return func(ctx context.Context, b []byte) (any, error) {
 			id, err := ParseStatus(b, lim)

@@ -129,7 +129,7 @@ func (s *Server) End(ctx context.Context, id string) (Ended, bool, error) {
 	if err != nil {
 		return Ended{}, false, err
 	}
-	rep, pending, err := s.requestFinish(ctx, a, cur, record.FinishRequest{Op: record.FinishEnd})
+	rep, pending, err := s.requestFinish(ctx, a, cur, record.FinishRequest{Op: record.FinishEnd, EndedBy: record.EndedByAdmin})
 	if err != nil || pending {
 		return Ended{}, pending, err
 	}

@@ -252,7 +252,7 @@ func TestQuarantineRetryElsewhereAndEnd(t *testing.T) {
 	evs = e.waitEvents(b, "session.ended", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventSessionEnded) == 1 })
 	contiguous(t, evs, 0)
 	last := evs[len(evs)-1]
-	if last.Kind != wire.EventSessionEnded || last.V != 2 || string(last.Data) != `{"reason":"terminated"}` || last.Seq != end.EventSeq {
+	if last.Kind != wire.EventSessionEnded || last.V != 4 || string(last.Data) != `{"reason":"terminated","by":"admin"}` || last.Seq != end.EventSeq {
 		t.Fatalf("last event %+v", last)
 	}
 	if st := e.status(b); st.State != "ended" || st.Quarantine != nil {

@@ -61,6 +61,8 @@ type Request struct {
 	Tags map[string]string
 	// Tag is a tag command's merge (PATCH /v1/sessions/{id}).
 	Tag *wire.Tag
+	// EndMessage is a user's end's optional message (terminate).
+	EndMessage string
 }
 
 // body is the union of every request member. Pointers tell an absent
@@ -80,6 +82,7 @@ type body struct {
 	Result         *string           `json:"result"`
 	Data           json.RawMessage   `json:"data"`
 	Tags           json.RawMessage   `json:"tags"`
+	Message        *string           `json:"message"`
 }
 
 // Member sets of each request body.
@@ -96,8 +99,11 @@ var (
 func bad(format string, args ...any) *Error { return fail(ErrBadRequest, format, args...) }
 
 // RuntimeOnlyKinds are the command kinds a session's runtime sends another
-// session (a parent its child, a child its parent); a channel cannot.
-var RuntimeOnlyKinds = []wire.Kind{wire.KindEnd, wire.KindChildResult, wire.KindChildWaiting, wire.KindChildResumed}
+// session (a child its parent); a channel cannot. The kind end (a parent
+// closing its child's handle) is runtime-only too, but its route name is
+// the user's end (POST /v1/sessions/{id}/end: a terminate command), so it
+// is not listed: no request ever produces it.
+var RuntimeOnlyKinds = []wire.Kind{wire.KindChildResult, wire.KindChildWaiting, wire.KindChildResumed}
 
 // runtimeOnly refuses a runtime-internal command kind from a channel.
 func runtimeOnly(kind wire.Kind) *Error {
@@ -389,6 +395,9 @@ func (r *Request) command(dep string, now time.Time) wire.Command {
 	}
 	if r.Kind == wire.KindDeliver {
 		c.Deliver = &wire.Deliver{Mode: r.Mode, Payloads: r.Payloads}
+	}
+	if r.Kind == wire.KindTerminate && r.EndMessage != "" {
+		c.Terminate = &wire.Terminate{Message: r.EndMessage}
 	}
 	return c
 }

@@ -100,6 +100,8 @@ func complete(h record.Hook, tok string, cur record.Session, err error) (target,
 		return target{}, fail(ErrUnavailable, "read session %s: %v", h.SessionID, err)
 	case cur.Record.State == record.StateEnded:
 		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
+	case cur.Record.FinishPending() && cur.Record.Finish.Op == record.FinishEnd:
+		return target{}, fail(ErrGone, "session %s is ending (its end was accepted; an owner carries it out)", h.SessionID)
 	}
 	return target{sessionID: h.SessionID, token: tok, wireV: ownerVersion(cur.Record, h), deployment: cur.Record.DeploymentID}, nil
 }

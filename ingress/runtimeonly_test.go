@@ -40,9 +40,11 @@ func TestRuntimeOnlyFieldsRefused(t *testing.T) {
 	}
 }
 
-// The runtime-internal kinds (end, child.result, child.waiting,
-// child.resumed) have routes that answer 400 runtime_only_command, over
-// HTTP with any method and over NATS; nothing is written.
+// The runtime-internal kinds a child sends its parent (child.result,
+// child.waiting, child.resumed) have routes that answer 400
+// runtime_only_command, over HTTP with any method and over NATS; nothing
+// is written. (The kind end, a parent's close of its child, has no route:
+// the route named end is the user's end, a terminate command.)
 func TestRuntimeOnlyCommandsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -51,7 +53,7 @@ func TestRuntimeOnlyCommandsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := e.durable()
-	for _, kind := range []string{"end", "child.result", "child.waiting", "child.resumed"} {
+	for _, kind := range []string{"child.result", "child.waiting", "child.resumed"} {
 		wantError(t, e, "/v1/sessions/sess-end/"+kind, ``, http.StatusBadRequest, "runtime_only_command", "runtime-internal")
 		wantError(t, e, "/v1/sessions/sess-end/"+kind, `{"caller":"c"}`, http.StatusBadRequest, "runtime_only_command", kind)
 		checkError(t, e, http.MethodGet, "/v1/sessions/sess-end/"+kind, ``, testToken, http.StatusBadRequest, "runtime_only_command")

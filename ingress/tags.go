@@ -101,11 +101,17 @@ func tagsUnsupported(dep, why, what string) *Error {
 }
 
 // readsTags reports whether dep's owners read tags (they advertise inbox
-// version wire.TagsVersion). The fleet view is a hint: a "no" is
-// confirmed by the deployment record, read from the leader.
+// version wire.TagsVersion).
 func (s *Server) readsTags(ctx context.Context, a *attached, dep string) (bool, []int, error) {
+	return s.readsVersion(ctx, a, dep, wire.TagsVersion)
+}
+
+// readsVersion reports whether dep's owners advertise inbox version v, and
+// the versions they advertise. The fleet view is a hint: a "no" is
+// confirmed by the deployment record, read from the leader.
+func (s *Server) readsVersion(ctx context.Context, a *attached, dep string, v int) (bool, []int, error) {
 	vs := a.fleet.Reads(dep)
-	if slices.Contains(vs, wire.TagsVersion) {
+	if slices.Contains(vs, v) {
 		return true, vs, nil
 	}
 	vs, err := a.store.DeploymentReads(ctx, dep)
@@ -115,7 +121,7 @@ func (s *Server) readsTags(ctx context.Context, a *attached, dep string) (bool, 
 	case err != nil:
 		return false, nil, fail(ErrUnavailable, "read deployment %s: %v", dep, err)
 	}
-	return slices.Contains(vs, wire.TagsVersion), vs, nil
+	return slices.Contains(vs, v), vs, nil
 }
 
 // checkStartTags refuses a start with tags on a deployment whose owners
