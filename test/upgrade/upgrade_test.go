@@ -92,10 +92,28 @@ func TestMixedBuilds(t *testing.T) {
 	taggedID := f.create(f.green, `{"alias":"up.tagged","text":"tagged hello","tags":{"tenant":"acme"}}`)
 	f.output(taggedID, "tagged hello", "green")
 	f.waitEvents(taggedID, "settled", func(evs []wire.Event) bool { return last(evs) == "session.waiting" })
-	if v := f.stateV(taggedID); v <= pinReadsState || v != wire.CurrentStateVersion {
-		t.Fatalf("the tagged session's checkpoint is at state version %d, want %d", v, wire.CurrentStateVersion)
+	const tagsState = 7
+	if v := f.stateV(taggedID); v <= pinReadsState || v != tagsState {
+		t.Fatalf("the tagged session's checkpoint is at state version %d, want %d", v, tagsState)
 	}
-	t.Logf("a tagged session, %s on green: checkpoint at state version %d", taggedID, wire.CurrentStateVersion)
+	t.Logf("a tagged session, %s on green: checkpoint at state version %d", taggedID, tagsState)
+
+	// A user's end (inbox version 4, state version 8): a session on green
+	// ended through green's ingress while its step runs.
+	endedID := f.create(f.green, `{"alias":"up.ended","text":"/sleep 1h"}`)
+	f.waitEvents(endedID, "the step running", func(evs []wire.Event) bool { return harness.Count(evs, "turn.started") == 1 })
+	if err := f.client.Call(ctx, http.MethodPost, f.green+"/v1/sessions/"+endedID+"/end", json.RawMessage(`{"message":"done here"}`),
+		http.StatusAccepted, nil); err != nil {
+		t.Fatalf("end through green: %v", err)
+	}
+	evs := f.waitEvents(endedID, "session.ended", func(evs []wire.Event) bool { return last(evs) == wire.EventSessionEnded })
+	if e := evs[len(evs)-1]; e.V != 4 || string(e.Data) != `{"by":"user","message":"done here","reason":"terminated"}` {
+		t.Fatalf("session.ended v%d %s", e.V, e.Data)
+	}
+	if v := f.stateV(endedID); v != wire.EndStateVersion {
+		t.Fatalf("the ended session's checkpoint is at state version %d, want %d", v, wire.EndStateVersion)
+	}
+	t.Logf("a user's end on green: session %s ended by user, checkpoint at state version %d", endedID, wire.EndStateVersion)
 
 	// Rollback: blue promoted again (this build's admin route; blue's
 	// owners never advertised their versions). A session that uses nothing
@@ -134,10 +152,15 @@ func TestMixedBuilds(t *testing.T) {
 	// nothing is created, nothing is published.
 	f.tagsRefused(ids[0])
 
+	// A user's end of a session blue owns, through green's ingress: 422
+	// unsupported_command naming blue (it reads inbox version 1), nothing
+	// sent — the session lives on and answers the next delivery.
+	f.endRefused(ids[0])
+
 	// The parent's rollback is refused by blue's candidate before
 	// activation: green keeps the session and applies the delivery.
 	rc = f.deliver(f.green, "up.parent", "stay on green")
-	evs := f.output(parent, "stay on green", "green")
+	evs = f.output(parent, "stay on green", "green")
 	failed, ok := harness.Find(evs, harness.IsKind("handoff.failed"))
 	if !ok || !strings.Contains(string(failed.Data), "unsupported checkpoint state version") ||
 		!strings.Contains(string(failed.Data), `"targetDeploymentId":"blue"`) {
@@ -163,7 +186,7 @@ func TestMixedBuilds(t *testing.T) {
 		t.Fatalf("status of the tagged session: %+v %v", st.Tags, err)
 	}
 	t.Logf("refused rollback of a tagged session: %s stays on green with tags %v", taggedID, st.Tags)
-	for _, id := range append(ids, parent, taggedID) {
+	for _, id := range append(ids, parent, taggedID, endedID) {
 		f.contiguous(id)
 	}
 }
@@ -281,6 +304,37 @@ func (f *fleet) tagsRefused(onBlue string) {
 	}
 	if len(st.Tags) != 0 || st.QueueDepth != 0 {
 		f.t.Fatalf("after the refused PATCH: tags %v, queueDepth %d", st.Tags, st.QueueDepth)
+	}
+}
+
+// endRefused checks that green's ingress refuses the user's end of
+// session onBlue, which blue owns and whose owners read no terminate
+// (inbox version 4): 422 unsupported_command naming blue, nothing
+// published, the session still live.
+func (f *fleet) endRefused(onBlue string) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	before, err := f.env.Events(ctx, onBlue)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	err = f.client.Call(ctx, http.MethodPost, f.green+"/v1/sessions/"+onBlue+"/end", json.RawMessage(`{"message":"bye"}`), http.StatusAccepted, nil)
+	var se *harness.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusUnprocessableEntity ||
+		!strings.Contains(se.Body, `"code":"unsupported_command"`) || !strings.Contains(se.Body, "deployment blue") {
+		f.t.Fatalf("end of %s through green (stamping blue): %v, want 422 unsupported_command naming blue", onBlue, err)
+	}
+	f.t.Logf("POST /v1/sessions/%s/end → 422 %s", onBlue, strings.TrimSpace(se.Body))
+	after, err := f.env.Events(ctx, onBlue)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var st ingress.Status
+	if err := f.client.Call(ctx, http.MethodGet, f.green+"/v1/sessions/"+onBlue, nil, http.StatusOK, &st); err != nil {
+		f.t.Fatal(err)
+	}
+	if len(after) != len(before) || st.State == "ended" || st.QueueDepth != 0 {
+		f.t.Fatalf("the refused end changed session %s: %d events → %d, state %s, queueDepth %d", onBlue, len(before), len(after), st.State, st.QueueDepth)
 	}
 }
 
