@@ -11,6 +11,7 @@ import (
 	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
@@ -34,15 +35,19 @@ type Receipt struct {
 	Created      bool   `json:"created"`
 	DeploymentID string `json:"deploymentId"`
 	OwnerLive    bool   `json:"ownerLive"`
+	// PreviousSessionID names the ended session whose alias the created
+	// session took over (Config.EndedAlias "new").
+	PreviousSessionID string `json:"previousSessionId,omitempty"`
 }
 
 // Created answers POST /v1/sessions: 201 {"sessionId","deploymentId",
 // "created":true}, plus "seq" when the request carried a first message.
 type Created struct {
-	SessionID    string `json:"sessionId"`
-	DeploymentID string `json:"deploymentId"`
-	Created      bool   `json:"created"`
-	Seq          uint64 `json:"seq,omitempty"`
+	SessionID         string `json:"sessionId"`
+	DeploymentID      string `json:"deploymentId"`
+	Created           bool   `json:"created"`
+	Seq               uint64 `json:"seq,omitempty"`
+	PreviousSessionID string `json:"previousSessionId,omitempty"` // as Receipt's
 }
 
 // Create starts a session on the deployment this ingress stamps (its
@@ -63,7 +68,7 @@ func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 	if err := s.aliasFree(ctx, a, r.Alias); err != nil {
 		return Created{}, err
 	}
-	rep, err := s.start(ctx, a, r.Alias, r.Timeout, r.Tags)
+	rep, err := s.start(ctx, a, r.Alias, r.Timeout, r.Tags, s.replacesEnded())
 	if err != nil {
 		return Created{}, err
 	}
@@ -71,7 +76,8 @@ func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 		return Created{}, aliasTaken(r.Alias, rep.SessionID, rep.Ended)
 	}
 	s.met.created.Inc()
-	out := Created{SessionID: rep.SessionID, DeploymentID: cmp.Or(rep.DeploymentID, cmd.AcceptedDeploymentID), Created: true}
+	out := Created{SessionID: rep.SessionID, DeploymentID: cmp.Or(rep.DeploymentID, cmd.AcceptedDeploymentID), Created: true,
+		PreviousSessionID: rep.Replaced}
 	if data == nil {
 		return out, nil
 	}
@@ -96,10 +102,25 @@ func (s *Server) aliasFree(ctx context.Context, a *attached, alias string) error
 		return bad("alias: %v", err)
 	}
 	h, _, err := a.store.GetHook(ctx, tok)
-	if err == nil {
-		return aliasTaken(alias, h.SessionID, h.Tombstone)
+	if err != nil {
+		return nil
 	}
-	return nil
+	ended := s.holderEnded(ctx, a, h)
+	if ended && s.replacesEnded() {
+		return nil // an ended session's: the new one takes it over
+	}
+	return aliasTaken(alias, h.SessionID, ended)
+}
+
+// holderEnded reports whether the session hook h names has ended: a
+// tombstone, or a record that says ended (its clean-up tombstones its
+// hooks a moment later).
+func (s *Server) holderEnded(ctx context.Context, a *attached, h record.Hook) bool {
+	if h.Tombstone {
+		return true
+	}
+	cur, err := a.sessionRecord(ctx, h.SessionID)
+	return err == nil && cur.Record.State == record.StateEnded
 }
 
 func aliasTaken(alias, holder string, ended bool) error {
@@ -191,7 +212,7 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 		}
 	}
 	data = s.forSuccessor(a, t, cmd, data)
-	rc := Receipt{SessionID: t.sessionID, Created: t.created, DeploymentID: cmd.AcceptedDeploymentID,
+	rc := Receipt{SessionID: t.sessionID, Created: t.created, DeploymentID: cmd.AcceptedDeploymentID, PreviousSessionID: t.previous,
 		OwnerLive: s.ownerLive(a, t.deployment, cmd.AcceptedDeploymentID)}
 	msgID := cmd.ID
 	if cmd.IdempotencyKey != "" {

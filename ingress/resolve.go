@@ -20,6 +20,7 @@ type target struct {
 	wireV      int    // inbox wire version the owner reads (record first, hook fallback)
 	deployment string // the session's current deployment (wake subject)
 	created    bool   // this request created the session
+	previous   string // the ended session whose alias it took over
 }
 
 // resolve finds the session a request addresses (resume-first). With
@@ -50,8 +51,14 @@ func (s *Server) resolve(ctx context.Context, a *attached, r *Request, create bo
 		return target{}, notFound(r)
 	case err != nil:
 		return target{}, fail(ErrUnavailable, "look up %s: %v", what(r), err)
+	case h.Tombstone && create && s.replacesEnded():
+		return s.startFor(ctx, a, r, tok) // --ended-alias new: a new session takes it over
 	}
-	return s.session(ctx, a, h, tok)
+	t, err := s.session(ctx, a, h, tok)
+	if create && s.replacesEnded() && errors.Is(err, ErrGone) {
+		return s.startFor(ctx, a, r, tok) // ended, its hook not tombstoned yet
+	}
+	return t, err
 }
 
 // resolveID resolves a session ID: its stable hook and its record, read
@@ -123,14 +130,15 @@ func ownerVersion(rec record.SessionRecord, h record.Hook) int {
 // startFor starts a session that claims the request's alias. A loser of
 // the claim race is told the holder and delivers there.
 func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok string) (target, error) {
-	rep, err := s.start(ctx, a, r.Alias, r.Timeout, r.Tags)
+	rep, err := s.start(ctx, a, r.Alias, r.Timeout, r.Tags, s.replacesEnded())
 	if err != nil {
 		return target{}, err
 	}
 	if rep.Created {
 		s.met.created.Inc()
 		dep, _ := s.stamp(a)
-		return target{sessionID: rep.SessionID, token: tok, wireV: versionOr(rep.WireV), deployment: cmp.Or(rep.DeploymentID, dep), created: true}, nil
+		return target{sessionID: rep.SessionID, token: tok, wireV: versionOr(rep.WireV), deployment: cmp.Or(rep.DeploymentID, dep),
+			created: true, previous: rep.Replaced}, nil
 	}
 	if rep.Ended {
 		return target{}, fail(ErrGone, "alias %q belongs to session %s, which has ended", clip(r.Alias), rep.SessionID)
@@ -145,12 +153,12 @@ func (s *Server) startFor(ctx context.Context, a *attached, r *Request, tok stri
 }
 
 // start asks an owner of the deployment this ingress stamps to create a
-// session, claiming alias ("" for none) before it replies, with tags (nil:
-// none). A retired deployment is refused (409 deployment_retired), tags
+// session, claiming alias ("" for none) before it replies — taking it over
+// from an ended session with replaceEnded — with tags (nil: none). A retired deployment is refused (409 deployment_retired), tags
 // on a deployment that does not read them too (422 tags_unsupported); no
 // responder, or none within StartTimeout, is unavailable: nothing was
 // created by this request.
-func (s *Server) start(ctx context.Context, a *attached, alias, timeout string, tags map[string]string) (protocol.StartReply, error) {
+func (s *Server) start(ctx context.Context, a *attached, alias, timeout string, tags map[string]string, replaceEnded bool) (protocol.StartReply, error) {
 	dep, _ := s.stamp(a)
 	if a.fleet.Retired(dep) {
 		return protocol.StartReply{}, &Error{Err: ErrConflict, Detail: CodeDeploymentRetired,
@@ -159,7 +167,7 @@ func (s *Server) start(ctx context.Context, a *attached, alias, timeout string, 
 	if err := s.checkStartTags(ctx, a, dep, tags); err != nil {
 		return protocol.StartReply{}, err
 	}
-	req := protocol.StartRequest{DeploymentID: dep, Timeout: timeout, Tags: tags}
+	req := protocol.StartRequest{DeploymentID: dep, Timeout: timeout, Tags: tags, ReplaceEnded: replaceEnded && alias != ""}
 	if alias != "" {
 		req.Aliases = []string{alias}
 	}

@@ -26,6 +26,16 @@ const (
 	DefaultClientQueue  = 1024
 )
 
+// Config.EndedAlias's values.
+const (
+	EndedAliasGone = "gone" // a delivery to an ended session's alias is 410 gone
+	EndedAliasNew  = "new"  // it starts a new session that takes the alias over
+)
+
+// replacesEnded reports whether a delivery or create that names an ended
+// session's alias starts a new session (Config.EndedAlias "new").
+func (s *Server) replacesEnded() bool { return s.cfg.EndedAlias == EndedAliasNew }
+
 // Config wires a Server.
 type Config struct {
 	NC         *nats.Conn
@@ -44,6 +54,11 @@ type Config struct {
 	Limits      Limits
 	// StartTimeout bounds a start request to this deployment's owners.
 	StartTimeout time.Duration
+	// EndedAlias is what a delivery (or a create) does with the alias of
+	// an ended session: EndedAliasGone (the default) answers 410 gone;
+	// EndedAliasNew starts a new session that takes the alias over
+	// (docs/api.md, "Aliases that start over").
+	EndedAlias string
 	// FinishWait bounds how long the admin end or retry of a quarantined
 	// session waits for an owner to carry it out before it answers
 	// 202 {"pending":true} (docs/api.md, "Quarantine").
@@ -74,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FinishWait <= 0 {
 		c.FinishWait = DefaultFinishWait
+	}
+	if c.EndedAlias == "" {
+		c.EndedAlias = EndedAliasGone
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = DefaultHeartbeat
@@ -149,6 +167,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if len(cfg.Tokens) == 0 && !cfg.InsecureDev {
 		return nil, errors.New("ingress: no bearer tokens (give Tokens, or InsecureDev for local development)")
+	}
+	if cfg.EndedAlias != "" && cfg.EndedAlias != EndedAliasGone && cfg.EndedAlias != EndedAliasNew {
+		return nil, fmt.Errorf("ingress: ended alias %q: want %s or %s", cfg.EndedAlias, EndedAliasGone, EndedAliasNew)
 	}
 	cfg = cfg.withDefaults()
 	met, err := newMetrics(cfg.Registerer)

@@ -22,18 +22,27 @@ type StartRequest struct {
 	// ingress, and a parent delegating with tags, send a start with tags
 	// to no other (the ingress answers 422 tags_unsupported).
 	Tags map[string]string `json:"tags,omitempty"`
+	// ReplaceEnded lets the new session take over an alias whose session
+	// has ended (the ingress's --ended-alias new): the alias's tombstone
+	// is replaced by CAS, so of two racing starts one takes it and the
+	// other is told the winner. An owner of a build before it ignores the
+	// member and answers the ended holder (Ended).
+	ReplaceEnded bool `json:"replaceEnded,omitempty"`
 }
 
 // StartReply answers a StartRequest. When an alias was already taken,
 // SessionID names the session that holds it and Created is false. Its error
 // codes: CodeBadRequest, CodeUnavailable.
 type StartReply struct {
-	SessionID    string      `json:"sessionId,omitempty"`
-	DeploymentID string      `json:"deploymentId,omitempty"`
-	Created      bool        `json:"created"`
-	Ended        bool        `json:"ended,omitempty"` // the alias belongs to an ended session
-	WireV        int         `json:"wireVersion,omitempty"`
-	Error        *ReplyError `json:"error,omitempty"`
+	SessionID    string `json:"sessionId,omitempty"`
+	DeploymentID string `json:"deploymentId,omitempty"`
+	Created      bool   `json:"created"`
+	Ended        bool   `json:"ended,omitempty"` // the alias belongs to an ended session
+	// Replaced names the ended session whose alias the created session
+	// took over (ReplaceEnded).
+	Replaced string      `json:"replaced,omitempty"`
+	WireV    int         `json:"wireVersion,omitempty"`
+	Error    *ReplyError `json:"error,omitempty"`
 }
 
 // HandoffStart is the body of a handoff start request on

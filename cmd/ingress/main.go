@@ -38,6 +38,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT/SIGHUP: stop taking requests (HTTP and NATS), end the event streams and let the requests in flight finish, for at most this long; requests still running then are logged and cut off, and the exit code is 1 (a second signal aborts)")
 	fs.DurationVar(&cfg.FinishWait, "finish-wait", ingress.DefaultFinishWait, "how long the admin end or retry of a quarantined session waits for an owner to carry it out; then it answers 202 {\"pending\":true} and an owner finishes it when one runs")
+	fs.StringVar(&cfg.EndedAlias, "ended-alias", ingress.EndedAliasGone, "a delivery to the alias of an ended session: gone (410 gone) or new (a new session takes the alias over; the answer names the ended one as previousSessionId)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", ingress.DefaultMaxBodyBytes, "largest request body; larger is 413 too_large (capped below the server's max_payload)")
 	if err := app.ParseFlags(fs, args, about); err != nil {
 		return cfg, err
@@ -55,6 +56,9 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if cfg.FinishWait <= 0 {
 		return cfg, fmt.Errorf("%w: --finish-wait %s: want a positive duration", app.ErrUsage, cfg.FinishWait)
+	}
+	if cfg.EndedAlias != ingress.EndedAliasGone && cfg.EndedAlias != ingress.EndedAliasNew {
+		return cfg, fmt.Errorf("%w: --ended-alias %q: want %s or %s", app.ErrUsage, cfg.EndedAlias, ingress.EndedAliasGone, ingress.EndedAliasNew)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		return cfg, fmt.Errorf("%w: --max-body-bytes %d: want a positive size", app.ErrUsage, cfg.MaxBodyBytes)

@@ -37,6 +37,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"zero body limit", "--max-body-bytes", []string{"--deployment-id", "v1", "--insecure-dev", "--max-body-bytes", "0"}},
 		{"unparsable body limit", `invalid value "lots" for flag -max-body-bytes`, []string{"--deployment-id", "v1", "--insecure-dev", "--max-body-bytes", "lots"}},
 		{"zero finish wait", "--finish-wait 0s: want a positive duration", []string{"--deployment-id", "v1", "--insecure-dev", "--finish-wait", "0"}},
+		{"bad ended alias", `--ended-alias "reuse": want gone or new`, []string{"--deployment-id", "v1", "--insecure-dev", "--ended-alias", "reuse"}},
 		{"empty NATS URL", "--nats-url", []string{"--deployment-id", "v1", "--insecure-dev", "--nats-url", ""}},
 		{"bad log level", "--log-level", []string{"--deployment-id", "v1", "--insecure-dev", "--log-level", "loud"}},
 		{"unknown flag", "flag provided but not defined", []string{"--deployment-id", "v1", "--insecure-dev", "--colour"}},

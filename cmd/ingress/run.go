@@ -29,6 +29,7 @@ type Config struct {
 	MaxBodyBytes   int64
 	DrainTimeout   time.Duration
 	FinishWait     time.Duration
+	EndedAlias     string
 	Tokens         []string // read from AuthTokenFile
 	AdminTokens    []string // read from AdminTokenFile
 }
@@ -55,7 +56,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ing, err := ingress.New(ingress.Config{
 		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID, Agent: cfg.AgentName,
 		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev, FinishWait: cfg.FinishWait,
-		Limits: ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
+		EndedAlias: cfg.EndedAlias,
+		Limits:     ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/stages"
+	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // serveStart answers a request on the start subject: a new session or a
@@ -91,7 +93,7 @@ func (o *starter) start(ctx context.Context, req protocol.StartRequest) protocol
 		return o.existing(id, false)
 	}
 	defer o.reg.endLoad(id)
-	s, holder, err := o.create(ctx, id, req, tokens, timeout)
+	s, replaced, holder, err := o.create(ctx, id, req, tokens, timeout)
 	switch {
 	case holder != nil:
 		return protocol.StartReply{SessionID: holder.SessionID, DeploymentID: o.cfg.Deployment, Ended: holder.Ended, WireV: wire.CurrentVersion}
@@ -100,8 +102,8 @@ func (o *starter) start(ctx context.Context, req protocol.StartRequest) protocol
 		return refuseStart(protocol.CodeUnavailable, err)
 	}
 	o.spawn(s, runtime.BootNew)
-	o.log.Info("session started", "session", id, "aliases", req.Aliases, "tags", len(req.Tags))
-	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Created: true, WireV: wire.CurrentVersion}
+	o.log.Info("session started", "session", id, "aliases", req.Aliases, "tags", len(req.Tags), "replaced", replaced)
+	return protocol.StartReply{SessionID: id, DeploymentID: o.cfg.Deployment, Created: true, Replaced: replaced, WireV: wire.CurrentVersion}
 }
 
 // existing answers a start whose requested session exists.
@@ -140,53 +142,126 @@ func (o *starter) checkStart(req protocol.StartRequest) (time.Duration, []string
 }
 
 // create writes the new session's durable state; on a taken alias it undoes
-// what it wrote and returns the holder.
-func (o *starter) create(ctx context.Context, id string, req protocol.StartRequest, tokens []string, timeout time.Duration) (*session.Session, *record.OwnedError, error) {
+// what it wrote and returns the holder. replaced names the ended session
+// whose alias it took over (req.ReplaceEnded).
+func (o *starter) create(ctx context.Context, id string, req protocol.StartRequest, tokens []string, timeout time.Duration) (s *session.Session, replaced string, holder *record.OwnedError, err error) {
 	aliases := req.Aliases
 	if err := o.cfg.Store.AddIndex(ctx, o.cfg.ProcessID, id); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	cp, err := session.EncodeNew(id, aliases, req.Tags)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	rec, err := record.New(id, o.cfg.newOwner(), cp)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	rev, err := o.cfg.Store.CreateSession(ctx, rec)
 	var owned *record.OwnedError
 	if errors.As(err, &owned) { // a requested ID another start created first
 		_ = o.cfg.Store.RemoveIndex(ctx, o.cfg.ProcessID, id)
-		return nil, owned, nil
+		return nil, "", owned, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	if holder, err := o.claimHooks(ctx, id, aliases, tokens); holder != nil || err != nil {
+	if replaced, holder, err = o.claimHooks(ctx, id, aliases, tokens, req.ReplaceEnded); holder != nil || err != nil {
 		o.undoCreate(ctx, id, rev, tokens)
-		return nil, holder, err
+		return nil, "", holder, err
 	}
-	s, err := session.New(o.env, session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases, req.Tags), Tokens: tokens, Timeout: timeout})
-	return s, nil, err
+	s, err = session.New(o.env, session.Boot{Record: rec, Revision: rev, Checkpoint: session.NewCheckpoint(aliases, req.Tags), Tokens: tokens, Timeout: timeout})
+	return s, replaced, nil, err
 }
 
-func (o *starter) claimHooks(ctx context.Context, id string, aliases, tokens []string) (*record.OwnedError, error) {
+// claimHooks claims the session's stable token and its aliases, each
+// create-only; with replaceEnded an alias whose session ended is taken
+// over (takeOver). A taken one returns its holder.
+func (o *starter) claimHooks(ctx context.Context, id string, aliases, tokens []string, replaceEnded bool) (string, *record.OwnedError, error) {
+	replaced := ""
 	for i, tok := range tokens {
 		addr := id
 		if i > 0 {
 			addr = aliases[i-1]
 		}
-		_, err := o.cfg.Store.CreateHook(ctx, record.Hook{Token: tok, Address: addr, SessionID: id, WireV: wire.CurrentVersion})
+		h := record.Hook{Token: tok, Address: addr, SessionID: id, WireV: wire.CurrentVersion}
+		_, err := o.cfg.Store.CreateHook(ctx, h)
 		var owned *record.OwnedError
-		if errors.As(err, &owned) {
-			return owned, nil
+		if errors.As(err, &owned) && replaceEnded && i > 0 && o.ended(ctx, owned) {
+			var prev string
+			if prev, owned, err = o.takeOver(ctx, h); err == nil && owned == nil {
+				replaced = prev
+				continue
+			}
+		}
+		if owned != nil {
+			return "", owned, nil
 		}
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
-	return nil, nil
+	return replaced, nil, nil
+}
+
+// ended reports whether the holder of an alias has ended: its hook is a
+// tombstone, or its record says ended (the ended session's clean-up
+// tombstones its hooks a moment later, and skips one that names another
+// session by then).
+func (o *starter) ended(ctx context.Context, holder *record.OwnedError) bool {
+	if holder.Ended {
+		return true
+	}
+	cur, err := o.cfg.Store.LeaderSession(ctx, holder.SessionID)
+	return err == nil && cur.Record.State == record.StateEnded
+}
+
+// takeOverAttempts bounds takeOver against hooks that keep changing.
+const takeOverAttempts = 3
+
+// takeOver replaces the hook of an ended session at alias hook h's token
+// (a tombstone, or one its clean-up has not tombstoned yet) with h, by CAS
+// at the revision read from the leader: of two starts racing for the
+// alias one wins, the other is told the winner (a live holder). The
+// alias's inbox subject is then purged up to the last message before the
+// CAS — the ended session's, never one for the new session, which the
+// ingress addresses only once the new hook is there — so the new
+// session's consumer never reads them. It returns the ended session.
+func (o *starter) takeOver(ctx context.Context, h record.Hook) (string, *record.OwnedError, error) {
+	for range takeOverAttempts {
+		cur, rev, err := o.cfg.Store.LeaderHook(ctx, h.Token)
+		if errors.Is(err, record.ErrNotFound) { // deleted meanwhile: claim it afresh
+			_, err = o.cfg.Store.CreateHook(ctx, h)
+			var owned *record.OwnedError
+			if errors.As(err, &owned) {
+				continue
+			}
+			return "", nil, err
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if holder := (&record.OwnedError{SessionID: cur.SessionID, Ended: cur.Tombstone}); !o.ended(ctx, holder) {
+			return "", holder, nil
+		}
+		last, err := o.inboxLast(ctx, h.Token)
+		if err != nil {
+			return "", nil, err
+		}
+		if _, err := o.cfg.Store.UpdateHook(ctx, h, rev); errors.Is(err, record.ErrConflict) {
+			continue
+		} else if err != nil {
+			return "", nil, err
+		}
+		if last > 0 {
+			if err := o.purgeInbox(ctx, h.Token, last+1); err != nil {
+				o.log.Warn("alias taken over; its ended session's commands not purged", "alias", h.Address, "err", err)
+			}
+		}
+		o.log.Info("alias taken over from an ended session", "alias", h.Address, "session", h.SessionID, "ended", cur.SessionID)
+		return cur.SessionID, nil, nil
+	}
+	return "", nil, fmt.Errorf("%w: alias %q changed %d times while being taken over", record.ErrConflict, h.Address, takeOverAttempts)
 }
 
 // undoCreate removes what create wrote, best effort: hooks that name this
@@ -297,4 +372,26 @@ func (o *starter) adopted(ctx context.Context, act handoff.Activation, d session
 	}
 	return session.New(o.env, session.Boot{Record: rec, Revision: act.Session.Revision, Checkpoint: d, Tokens: tokens,
 		Predecessor: act.Predecessor, Arrival: arrival})
+}
+
+// inboxLast is the sequence of the last inbox message on token's subject
+// (0: none), read from the stream leader.
+func (o *starter) inboxLast(ctx context.Context, token string) (uint64, error) {
+	m, err := kv.NewStream(o.cfg.JS, o.cfg.Names.InboxStream()).Last(ctx, o.cfg.Names.Inbox(token))
+	switch {
+	case errors.Is(err, record.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("inbox of %s: %w", token, err)
+	}
+	return m.Sequence, nil
+}
+
+// purgeInbox removes token's inbox messages below sequence below.
+func (o *starter) purgeInbox(ctx context.Context, token string, below uint64) error {
+	st, err := o.cfg.JS.Stream(ctx, o.cfg.Names.InboxStream())
+	if err != nil {
+		return err
+	}
+	return st.Purge(ctx, jetstream.WithPurgeSubject(o.cfg.Names.Inbox(token)), jetstream.WithPurgeSequence(below))
 }
