@@ -16,6 +16,10 @@ func (x *Index) AddPostings(ctx context.Context, ps []subjects.Posting) error {
 // entry's CAS (tests: a writer racing another).
 func (x *Index) SetBeforeCAS(f func()) { x.beforeCAS = f }
 
+// SetAfterCAS sets a hook run after a Put attempt's CAS landed; its error
+// stands for the answer lost on the way back (tests: an uncertain write).
+func (x *Index) SetAfterCAS(f func() error) { x.afterCAS = f }
+
 // StartCursor is a cursor before every posting of q's walk, reading the
 // postings all at once (whole) or an hour at a time.
 func StartCursor(q IndexQuery, whole bool) string {

@@ -34,8 +34,10 @@ type Index struct {
 	prefix string // the bucket's subject prefix, $KV.<bucket>.
 	now    func() time.Time
 	// beforeCAS, when set (tests), runs between an attempt's postings
-	// and its entry's CAS.
+	// and its entry's CAS; afterCAS, after a CAS that landed: its error
+	// stands for an answer lost on the way back.
 	beforeCAS func()
+	afterCAS  func() error
 }
 
 // OpenIndex opens the session index bucket named by names (topology.Ensure
@@ -103,14 +105,38 @@ func (x *Index) Get(ctx context.Context, sessionID string) (record.IndexEntry, u
 // write racing the new owner's first, in a handoff) has already written
 // its postings: it deletes, by the sequence it wrote, each of them the
 // entry it finally leaves (or finds) does not have, so a lost race leaves
-// no stale posting for Count to count.
+// no stale posting for Count to count. And a CAS whose answer was lost
+// (a leader election) may have landed: the postings of the entry it
+// replaced are removed whatever the outcome, or the next attempt, finding
+// its own entry unchanged, would leave them for ever.
 func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (IndexOutcome, error) {
+	return x.put(ctx, e, verify, &putState{wrote: map[string]uint64{}})
+}
+
+// putState is what the attempts of one write (Put, or every try of
+// Write) learned: the postings they wrote, by key and sequence, and those
+// of the entries their CASes may have replaced.
+type putState struct {
+	wrote    map[string]uint64
+	replaced []subjects.Posting
+}
+
+// settle removes what a write's attempts left that keep (the postings of
+// the entry the write leaves or found) does not have: the postings it
+// wrote (by sequence) and those of the entries it may have replaced.
+func (x *Index) settle(ctx context.Context, st *putState, keep []subjects.Posting) error {
+	if err := x.dropWritten(ctx, st.wrote, keep); err != nil {
+		return err
+	}
+	return x.removeStale(ctx, missing(st.replaced, keep))
+}
+
+func (x *Index) put(ctx context.Context, e record.IndexEntry, verify bool, st *putState) (IndexOutcome, error) {
 	if err := subjects.ValidateSessionID(e.SessionID); err != nil {
 		return 0, invalid("index entry: %v", err)
 	}
 	key := subjects.IndexEntryKey(e.SessionID)
-	news := e                    // what the writer says; each attempt builds its write from it
-	wrote := map[string]uint64{} // postings this call wrote: key → sequence
+	news := e // what the writer says; each attempt builds its write from it
 	for range indexAttempts {
 		e := news
 		cur, rev, err := x.Get(ctx, e.SessionID)
@@ -119,7 +145,7 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 			return 0, err
 		}
 		if found && cur.Revision > e.Revision {
-			return IndexOlder, x.dropWritten(ctx, wrote, postingsOf(cur))
+			return IndexOlder, x.settle(ctx, st, postingsOf(cur))
 		}
 		if e.CreatedAt.IsZero() {
 			e.CreatedAt = x.createdAt(ctx, e.SessionID, cur, found)
@@ -127,7 +153,7 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		want := postingsOf(e)
 		e.Storage = mergeStorage(cur, found, e)
 		if found && cur.Same(e) && cur.CreatedAt.Equal(e.CreatedAt) && sameStorage(cur.Storage, e.Storage) {
-			if err := x.dropWritten(ctx, wrote, want); err != nil {
+			if err := x.settle(ctx, st, want); err != nil {
 				return 0, err
 			}
 			if verify {
@@ -144,7 +170,7 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 			add = missing(want, had)
 		}
 		seqs, err := x.addPostings(ctx, add)
-		maps.Copy(wrote, seqs)
+		maps.Copy(st.wrote, seqs)
 		if err != nil {
 			return 0, err
 		}
@@ -158,6 +184,11 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		if err != nil {
 			return 0, err
 		}
+		for _, p := range missing(had, want) {
+			if !slices.Contains(st.replaced, p) {
+				st.replaced = append(st.replaced, p)
+			}
+		}
 		if found {
 			_, err = x.b.kv.Update(ctx, key, data, rev)
 		} else {
@@ -166,13 +197,13 @@ func (x *Index) Put(ctx context.Context, e record.IndexEntry, verify bool) (Inde
 		if err = mapErr("index", key, err); errors.Is(err, record.ErrConflict) {
 			continue
 		}
+		if err == nil && x.afterCAS != nil {
+			err = x.afterCAS()
+		}
 		if err != nil {
 			return 0, err
 		}
-		if err := x.dropWritten(ctx, wrote, want); err != nil {
-			return 0, err
-		}
-		return IndexWritten, x.removeStale(ctx, missing(had, want))
+		return IndexWritten, x.settle(ctx, st, want)
 	}
 	return 0, fmt.Errorf("%w: index entry %s: %d writers raced", record.ErrConflict, e.SessionID, indexAttempts)
 }
@@ -429,8 +460,9 @@ func (x *Index) keys(ctx context.Context, filter string) ([]string, error) {
 // counts by value (Count) still count the session where it was. An invalid
 // entry is not tried again.
 func (x *Index) Write(ctx context.Context, e record.IndexEntry) error {
+	st := &putState{wrote: map[string]uint64{}} // shared by the tries: one write
 	return retryIndex(ctx, func(ctx context.Context) error {
-		_, err := x.Put(ctx, e, false)
+		_, err := x.put(ctx, e, false, st)
 		if errors.Is(err, record.ErrInvalid) {
 			return backoff.Permanent(err)
 		}
@@ -465,47 +497,6 @@ func (x *Index) removeStale(ctx context.Context, ps []subjects.Posting) error {
 		return nil
 	}
 	return retryIndex(ctx, func(ctx context.Context) error { return x.removePostings(ctx, ps) })
-}
-
-// SessionKeys reads up to n keys of the sessions bucket's stream from
-// sequence from on (every revision it still holds, headers only), and the
-// sequence to continue from (0: the stream's end was reached). The
-// reconciler's walk.
-func (x *Index) SessionKeys(ctx context.Context, from uint64, n int) ([]string, uint64, error) {
-	return x.scanKeys(ctx, "KV_"+x.names.SessionsBucket(), from, n)
-}
-
-// IndexKeys is SessionKeys over the index bucket's stream.
-func (x *Index) IndexKeys(ctx context.Context, from uint64, n int) ([]string, uint64, error) {
-	return x.scanKeys(ctx, "KV_"+x.b.name, from, n)
-}
-
-func (x *Index) scanKeys(ctx context.Context, stream string, from uint64, n int) ([]string, uint64, error) {
-	c, err := x.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: max(from, 1), HeadersOnly: true})
-	if err != nil {
-		return nil, 0, fmt.Errorf("kv: walk %s: %w", stream, err)
-	}
-	prefix := "$KV." + strings.TrimPrefix(stream, "KV_") + "."
-	batch, err := c.FetchNoWait(n)
-	if err != nil {
-		return nil, 0, fmt.Errorf("kv: walk %s: %w", stream, err)
-	}
-	var keys []string
-	var next uint64
-	for m := range batch.Messages() {
-		if md, err := m.Metadata(); err == nil {
-			next = md.Sequence.Stream + 1
-			if md.NumPending == 0 {
-				next = 0
-			}
-		}
-		keys = append(keys, strings.TrimPrefix(m.Subject(), prefix))
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-		return nil, 0, fmt.Errorf("kv: walk %s: %w", stream, err)
-	}
-	return keys, next, nil
 }
 
 // Count is how many sessions have a posting of dim's value (a stale

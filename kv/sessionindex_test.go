@@ -394,3 +394,34 @@ func TestIndexLostRaceLeavesNoPosting(t *testing.T) {
 		t.Fatalf("deployment=dep-a: %v", ids)
 	}
 }
+
+// TestIndexUncertainWriteLeavesNoPosting: a write whose CAS landed but
+// whose answer was lost (a leader election) is tried again by Write; the
+// retry finds its own entry unchanged and must still remove the postings
+// of the entry the first try replaced.
+func TestIndexUncertainWriteLeavesNoPosting(t *testing.T) {
+	x, c := openIndex(t), ctx(t)
+	put(t, x, entry("s1", 10, t0), kv.IndexWritten) // dep-a, active
+	lost := false
+	x.SetAfterCAS(func() error {
+		if lost {
+			return nil
+		}
+		lost = true
+		return errors.New("answer lost")
+	})
+	t.Cleanup(func() { x.SetAfterCAS(nil) })
+	moved := entry("s1", 11, t0)
+	moved.DeploymentID = "dep-b"
+	if err := x.Write(c, moved); err != nil || !lost {
+		t.Fatalf("write: %v (lost answer %v)", err, lost)
+	}
+	for dim, want := range map[string]int{"dep-a": 0, "dep-b": 1} {
+		if n, err := x.Count(c, subjects.DimDep, dim); err != nil || n != want {
+			t.Fatalf("count %s = %d %v, want %d", dim, n, err, want)
+		}
+	}
+	if n, err := x.Count(c, subjects.DimDepState, "dep-a=active"); err != nil || n != 0 {
+		t.Fatalf("count dep-a=active = %d %v, want 0", n, err)
+	}
+}
