@@ -49,19 +49,7 @@ func ParseEnd(b []byte, sessionID string, lim Limits) (Request, error) {
 }
 
 func (s *Server) httpUserEnd(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	if err := checkSessionID(id); err != nil {
-		return err
-	}
-	b, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	req, err := ParseEnd(b, id, s.cfg.Limits)
-	if err != nil {
-		return err
-	}
-	return s.accepted(w, r, req, s.EndSession)
+	return s.sessionOpVia(w, r, func(b []byte, id string) (Request, error) { return ParseEnd(b, id, s.cfg.Limits) }, s.EndSession)
 }
 
 // EndSession ends a session at its user's request. A session an owner may

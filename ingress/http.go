@@ -178,6 +178,12 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) error {
 
 // sessionOp runs a command on the session named by the path.
 func (s *Server) sessionOp(w http.ResponseWriter, r *http.Request, parse func([]byte, string) (Request, error)) error {
+	return s.sessionOpVia(w, r, parse, s.Send)
+}
+
+// sessionOpVia is sessionOp carried out by op.
+func (s *Server) sessionOpVia(w http.ResponseWriter, r *http.Request, parse func([]byte, string) (Request, error),
+	op func(context.Context, Request) (Receipt, error)) error {
 	id := r.PathValue("id")
 	if err := checkSessionID(id); err != nil {
 		return err
@@ -190,7 +196,7 @@ func (s *Server) sessionOp(w http.ResponseWriter, r *http.Request, parse func([]
 	if err != nil {
 		return err
 	}
-	return s.accepted(w, r, req, s.Send)
+	return s.accepted(w, r, req, op)
 }
 
 func (s *Server) accepted(w http.ResponseWriter, r *http.Request, req Request, op func(context.Context, Request) (Receipt, error)) error {
