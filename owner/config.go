@@ -79,6 +79,11 @@ type Config struct {
 	// HibernateAfter is how long a quiet session stays loaded before it
 	// hibernates (--hibernate-after; negative: never).
 	HibernateAfter time.Duration
+	// EndIdleAfter ends a session that had no command for this long, with
+	// reason idle_expired (--end-idle-after; default 0: never). A session
+	// waiting for input, authorization, a task or a child, or paused,
+	// never expires this way.
+	EndIdleAfter time.Duration
 	// MaxLoaded caps the sessions this process runs at once (--max-loaded;
 	// default 2000; 0: no cap).
 	MaxLoaded int

@@ -36,6 +36,7 @@ const (
 	WakeRestart  WakeSource = "restart"  // a failed run restarted
 	WakeChild    WakeSource = "child"    // a parent or child session sent it a command
 	WakeFinish   WakeSource = "finish"   // an owner carried out an operator's retry
+	WakeExpire   WakeSource = "expire"   // the idle sweep loads a session to end it (idle_expired)
 	WakeOther    WakeSource = "other"    // counted for a request without a source
 )
 

@@ -105,6 +105,9 @@ const (
 	// session.ended {by: "user"}), or an operator or user ended it while
 	// it was quarantined ([Terminate]; the finisher's event names who).
 	EndTerminated = wire.EndTerminated
+	// EndIdleExpired: the session had no command for its owner's idle
+	// limit ([IdleExpire]).
+	EndIdleExpired = wire.EndIdleExpired
 )
 
 // Fields is a convenience body for an agent's own event kinds: keys marshal

@@ -66,6 +66,8 @@ func (h *harness) do(line string) string {
 		effs, err = h.handle(h.handoffDone(args))
 	case "tick":
 		effs, err = h.handle(runtime.Tick{Now: at(args)})
+	case "expire":
+		effs, err = h.handle(runtime.IdleExpire{})
 	case "crash":
 		return h.crash(args)
 	case "state":

@@ -29,6 +29,16 @@ func (m *Machine) IdleReason() string {
 	return ""
 }
 
+// idleExpire ends an idle session with reason idle_expired (IdleExpire);
+// a session that is not idle is left as it is.
+func (m *Machine) idleExpire() []Effect {
+	if m.IdleReason() != "" {
+		return nil
+	}
+	m.finalize(EndIdleExpired)
+	return []Effect{m.flush()}
+}
+
 // activity is the working state as the idle rule reads it. A turn parked on
 // an input or authorization wait is reported by the wait.
 func (m *Machine) activity() record.Activity {

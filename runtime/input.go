@@ -113,6 +113,14 @@ type SendsLeft struct{ IDs []string }
 // Tick advances the machine's clock. Time only ever enters through inputs.
 type Tick struct{ Now time.Time }
 
+// IdleExpire asks the machine to end the session with reason idle_expired:
+// the driver found it had no command for its owner's idle limit
+// (--end-idle-after). The machine ends it only while it is idle
+// (IdleReason ""): no turn, step, commit or handoff, no queued command,
+// not paused, and no wait for input, authorization, a task or a child.
+// Otherwise it does nothing: a session that waits never expires this way.
+type IdleExpire struct{}
+
 // Forgotten reports the applied commands of a [Forget] the driver deleted
 // from the inbox (Seqs), or could not delete (Kept: asked for again at a
 // later commit).
@@ -128,3 +136,4 @@ func (SendsDone) input()    {}
 func (SendsPending) input() {}
 func (SendsLeft) input()    {}
 func (Forgotten) input()    {}
+func (IdleExpire) input()   {}

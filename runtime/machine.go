@@ -138,6 +138,8 @@ func (m *Machine) Handle(in Input) ([]Effect, error) {
 	case Tick:
 		m.now = in.Now
 		return nil, nil
+	case IdleExpire:
+		return m.idleExpire(), nil
 	case SendsDone:
 		if m.busy() || len(m.snap.Sends) == 0 {
 			return nil, nil

@@ -121,6 +121,13 @@ type Config struct {
 	// before it hibernates (default 5 min; negative: never, except under
 	// MaxLoaded).
 	HibernateAfter time.Duration
+	// EndIdleAfter ends a session that had no command for this long, with
+	// reason idle_expired (0: never): a loaded session at its next tick,
+	// a hibernated one found by the sweep in the session index and loaded
+	// to end it. A session waiting for input, authorization, a task or a
+	// child, or paused, never expires this way. Every owner of a fleet
+	// should use the same value: each applies its own.
+	EndIdleAfter time.Duration
 	// MaxLoaded caps the sessions running in this process, and so its inbox
 	// consumers (0: no cap). At the cap, a load asks the least recently
 	// active quiet sessions to hibernate early and waits briefly for room;

@@ -31,6 +31,7 @@ type metrics struct {
 	pauses       prometheus.Counter       // overdue lease renewals (sessions paused)
 	stepFailures *prometheus.CounterVec   // failed steps by code
 	stepRetries  *prometheus.CounterVec   // steps run again by the code they failed with
+	idleExpired  prometheus.Counter       // sessions ended with reason idle_expired
 	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
 	sends        *prometheus.CounterVec   // commands for other sessions by kind and result
 	finishes     *prometheus.CounterVec   // operators' finishes of quarantined sessions by outcome
@@ -100,6 +101,10 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Help: "Live events (message.delta, message.discarded) by result: published, failed (the connection refused the publish), dropped (a step's live buffer was full).",
 		}, []string{"result"}),
 		sends: newSendsMetric(), finishes: newFinishesMetric(), indexed: newIndexedMetric(), stepRetries: newStepRetriesMetric(),
+		idleExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_owner_sessions_idle_expired_total",
+			Help: "Sessions this owner process ended with reason idle_expired (no command for --end-idle-after).",
+		}),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	m.renewals, m.fences, m.pauses = leaseMetrics()
@@ -107,7 +112,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes, m.indexed,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes, m.indexed, m.idleExpired,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",
@@ -248,6 +253,9 @@ func (m *metrics) StepRetried(code string) { m.stepRetries.WithLabelValues(code)
 
 // Hibernated counts a hibernation.
 func (m *metrics) Hibernated() { m.hibernated() }
+
+// IdleExpired counts a session ended with reason idle_expired.
+func (m *metrics) IdleExpired() { m.idleExpired.Inc() }
 
 // LiveDropped counts deltas a step's live buffer had no room for.
 func (m *metrics) LiveDropped(n int) { m.live.WithLabelValues("dropped").Add(float64(n)) }

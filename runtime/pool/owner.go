@@ -135,7 +135,7 @@ func New(cfg Config) (*Owner, error) {
 		timers: cfg.timers()}
 	o.resumes = &resumer{cfg: &o.cfg, log: o.log, lease: o.lease, reg: o.reg, wake: o.Wake}
 	o.sweeps = &sweeper{cfg: &o.cfg, log: o.log, metrics: m, reg: o.reg, peers: &o.peers, adoption: o.adoption, fin: o.fin,
-		wakes: o.wakes, retire: o.retire, backlog: o.backlog, wake: o.Wake}
+		wakes: o.wakes, retire: o.retire, backlog: o.backlog, wake: o.Wake, index: o.index.Load}
 	o.recon = &reconciler{cfg: &o.cfg, log: o.log, metrics: m, peers: &o.peers, agents: o.agents, index: o.index.Load, reg: o.reg}
 	o.out.index = o.recon.indexLater
 	o.recon.blobs = o.blobSizes

@@ -27,6 +27,10 @@ type sweeper struct {
 	retire   *retirement
 	backlog  kv.Backlog
 	wake     func(context.Context, protocol.WakeRequest) protocol.WakeReply // Owner.Wake
+	index    func() *kv.Index
+	// idleNext is where the idle sweep's walk of the index continues
+	// ("": from the start).
+	idleNext string
 }
 
 // sweepLoop runs the orphan sweeper every SweepInterval (±10 %, so the
@@ -70,6 +74,7 @@ func (o *sweeper) sweep(ctx context.Context) {
 	o.sweepProcesses(ctx)
 	o.sweepOwn(ctx)
 	o.sweepQuarantined(ctx)
+	o.sweepIdle(ctx)
 }
 
 // sweepProcesses adopts every registered process of this deployment that

@@ -52,6 +52,10 @@ type Env struct {
 	// HibernateAfter is how long a quiet session stays loaded (≤ 0: until
 	// asked, or drained).
 	HibernateAfter time.Duration
+	// EndIdleAfter ends a session that had no command for this long, with
+	// reason idle_expired, while it is idle (runtime.IdleExpire); ≤ 0:
+	// never.
+	EndIdleAfter time.Duration
 	// ChildSendTimeout bounds a pending child send, from its durable
 	// start (0: DefaultChildSendTimeout).
 	ChildSendTimeout time.Duration
@@ -122,4 +126,8 @@ type Boot struct {
 	// (runtime.BootAdopt).
 	Arrival  *runtime.HandoffInfo
 	Adoption *runtime.AdoptInfo
+	// IdleSince is when the session was last active before this run (the
+	// claimed record's previous write: a hibernation, a commit), for
+	// EndIdleAfter; zero: now.
+	IdleSince time.Time
 }

@@ -67,6 +67,28 @@ func (s *Session) quiet() bool {
 	return false
 }
 
+// maybeExpire ends the session with reason idle_expired (runtime.IdleExpire)
+// once it had no command or step for EndIdleAfter, while it is idle — no
+// wait, no pause, nothing queued — and its inbox holds nothing it has not
+// received (backlogged): a command on its way counts as activity. A
+// draining process leaves it to the next owner.
+func (s *Session) maybeExpire(ctx context.Context) error {
+	after := s.env.EndIdleAfter
+	if after <= 0 || s.stopped || s.m.Ended() != "" || s.env.Process.Draining() || s.now().Sub(s.idleSince) < after {
+		return nil
+	}
+	if !s.quiet() || s.m.IdleReason() != "" || s.backlogged(ctx) {
+		return nil
+	}
+	idle := s.now().Sub(s.idleSince).Round(time.Millisecond)
+	if err := s.handle(ctx, runtime.IdleExpire{}); err != nil || s.m.Ended() != runtime.EndIdleExpired {
+		return err
+	}
+	s.log.Info("session idle expired", "idle", idle, "limit", after)
+	s.env.Observer.IdleExpired()
+	return nil
+}
+
 // maybeHibernate hibernates the session when it is quiet and either idle for
 // HibernateAfter or asked to by the loaded-session cap (force).
 func (s *Session) maybeHibernate(ctx context.Context, force bool) error {

@@ -222,6 +222,9 @@ type Observer interface {
 	// failed), when its retry starts.
 	StepRetried(code string)
 	Hibernated()
+	// IdleExpired counts a session this process ended with reason
+	// idle_expired (Env.EndIdleAfter), once, when its end commits.
+	IdleExpired()
 	InboxLag(d time.Duration)
 	// LiveDropped counts deltas a step's live buffer had no room for.
 	LiveDropped(n int)
@@ -236,6 +239,7 @@ func (Nop) StepDone(runtime.StepDone, time.Duration) {}
 func (Nop) StepFailed(string)                        {}
 func (Nop) StepRetried(string)                       {}
 func (Nop) Hibernated()                              {}
+func (Nop) IdleExpired()                             {}
 func (Nop) InboxLag(time.Duration)                   {}
 func (Nop) LiveDropped(int)                          {}
 

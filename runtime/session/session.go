@@ -49,6 +49,7 @@ type Session struct {
 	stopped       bool
 	hibernated    atomic.Bool // stopped by hibernating
 	act           *Activity   // last activity; the loaded-session cap's request to hibernate
+	idleSince     time.Time   // the last command or step (EndIdleAfter), from the boot's IdleSince
 	senders       senders     // pending child sends being retried
 	ix            indexer     // its entry of the session index
 }
@@ -76,6 +77,9 @@ func New(env *Env, b Boot) (*Session, error) {
 		prev:    b.Predecessor, arrival: b.Arrival, adoption: b.Adoption, stateRef: b.Checkpoint.stateRef,
 	}
 	s.hist, s.due = b.Checkpoint.hist, dueStep(snap)
+	if s.idleSince = b.IdleSince; s.idleSince.IsZero() {
+		s.idleSince = s.now()
+	}
 	s.bootDue = s.due
 	if s.hist == nil {
 		s.hist = newHistory(env)
@@ -166,6 +170,7 @@ func (s *Session) loop(ctx context.Context) error {
 		case d := <-s.cur.deliveries():
 			stages.Mark(s.id, "loop")
 			s.act.Touch()
+			s.idleSince = s.now()
 			s.env.Observer.InboxLag(time.Since(d.Stored))
 			in := wire.DecodeInput(d.Seq, d.Data)
 			if err = s.refuseOtherAgents(ctx, &in); err == nil {
@@ -174,6 +179,7 @@ func (s *Session) loop(ctx context.Context) error {
 		case d := <-s.steps:
 			s.cancel = nil
 			s.act.Touch()
+			s.idleSince = s.now()
 			s.env.Failpoints.Run(failpoint.BeforeCommit, failpoint.Args{SessionID: s.id})
 			err = s.handle(ctx, d)
 		case <-s.act.ask:
@@ -194,6 +200,9 @@ func (s *Session) loop(ctx context.Context) error {
 			}
 			s.cur.tickPurge(ctx, now, s.env.Process.LeaseValid(), s.log)
 			if err == nil {
+				err = s.maybeExpire(ctx)
+			}
+			if err == nil && !s.stopped {
 				err = s.maybeHibernate(ctx, false)
 			}
 		}
