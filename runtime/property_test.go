@@ -245,9 +245,13 @@ func (w *world) handoffDone(moved bool, skip string) {
 	}})
 }
 
-// drain settles everything and checks that no command was dropped.
+// drain settles everything and checks that no command was dropped. Its
+// bound on settling steps (a livelock would exhaust it, and then the
+// checks below fail) grows with the stream: every command may cost a few
+// steps (fed, committed, a resume accepted while a queued pause re-pauses
+// the session), and floods make streams of a thousand commands.
 func (w *world) drain() {
-	for i := 0; i < 2000 && w.drainOne(); i++ {
+	for i := 0; i < max(2000, 4*len(w.stream)) && w.drainOne(); i++ {
 		w.checkIdle()
 	}
 	w.require(w.pending == nil && w.step == nil && w.handoff == nil, "drain did not settle")
