@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/subjects"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -35,6 +37,7 @@ type Fleet struct {
 	missing  map[string]time.Time  // deployments read from the leader without an agent key, and when
 	changed  chan struct{}         // closed and replaced at every change
 	loaded   chan struct{}         // closed when the first state is loaded
+	endWatch context.CancelFunc    // ends the current watch's context (follow's goroutine only)
 }
 
 // liveLease is what the view keeps of a live own lease: its deployment,
@@ -56,17 +59,61 @@ const missingTTL = 2 * time.Second
 
 // WatchFleet starts following the fleet until ctx ends; Loaded says when
 // the current state is in the view. log, if not nil, reports a watch that
-// failed and is being started again.
+// failed and is being started again. A watch that cannot start (the
+// owners bucket's stream without a leader for a while, the connection
+// down: an owner started during a NATS node's restart) is tried again
+// with backoff until it starts or ctx ends, whose error is returned.
 func (s *Store) WatchFleet(ctx context.Context, log func(msg string, args ...any)) (*Fleet, error) {
 	f := &Fleet{store: s, log: log, changed: make(chan struct{}), loaded: make(chan struct{}),
 		agents: map[string]string{}, deploys: map[string]Deployment{}, leases: map[string]liveLease{},
 		promoted: map[string]promotion{}, missing: map[string]time.Time{}}
-	w, err := f.watch(ctx)
+	var w jetstream.KeyWatcher
+	err := backoff.Retry(func() (err error) {
+		if w, err = f.startWatch(ctx); err != nil && ctx.Err() == nil && log != nil {
+			log("fleet watch failed; retrying", "err", err)
+		}
+		return err
+	}, backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(200*time.Millisecond),
+		backoff.WithMaxInterval(2*time.Second), backoff.WithMaxElapsedTime(0)), ctx))
 	if err != nil {
 		return nil, err
 	}
 	go f.follow(ctx, w, f.loaded)
 	return f, nil
+}
+
+// fleetWatchAttempt bounds one attempt to start the fleet watch: a start
+// sent while the connection was down may never be answered.
+const fleetWatchAttempt = 5 * time.Second
+
+// startWatch starts a watch that lives until ctx ends, giving up after
+// fleetWatchAttempt (the watch's own context is then cancelled, so one
+// that starts late stops at once).
+func (f *Fleet) startWatch(ctx context.Context) (jetstream.KeyWatcher, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	type started struct {
+		w   jetstream.KeyWatcher
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		w, err := f.watch(wctx)
+		done <- started{w, err}
+	}()
+	t := time.NewTimer(fleetWatchAttempt)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			cancel()
+			return nil, r.err
+		}
+		f.endWatch = cancel // the watch lives until follow replaces it, or ctx ends
+		return r.w, nil
+	case <-t.C:
+		cancel()
+		return nil, fmt.Errorf("kv: fleet watch: not started within %s", fleetWatchAttempt)
+	}
 }
 
 // Loaded is closed once the view holds the state present when the watch
@@ -90,9 +137,10 @@ func (f *Fleet) follow(ctx context.Context, w jetstream.KeyWatcher, loaded chan 
 	for {
 		f.apply(ctx, w, loaded)
 		stopWatch(w)
+		f.endWatch()
 		for ctx.Err() == nil {
 			var err error
-			if w, err = f.watch(ctx); err == nil {
+			if w, err = f.startWatch(ctx); err == nil {
 				break
 			}
 			if f.log != nil {
