@@ -9,36 +9,66 @@ import (
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// outage is one server with the topology and a connection without a
+// reconnect buffer: every request made while the server is down fails at
+// once, as a request to a leader that went away fails on a cluster, so
+// only a retry lands it. down stops the server; up starts it again on
+// the same port and store.
+type outage struct {
+	t    *testing.T
+	dir  string
+	s    *server.Server
+	port int
+	js   jetstream.JetStream
+}
+
+func startOutage(t *testing.T) *outage {
+	t.Helper()
+	o := &outage{t: t, dir: t.TempDir()}
+	o.s = natstest.ServerIn(t, o.dir)
+	ensure(t, o.s.ClientURL(), 1)
+	nc, err := nats.Connect(o.s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if o.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	o.port = o.s.Addr().(*net.TCPAddr).Port
+	return o
+}
+
+func (o *outage) down() { natsd.Shutdown(o.s) }
+
+func (o *outage) up() {
+	o.t.Helper()
+	back, err := natsd.Start(natsd.Config{Dir: o.dir, Port: o.port, Name: "test"})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	o.t.Cleanup(func() { natsd.Shutdown(back) })
+}
 
 // TestFleetWatchOutlivesAnOutage: an owner that starts its fleet view
 // while the server is down (a NATS node restarting) waits for it and then
 // follows the fleet, instead of failing its start.
 func TestFleetWatchOutlivesAnOutage(t *testing.T) {
-	dir := t.TempDir()
-	s := natstest.ServerIn(t, dir)
-	ensure(t, s.ClientURL(), 1)
-	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := startOutage(t)
 	c := ctx(t)
-	st, err := kv.Open(c, js, subjects.Default())
+	st, err := kv.Open(c, o.js, subjects.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := st.RegisterAgent(c, "dep-a", "support"); err != nil {
 		t.Fatal(err)
 	}
-	port := s.Addr().(*net.TCPAddr).Port
-	natsd.Shutdown(s)
+	o.down()
 	type watched struct {
 		f   *kv.Fleet
 		err error
@@ -54,11 +84,7 @@ func TestFleetWatchOutlivesAnOutage(t *testing.T) {
 		t.Fatalf("the watch returned while the server was down: %v", w.err)
 	default:
 	}
-	back, err := natsd.Start(natsd.Config{Dir: dir, Port: port, Name: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { natsd.Shutdown(back) })
+	o.up()
 	w := <-done
 	if w.err != nil {
 		t.Fatalf("fleet watch across the outage: %v", w.err)

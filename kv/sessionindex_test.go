@@ -3,18 +3,14 @@ package kv_test
 import (
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func openIndex(t *testing.T) *kv.Index {
@@ -282,23 +278,9 @@ func TestIndexStorage(t *testing.T) {
 // down lands once it is back, whole — the entry and its postings moved, no
 // stale posting left for the counts — without the reconciler.
 func TestIndexWriteOutlivesAnOutage(t *testing.T) {
-	dir := t.TempDir()
-	s := natstest.ServerIn(t, dir)
-	ensure(t, s.ClientURL(), 1)
-	// Without a reconnect buffer every request made while the connection
-	// is down fails at once, as a request to a leader that went away
-	// fails on a cluster: only a retry makes the write land.
-	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := startOutage(t)
 	c := ctx(t)
-	x, err := kv.OpenIndex(c, js, subjects.Default())
+	x, err := kv.OpenIndex(c, o.js, subjects.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,8 +288,7 @@ func TestIndexWriteOutlivesAnOutage(t *testing.T) {
 	moved := entry("w1", 2, t0)
 	moved.DeploymentID = "dep-b"
 
-	port := s.Addr().(*net.TCPAddr).Port
-	natsd.Shutdown(s)
+	o.down()
 	done := make(chan error, 1)
 	go func() { done <- x.Write(c, moved) }()
 	time.Sleep(500 * time.Millisecond)
@@ -316,11 +297,7 @@ func TestIndexWriteOutlivesAnOutage(t *testing.T) {
 		t.Fatalf("the write returned while the server was down: %v", err)
 	default:
 	}
-	back, err := natsd.Start(natsd.Config{Dir: dir, Port: port, Name: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { natsd.Shutdown(back) })
+	o.up()
 	if err := <-done; err != nil {
 		t.Fatalf("write across the outage: %v", err)
 	}
