@@ -43,6 +43,8 @@ type FinishRequest struct {
 	// Both go into the session.ended event the finisher appends.
 	EndedBy string `json:"endedBy,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Reason says why a delete was asked for (DeleteByUser, …).
+	Reason string `json:"reason,omitempty"`
 	// Extra: the members this build does not know (SessionRecord.Extra).
 	Extra Members `json:"-"`
 }
@@ -99,13 +101,18 @@ func RequestFinish(r SessionRecord, f FinishRequest) (SessionRecord, error) {
 		if len(f.Message) > MaxEndMessageBytes || !utf8.ValidString(f.Message) {
 			return SessionRecord{}, invalid("end of %s: the message is more than %d bytes or not UTF-8", r.SessionID, MaxEndMessageBytes)
 		}
+	case FinishDelete:
+		f.DeploymentID, f.Force, f.EndedBy, f.Message = "", false, "", ""
+		if !validDeleteReason(f.Reason) {
+			return SessionRecord{}, invalid("delete of %s: reason %q is not user, admin, retention or parent", r.SessionID, f.Reason)
+		}
 	case FinishRetry:
 		f.EndedBy, f.Message = "", ""
 		if err := subjects.ValidateDeployment(f.DeploymentID); err != nil {
 			return SessionRecord{}, invalid("retry of %s: %w", r.SessionID, err)
 		}
 	default:
-		return SessionRecord{}, invalid("finish of %s: op %q is not end or retry", r.SessionID, f.Op)
+		return SessionRecord{}, invalid("finish of %s: op %q is not end, retry or delete", r.SessionID, f.Op)
 	}
 	if f.By == "" {
 		return SessionRecord{}, invalid("finish of %s: the request needs its writer", r.SessionID)
@@ -117,6 +124,10 @@ func RequestFinish(r SessionRecord, f FinishRequest) (SessionRecord, error) {
 		return SessionRecord{}, refuse("request finish", r, "a %s is pending", p.Op)
 	}
 	r.Finish = &f
+	if f.Op == FinishDelete {
+		// No run holds an ended session: the delete is any owner's to claim.
+		r.OwnerProcess, r.OwnerRunID = "", ""
+	}
 	r.Writer, r.WriteCounter = f.By, 0
 	r.UpdatedAt = time.Time{}
 	return r, nil
@@ -145,9 +156,20 @@ func ClaimFinish(r SessionRecord, process, run string) (SessionRecord, error) {
 // owner: a quarantined one's end or retry, or the end of a session no
 // owner of its deployment ran when it was asked (active, paused or
 // hibernated: no claim may take it while the end is pending, Claim).
+//
+// A delete of an ended session is pending until its tombstone is written.
 func (r SessionRecord) FinishPending() bool {
-	return r.Finish != nil && (r.Quarantined() || r.Finish.Op == FinishEnd && orphanEndable(r.State))
+	if r.Finish == nil {
+		return false
+	}
+	if r.Finish.Op == FinishDelete {
+		return deletable(r)
+	}
+	return r.Quarantined() || r.Finish.Op == FinishEnd && orphanEndable(r.State)
 }
+
+// deletable: an ended session that is not deleted yet.
+func deletable(r SessionRecord) bool { return r.State == StateEnded && r.Deleted == nil }
 
 // orphanEndable: the states from which a session no owner runs may be
 // ended by the finisher (RequestFinish of an end).
@@ -162,6 +184,15 @@ func orphanEndable(s State) bool {
 // when no owner of its deployment is live (docs/architecture.md, the
 // intent rule); the revision CAS makes a claim that lands first win.
 func finishable(t string, r SessionRecord, op string) error {
+	if op == FinishDelete {
+		switch {
+		case r.IsDeleted():
+			return refuse(t, r, "the session is deleted")
+		case r.State != StateEnded:
+			return refuse(t, r, "the session is %s: only an ended session is deleted", r.State)
+		}
+		return nil
+	}
 	if r.Quarantined() || op == FinishEnd && orphanEndable(r.State) {
 		return nil
 	}

@@ -39,7 +39,7 @@ func TestFinishTransitions(t *testing.T) {
 		t.Fatalf("a retry while an end is pending: %v, want ErrTransition", err)
 	}
 	for name, f := range map[string]record.FinishRequest{
-		"an unknown op":            {Op: "delete", By: "a", At: at},
+		"an unknown op":            {Op: "erase", By: "a", At: at},
 		"a retry on latest":        {Op: record.FinishRetry, DeploymentID: "latest", By: "a", At: at},
 		"a request without writer": {Op: record.FinishEnd, At: at},
 	} {
@@ -75,7 +75,7 @@ func TestFinishTransitions(t *testing.T) {
 // The request keeps the members a later build added to it.
 func TestFinishRequestKeepsUnknownMembers(t *testing.T) {
 	r := requested(t)
-	r.Finish.Extra = record.Members(`"reason":"later"`)
+	r.Finish.Extra = record.Members(`"later":"yes"`)
 	b, err := record.EncodeSession(r)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestFinishRequestKeepsUnknownMembers(t *testing.T) {
 		t.Fatalf("decoded %+v, %v", back.Finish, err)
 	}
 	var doc struct{ Finish map[string]any }
-	if err := json.Unmarshal(b, &doc); err != nil || doc.Finish["reason"] != "later" || doc.Finish["op"] != "end" {
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Finish["later"] != "yes" || doc.Finish["op"] != "end" {
 		t.Fatalf("encoded %s", b)
 	}
 }

@@ -75,6 +75,9 @@ type SessionRecord struct {
 	// quarantined session (record/finish.go); the owner that carries it
 	// out clears it.
 	Finish *FinishRequest `json:"finish,omitempty"`
+	// Deleted is set on the tombstone a delete leaves (record/delete.go):
+	// the session's content is gone, its ID stays taken.
+	Deleted *Deletion `json:"deleted,omitempty"`
 	// EventSeqFloor is the seq of the last event appended outside a commit
 	// (session.quarantined, session.retried, session.ended by an
 	// operator): every later boot continues from the larger of it and the

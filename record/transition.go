@@ -120,6 +120,8 @@ func Claim(r SessionRecord, o Owner, b Boot) (SessionRecord, error) {
 		return SessionRecord{}, refuse("claim", r, "a claimed session is active or paused, not %s", b.Settled)
 	case r.State == StateQuarantined:
 		return SessionRecord{}, refuse("claim", r, "quarantined: an operator retries or ends it")
+	case r.IsDeleted():
+		return SessionRecord{}, refuse("claim", r, "deleted")
 	case r.FinishPending():
 		return SessionRecord{}, refuse("claim", r, "an end is pending: an owner finishes it (ClaimFinish), none runs it")
 	case r.Retry != nil && r.Retry.DeploymentID != o.Deployment:
