@@ -67,7 +67,7 @@ type receipts struct {
 }
 
 // ReceiptsBucket is the KV bucket of idempotency receipts under names.
-func ReceiptsBucket(names subjects.Names) string { return names.Prefix() + "_receipts" }
+func ReceiptsBucket(names subjects.Names) string { return names.ReceiptsBucket() }
 
 // openReceipts opens, or creates, the receipts bucket: TTL = the inbox
 // duplicate window plus a margin, one revision per key, the inbox's storage

@@ -15,6 +15,7 @@ const (
 	agentPrefix   = "agent."
 	promotePrefix = "promote."
 	procPrefix    = "proc."
+	delPrefix     = "deleting."
 	quarPrefix    = "quarantined."
 )
 
@@ -121,6 +122,22 @@ func QuarantineKeys() string { return quarPrefix + "*.*" }
 // ParseQuarantineKey splits a quarantine index key into deployment and
 // session ID.
 func ParseQuarantineKey(key string) (string, string, error) { return cutTwo(key, quarPrefix) }
+
+// DeletionKey is one entry of the delete index in the owners bucket:
+// deleting.<sessionID>, a delete asked for and not carried out yet.
+func DeletionKey(sessionID string) string { return delPrefix + sessionID }
+
+// DeletionKeys matches every entry of the delete index.
+func DeletionKeys() string { return delPrefix + "*" }
+
+// ParseDeletionKey is the session ID of a delete index key.
+func ParseDeletionKey(key string) (string, error) {
+	id, ok := strings.CutPrefix(key, delPrefix)
+	if !ok || id == "" || strings.ContainsAny(id, ".*> ") {
+		return "", noMatch(key)
+	}
+	return id, nil
+}
 
 // cutTwo splits <prefix><a>.<b> into a and b, each one non-empty token.
 func cutTwo(key, prefix string) (string, string, error) {

@@ -54,6 +54,14 @@ func (n Names) OwnersBucket() string { return n.prefix + "_owners" }
 // baton_journal.
 func (n Names) JournalBucket() string { return n.prefix + "_journal" }
 
+// ReceiptsBucket is the KV bucket of the ingress's idempotency receipts:
+// baton_receipts.
+func (n Names) ReceiptsBucket() string { return n.prefix + "_receipts" }
+
+// BlobsBucket is the KV bucket of the blob inventory: which blobs of the
+// state object store each session owns or refers to (baton_blobs).
+func (n Names) BlobsBucket() string { return n.prefix + "_blobs" }
+
 // StateBucket is the object store for large session state: baton_state.
 func (n Names) StateBucket() string { return n.prefix + "_state" }
 

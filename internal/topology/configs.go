@@ -149,6 +149,21 @@ func indexConfig(c Config) jetstream.StreamConfig {
 	}
 }
 
+// blobsConfig: the blob inventory (docs/nats-layout.md, "Object store"):
+// one empty key per blob a session owns or history segment it refers
+// to, so a session's blobs are listed from the subject state and a
+// shared segment's referrers counted, without listing the object store.
+func blobsConfig(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:       c.Names.BlobsBucket(),
+		Description:  "Baton blob inventory: the state objects each session owns or refers to",
+		History:      1,
+		MaxValueSize: 1 << 10,
+		Storage:      jetstream.FileStorage,
+		Replicas:     c.Replicas,
+	}
+}
+
 func stateConfig(c Config) jetstream.ObjectStoreConfig {
 	return jetstream.ObjectStoreConfig{
 		Bucket:      c.Names.StateBucket(),

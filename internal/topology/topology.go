@@ -72,6 +72,7 @@ type Topology struct {
 	Hooks    jetstream.KeyValue
 	Owners   jetstream.KeyValue
 	Journal  jetstream.KeyValue
+	Blobs    jetstream.KeyValue
 	// IndexStream is the session index (docs/nats-layout.md): the stream
 	// behind the KV bucket <prefix>_index.
 	IndexStream jetstream.Stream
@@ -109,7 +110,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		cfg jetstream.KeyValueConfig
 	}{
 		{&t.Sessions, sessionsConfig(cfg)}, {&t.Hooks, hooksConfig(cfg)}, {&t.Owners, ownersConfig(cfg)},
-		{&t.Journal, journalConfig(cfg)},
+		{&t.Journal, journalConfig(cfg)}, {&t.Blobs, blobsConfig(cfg)},
 	} {
 		err := retrySettling(ctx, func(ctx context.Context) (err error) {
 			*b.dst, err = t.ensureBucket(ctx, js, b.cfg)
