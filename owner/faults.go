@@ -21,6 +21,7 @@ const faultUsage = "TEST ONLY — never in production: SIGKILL this process at a
 	"crash-after-claim:N (after the Nth recovery/wake/takeover claim CAS, before the consumer is created), " +
 	"crash-after-journal:N (right after the Nth journal entry of a step was written, before StepInput.Do returns), " +
 	"crash-before-commit:N (when the Nth step result reached its session, before the commit that folds it), " +
+	"crash-before-collect:N (after the Nth commit that no longer refers to some blobs, before they are deleted), " +
 	"crash-before-index-write:N (before the Nth write of a session's entry of the session index, after the record change it follows)"
 
 // parseFaults turns a --fault spec into armed failpoints; "" is nil.
@@ -41,7 +42,7 @@ func parseFaults(spec string, log *slog.Logger) (*failpoint.Registry, error) {
 		}
 		point, ok := crashPoints[name]
 		if !ok {
-			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim, crash-after-journal, crash-before-commit, crash-before-index-write)", app.ErrUsage, name)
+			return nil, fmt.Errorf("%w: --fault %q: unknown fault point (crash-after-commit, crash-after-index, crash-after-claim, crash-after-journal, crash-before-commit, crash-before-collect, crash-before-index-write)", app.ErrUsage, name)
 		}
 		f.On(point, killAt(name, n, log))
 	}
@@ -55,6 +56,7 @@ var crashPoints = map[string]failpoint.Name{
 	"crash-after-claim":        failpoint.AfterClaim,
 	"crash-after-journal":      failpoint.AfterJournal,
 	"crash-before-commit":      failpoint.BeforeCommit,
+	"crash-before-collect":     failpoint.BeforeCollect,
 	"crash-before-index-write": failpoint.BeforeIndexWrite,
 }
 

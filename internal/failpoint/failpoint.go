@@ -24,6 +24,10 @@ const (
 	// AfterCommit (SessionID): right after a commit CAS succeeded, before
 	// any of the commit's events is published. Its error is ignored.
 	AfterCommit Name = "after-commit"
+	// BeforeCollect (SessionID): after a commit landed that no longer
+	// refers to some of the session's blobs, before they are deleted.
+	// Its error is ignored.
+	BeforeCollect Name = "before-collect"
 	// AfterJournal (SessionID): right after a step's journal entry was
 	// written, before StepInput.Do returns its result. Its error is ignored.
 	AfterJournal Name = "after-journal"

@@ -52,7 +52,7 @@ func (b *mapBlobs) Delete(_ context.Context, name string) error {
 
 func blobEnv() *Env {
 	e := &Env{Blobs: &mapBlobs{m: map[string][]byte{}}}
-	e.segments, e.blobs = newSegmentCache(), newBlobStore(e.Blobs)
+	e.segments, e.blobs = newSegmentCache(), newBlobStore(e.Blobs, nil)
 	return e
 }
 
@@ -64,7 +64,7 @@ const sid = "01M8S30JW19CHYNKBVJYJD7B2B"
 func commitAndRead(t *testing.T, env *Env, snap runtime.Snapshot) (int, runtime.Snapshot) {
 	t.Helper()
 	ctx := context.Background()
-	h := newHistory(env)
+	h := newHistory(env, "")
 	segs, tail, err := h.layout(ctx, snap.History)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func commitAndRead(t *testing.T, env *Env, snap runtime.Snapshot) (int, runtime.
 // cache (a successor).
 func blobEnvLike(env *Env) *Env {
 	e := &Env{Blobs: env.Blobs}
-	e.segments, e.blobs = newSegmentCache(), newBlobStore(e.Blobs)
+	e.segments, e.blobs = newSegmentCache(), newBlobStore(e.Blobs, nil)
 	return e
 }
 
@@ -213,13 +213,13 @@ func TestCachedSegmentsAreSharedNotAliased(t *testing.T) {
 		hist = append(hist, runtime.Entry{Role: runtime.RoleUser, Content: []runtime.Part{runtime.TextPart(strings.Repeat("x", 40) + string(rune('a'+i%26)))}})
 	}
 	writer := blobEnv()
-	h := newHistory(writer)
+	h := newHistory(writer, "")
 	segs, tail, err := h.layout(ctx, hist)
 	if err != nil || len(segs.refs) == 0 {
 		t.Fatalf("layout: %d segments, %v", len(segs.refs), err)
 	}
 	reader := blobEnvLike(writer)
-	first, err := newHistory(reader).load(ctx, segs, tail)
+	first, err := newHistory(reader, "").load(ctx, segs, tail)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestCachedSegmentsAreSharedNotAliased(t *testing.T) {
 		t.Fatal("a segment read through the cache is not kept decoded")
 	}
 	first[0].Role, first[0].Content = runtime.RoleAssistant, nil // the first reader rewrites its copy
-	second, err := newHistory(reader).load(ctx, segs, tail)
+	second, err := newHistory(reader, "").load(ctx, segs, tail)
 	if err != nil {
 		t.Fatal(err)
 	}

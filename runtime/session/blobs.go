@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/baton-rt/baton/wire"
@@ -17,6 +18,7 @@ import (
 // the blob of a commit that lost its CAS is an unreferenced object.
 type blobStore struct {
 	obs Blobs
+	inv Inventory // nil: none (nothing is recorded, only a superseded state collected)
 
 	mu    sync.Mutex
 	known map[string]bool // names this process wrote or read (bounded)
@@ -25,20 +27,36 @@ type blobStore struct {
 // maxKnownBlobs bounds the names a process remembers as stored.
 const maxKnownBlobs = 4096
 
-func newBlobStore(obs Blobs) *blobStore { return &blobStore{obs: obs, known: map[string]bool{}} }
+func newBlobStore(obs Blobs, inv Inventory) *blobStore {
+	return &blobStore{obs: obs, inv: inv, known: map[string]bool{}}
+}
 
 // put stores data for the session (once: content-addressed) and returns its
-// reference.
-func (b *blobStore) put(ctx context.Context, sessionID string, data []byte) (wire.BlobRef, error) {
+// reference, recording it in the inventory first: pinned when an event
+// refers to it (kept while the session lives), else collected once no
+// commit refers to it (collect).
+func (b *blobStore) put(ctx context.Context, sessionID string, data []byte, pinned bool) (wire.BlobRef, error) {
 	ref := wire.NewBlobRef(data)
 	name := wire.BlobName(sessionID, ref)
-	if b.isKnown(name) {
+	key := name
+	if pinned {
+		key = "p:" + name
+	}
+	if b.isKnown(key) {
 		return ref, nil
 	}
-	if err := b.obs.Put(ctx, name, data); err != nil {
-		return wire.BlobRef{}, fmt.Errorf("session: store blob %s: %w", name, err)
+	if b.inv != nil {
+		if err := b.inv.Own(ctx, sessionID, ref.Digest, pinned); err != nil {
+			return wire.BlobRef{}, fmt.Errorf("session: record blob %s: %w", name, err)
+		}
 	}
-	b.remember(name, true)
+	if !b.isKnown(name) {
+		if err := b.obs.Put(ctx, name, data); err != nil {
+			return wire.BlobRef{}, fmt.Errorf("session: store blob %s: %w", name, err)
+		}
+		b.remember(name, true)
+	}
+	b.remember(key, true)
 	return ref, nil
 }
 
@@ -56,12 +74,26 @@ func (b *blobStore) get(ctx context.Context, sessionID string, ref wire.BlobRef)
 	return data, nil
 }
 
-// remove deletes a blob no committed record references any more.
-func (b *blobStore) remove(ctx context.Context, sessionID string, ref wire.BlobRef) error {
-	name := wire.BlobName(sessionID, ref)
+// remove deletes a blob of the session that nothing it committed refers
+// to any more — unless an event refers to it (pinned) — then its
+// inventory record.
+func (b *blobStore) remove(ctx context.Context, sessionID, digest string) error {
+	name := sessionID + "/" + digest
+	if b.inv != nil {
+		pinned, err := b.inv.Pinned(ctx, sessionID, digest)
+		if err != nil {
+			return fmt.Errorf("session: blob %s: %w", name, err)
+		}
+		if pinned {
+			return b.inv.Disown(ctx, sessionID, digest)
+		}
+	}
 	b.remember(name, false)
 	if err := b.obs.Delete(ctx, name); err != nil {
 		return fmt.Errorf("session: delete blob %s: %w", name, err)
+	}
+	if b.inv != nil {
+		return b.inv.Disown(ctx, sessionID, digest)
 	}
 	return nil
 }
@@ -85,6 +117,20 @@ func (b *blobStore) remember(name string, stored bool) {
 	b.known[name] = true
 }
 
+// forget drops what this process remembers of session id's blobs: a run
+// that claims the session starts without it, since another process may
+// have deleted a blob this one stored (the session ran there meanwhile
+// and its commits no longer referred to it).
+func (b *blobStore) forget(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name := range b.known {
+		if strings.HasPrefix(name, id+"/") || strings.HasPrefix(name, "p:"+id+"/") {
+			delete(b.known, name)
+		}
+	}
+}
+
 // externalise moves a checkpoint's content that is too large to keep inline
 // to the session's blobs, before the commit that references them: agent
 // state above wire.MaxInlineBytes (stateRef) and admitted delivery texts
@@ -92,7 +138,7 @@ func (b *blobStore) remember(name string, stored bool) {
 // state version 2; one that needs neither stays at version 1.
 func (b *blobStore) externalise(ctx context.Context, cp *wire.Checkpoint) error {
 	if len(cp.State) > wire.MaxInlineBytes {
-		ref, err := b.put(ctx, cp.SessionID, cp.State)
+		ref, err := b.put(ctx, cp.SessionID, cp.State, false)
 		if err != nil {
 			return err
 		}
@@ -115,7 +161,7 @@ func (b *blobStore) externaliseTasks(ctx context.Context, cp *wire.Checkpoint) e
 		if len(tasks[i].Input) <= wire.MaxInlineTextBytes {
 			continue
 		}
-		ref, err := b.put(ctx, cp.SessionID, tasks[i].Input)
+		ref, err := b.put(ctx, cp.SessionID, tasks[i].Input, false)
 		if err != nil {
 			return err
 		}
@@ -132,7 +178,7 @@ func (b *blobStore) externaliseInput(ctx context.Context, sessionID string, in *
 		if err != nil || len(data) <= wire.MaxInlineTextBytes {
 			return err
 		}
-		ref, err := b.put(ctx, sessionID, data)
+		ref, err := b.put(ctx, sessionID, data, false)
 		if err != nil {
 			return err
 		}
@@ -142,7 +188,7 @@ func (b *blobStore) externaliseInput(ctx context.Context, sessionID string, in *
 	if len(in.Text) <= wire.MaxInlineTextBytes {
 		return nil
 	}
-	ref, err := b.put(ctx, sessionID, []byte(in.Text))
+	ref, err := b.put(ctx, sessionID, []byte(in.Text), false)
 	if err != nil {
 		return err
 	}
@@ -228,7 +274,7 @@ func (b *blobStore) outputRef(ctx context.Context, sessionID string, data []byte
 	if len(data) <= wire.MaxInlineTextBytes || json.Unmarshal(data, &out) != nil || len(out.Text) <= wire.MaxInlineTextBytes {
 		return data, nil
 	}
-	ref, err := b.put(ctx, sessionID, []byte(out.Text))
+	ref, err := b.put(ctx, sessionID, []byte(out.Text), true)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +289,7 @@ func (b *blobStore) resultRef(ctx context.Context, sessionID string, data []byte
 	if len(data) <= wire.MaxInlineTextBytes || json.Unmarshal(data, &done) != nil || len(done.Result) <= wire.MaxInlineTextBytes {
 		return data, nil
 	}
-	ref, err := b.put(ctx, sessionID, done.Result)
+	ref, err := b.put(ctx, sessionID, done.Result, true)
 	if err != nil {
 		return nil, err
 	}

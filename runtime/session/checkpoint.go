@@ -78,7 +78,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	}
 	tokens, err := EncodedTokens(cp.SessionID, snap.Aliases)
 	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: sealed{cp.HistorySegments, cp.HistoryV},
-		stateRef: cp.StateRef, taskRefs: taskRefs(cp.Waits)}, err
+		stateRef: cp.StateRef, taskRefs: taskRefs(cp.Waits), refs: refsOf(cp)}, err
 }
 
 // taskRefs are the out-of-line inputs of a checkpoint's tasks, by task ID.
@@ -138,6 +138,7 @@ type Checkpoint struct {
 	stateRef *wire.BlobRef
 	hist     *history                // the segments as read (ReadCheckpoint)
 	taskRefs map[string]wire.BlobRef // out-of-line task inputs (hydrated by ReadCheckpoint)
+	refs     blobRefs                // every blob the checkpoint refers to
 }
 
 // ReadCheckpoint decodes a session's checkpoint and reads its out-of-line
@@ -150,7 +151,7 @@ func ReadCheckpoint(ctx context.Context, env *Env, id string, cp []byte) (Checkp
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("%w: session %s checkpoint: %w", ErrUnbootable, id, err)
 	}
-	d.hist = newHistory(env)
+	d.hist = newHistory(env, id)
 	if d.Snap.History, err = d.hist.load(ctx, d.segments, d.Snap.History); err != nil {
 		return Checkpoint{}, unbootable(fmt.Errorf("session %s history: %w", id, err))
 	}

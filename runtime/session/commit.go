@@ -50,7 +50,7 @@ func (s *Session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 		return record.SessionRecord{}, nil, err
 	}
 	rec.UpdatedAt = now
-	s.nextStateRef = c.StateRef
+	s.nextRefs = refsOf(c)
 	s.deriveIndex(rec, c, outbox)
 	return rec, outbox, nil
 }
@@ -79,30 +79,28 @@ func (s *Session) restamp(ctx context.Context, e runtime.Event, now time.Time) (
 	return toWireEvent(s.id, s.runID, s.env.Deployment, now, e), nil
 }
 
-// committedState records the state blob of the commit that just landed and
-// deletes the one it superseded (no committed record references it).
-func (s *Session) committedState() {
-	s.removeJournals()
-	old, cur := s.stateRef, s.nextStateRef
-	s.stateRef = cur
-	if old == nil || cur != nil && cur.Digest == old.Digest {
-		return
-	}
-	s.env.Process.Go(func(ctx context.Context) {
-		if err := s.env.blobs.remove(ctx, s.id, *old); err != nil {
-			s.log.Debug("superseded state blob not deleted", "err", err)
-		}
-	})
+// committedState lets go of what the commit that just landed no longer
+// needs: the journals of the steps it folded, and the blobs nothing it
+// refers to any more (collectCommitted).
+func (s *Session) committedState(ctx context.Context) {
+	freed := s.removeJournals()
+	old := s.refs
+	s.refs = s.nextRefs
+	s.collectCommitted(ctx, old, freed)
 }
 
 // removeJournals removes, after a commit landed, the journals of the steps
 // it folded (or whose turn ended): every journaled step no longer due.
-func (s *Session) removeJournals() {
+//
+// It returns the out-of-line results those journals recorded or read.
+func (s *Session) removeJournals() []string {
+	var freed []string
 	for key, j := range s.journals {
 		if key == s.due {
 			continue
 		}
 		delete(s.journals, key)
+		freed = append(freed, j.resultBlobs()...)
 		if n := j.positions(); n > 0 {
 			in := j.in
 			s.env.Process.Go(func(ctx context.Context) {
@@ -115,6 +113,7 @@ func (s *Session) removeJournals() {
 			})
 		}
 	}
+	return freed
 }
 
 // SettledState is the state a claimed session is in: paused or active (an

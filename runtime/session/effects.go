@@ -123,7 +123,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 		if rec.BootAttempts == 0 {
 			s.env.Process.Settled(s.id) // it did not kill the process
 		}
-		s.committedState()
+		s.committedState(ctx)
 		s.indexCommitted(rev)
 		s.env.Observer.Committed(outbox)
 		s.env.Failpoints.Run(failpoint.AfterCommit, failpoint.Args{SessionID: s.id})
@@ -157,7 +157,7 @@ func (s *Session) resolve(ctx context.Context) ([]runtime.Input, error) {
 	case err == nil:
 		s.log.Info("uncertain commit settled: it landed", "rev", rev)
 		s.rec, s.rev, s.pub.outbox, s.due = s.pendingRec, rev, s.pendingOutbox, s.pendingDue
-		s.committedState()
+		s.committedState(ctx)
 		s.indexCommitted(rev)
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, record.ErrConflict):

@@ -31,6 +31,10 @@ type Env struct {
 	Live Live
 	// Journal holds steps' journals (nil: StepInput.Do records nothing).
 	Journal JournalStore
+	// Inventory records the blobs each session owns and refers to, which
+	// lets a commit delete what it no longer refers to (nil: nothing is
+	// recorded, and a commit deletes only the state blob it superseded).
+	Inventory Inventory
 	// Index keeps the sessions' entries of the session index (nil: none
 	// is written).
 	Index Index
@@ -100,7 +104,7 @@ func (e *Env) Ready() error {
 		e.ChildSendTimeout = DefaultChildSendTimeout
 	}
 	e.segments = newSegmentCache()
-	e.blobs = newBlobStore(e.Blobs)
+	e.blobs = newBlobStore(e.Blobs, e.Inventory)
 	return nil
 }
 

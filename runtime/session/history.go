@@ -24,7 +24,9 @@ const segmentBytes = 8 << 10
 // points at a missing object; a segment of a commit that lost its CAS is an
 // unreferenced object.
 type history struct {
+	id      string // the session
 	obs     Blobs
+	inv     Inventory     // nil: segments are not recorded
 	cache   *segmentCache // the owner's segments (nil: none)
 	segs    sealed
 	covered int    // history entries in the segments
@@ -39,7 +41,9 @@ type sealed struct {
 	v    int
 }
 
-func newHistory(env *Env) *history { return &history{obs: env.Blobs, cache: env.segments} }
+func newHistory(env *Env, id string) *history {
+	return &history{id: id, obs: env.Blobs, inv: env.Inventory, cache: env.segments}
+}
 
 // layout splits the full history into segments and an inline tail, sealing
 // the tail into a new segment when it grew past segmentBytes.
@@ -69,6 +73,14 @@ func (h *history) layout(ctx context.Context, full []runtime.Entry) (sealed, []r
 }
 
 func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error {
+	if h.inv != nil {
+		// The reference first: a segment a session refers to is never
+		// deleted (CollectSegment), and one whose delete raced this put is
+		// stored again below or by the deleter.
+		if err := h.inv.RefSegment(ctx, h.id, ref.Digest); err != nil {
+			return fmt.Errorf("session: record history segment: %w", err)
+		}
+	}
 	if ok, err := h.obs.Has(ctx, ref.Digest); err == nil && ok {
 		h.cache.add(ref, data)
 		return nil // content-addressed: already there

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/baton-rt/baton/internal/failpoint"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,26 @@ type journal struct {
 	fmu      sync.Mutex
 	failure  error // nondeterministic_step or journal_unavailable: the step fails
 	failCode string
+	results  []string // digests of the out-of-line results recorded or read (under fmu)
+}
+
+// noteResult remembers an out-of-line result's blob: collected with the
+// journal once its step is folded.
+func (j *journal) noteResult(ref wire.BlobRef) {
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
+	j.results = append(j.results, ref.Digest)
+}
+
+// resultBlobs are the digests of the out-of-line results the journal
+// recorded or read.
+func (j *journal) resultBlobs() []string {
+	if j == nil {
+		return nil
+	}
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
+	return slices.Clone(j.results)
 }
 
 func newJournal(env *Env, log *slog.Logger, session string, in runtime.StepInput, rerun bool) *journal {
@@ -137,6 +158,7 @@ func (j *journal) recorded(ctx context.Context, n int, name string, e wire.Journ
 		return nil, &runtime.EffectError{Name: name, Message: e.Error}
 	}
 	if e.ResultRef != nil {
+		j.noteResult(*e.ResultRef)
 		data, err := j.blobs.get(ctx, j.session, *e.ResultRef)
 		if err != nil {
 			return nil, j.fail(runtime.CodeJournalUnavailable, err)
@@ -201,10 +223,11 @@ func (j *journal) entry(ctx context.Context, name string, res []byte, ferr error
 			e.Error = "error"
 		}
 	case len(res) > wire.MaxJournalInline:
-		ref, err := j.blobs.put(ctx, j.session, res)
+		ref, err := j.blobs.put(ctx, j.session, res, false)
 		if err != nil {
 			return e, err
 		}
+		j.noteResult(ref)
 		e.ResultRef = &ref
 	default:
 		e.Result = res

@@ -69,7 +69,7 @@ func (j *mapJournal) Delete(_ context.Context, key string) error {
 }
 
 func testJournal(store JournalStore, in runtime.StepInput, rerun bool) *journal {
-	return &journal{store: store, blobs: newBlobStore(&mapBlobs{m: map[string][]byte{}}), log: slog.New(slog.DiscardHandler),
+	return &journal{store: store, blobs: newBlobStore(&mapBlobs{m: map[string][]byte{}}, nil), log: slog.New(slog.DiscardHandler),
 		session: in.SessionID, in: in, rerun: rerun}
 }
 
@@ -258,7 +258,7 @@ func TestJournalRecordsErrorsNotCancellations(t *testing.T) {
 func TestJournalLargeResultOutOfLine(t *testing.T) {
 	store := newMapJournal()
 	in := runtime.StepInput{SessionID: "01SESSION000000000000000AA", TurnID: "t4", Step: 1}
-	blobs := newBlobStore(&mapBlobs{m: map[string][]byte{}})
+	blobs := newBlobStore(&mapBlobs{m: map[string][]byte{}}, nil)
 	big := []byte(strings.Repeat("x", 200<<10))
 	j := testJournal(store, in, false)
 	j.blobs = blobs

@@ -126,6 +126,28 @@ type Blobs interface {
 	Delete(ctx context.Context, name string) error
 }
 
+// Inventory records which blobs each session owns and which shared history
+// segments it refers to (kv.Inventory), so that what a session no longer
+// refers to — and, at its delete, all it owns — is deleted without listing
+// the object store. A key is written before its object and removed after.
+type Inventory interface {
+	// Own records that sessionID owns the blob of digest; pinned when an
+	// event refers to it (it stays until the session is deleted).
+	Own(ctx context.Context, sessionID, digest string, pinned bool) error
+	// Pinned reports whether an event of sessionID refers to digest.
+	Pinned(ctx context.Context, sessionID, digest string) (bool, error)
+	// Owned lists the digests sessionID owns, pinned or not.
+	Owned(ctx context.Context, sessionID string, pinned bool) ([]string, error)
+	// Disown removes sessionID's unpinned record of digest.
+	Disown(ctx context.Context, sessionID, digest string) error
+	// RefSegment records that sessionID refers to history segment digest.
+	RefSegment(ctx context.Context, sessionID, digest string) error
+	// Referrers lists the sessions that refer to segment digest.
+	Referrers(ctx context.Context, digest string) ([]string, error)
+	// Unref removes sessionID's reference to segment digest.
+	Unref(ctx context.Context, sessionID, digest string) error
+}
+
 // Timers arms and cancels a session's one timer: when it fires, a timeout
 // command with the timer's ID reaches the session's inbox.
 type Timers interface {

@@ -38,13 +38,15 @@ type Session struct {
 
 	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
 	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
-	stateRef      *wire.BlobRef        // the state blob of the last commit (nil: inline)
-	nextStateRef  *wire.BlobRef        // the state blob of the commit in flight
 	pendingRec    record.SessionRecord // the record of an uncertain commit
 	pendingOutbox []wire.Event
 	pendingDue    string
 	due           string              // the step due as of the last commit (dueStep)
 	bootDue       string              // the step in flight at boot: a re-run (cleared at its start)
+	bootTurn      string              // the turn and step in flight at the claim ("": none), whose
+	bootStep      int                 // journal's blobs collectOrphans keeps
+	refs          blobRefs            // the blobs the last commit (or the claimed checkpoint) refers to
+	nextRefs      blobRefs            // the blobs of the commit in flight
 	journals      map[string]*journal // by step key: journals to remove once their step is folded
 	stopped       bool
 	hibernated    atomic.Bool // stopped by hibernating
@@ -74,15 +76,19 @@ func New(env *Env, b Boot) (*Session, error) {
 		senders: newSenders(),
 		pub:     publisher{id: rec.SessionID, app: env.Appender(rec.SessionID), outbox: b.Checkpoint.Outbox},
 		cur:     cursor{inbox: env.Inbox, name: rec.Consumer, tokens: b.Tokens},
-		prev:    b.Predecessor, arrival: b.Arrival, adoption: b.Adoption, stateRef: b.Checkpoint.stateRef,
+		prev:    b.Predecessor, arrival: b.Arrival, adoption: b.Adoption, refs: b.Checkpoint.refs,
 	}
+	if InFlight(snap) {
+		s.bootTurn, s.bootStep = snap.Turn.ID, snap.Turn.Steps+1
+	}
+	env.blobs.forget(rec.SessionID)
 	s.hist, s.due = b.Checkpoint.hist, dueStep(snap)
 	if s.idleSince = b.IdleSince; s.idleSince.IsZero() {
 		s.idleSince = s.now()
 	}
 	s.bootDue = s.due
 	if s.hist == nil {
-		s.hist = newHistory(env)
+		s.hist = newHistory(env, rec.SessionID)
 	}
 	return s, nil
 }
@@ -116,6 +122,15 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	if err := s.env.Process.AwaitLease(ctx); err != nil {
 		return err
 	}
+	// What a crash left in the inventory is collected before this run's
+	// first commit stores anything (collectOrphans), overlapping the
+	// consumer's creation.
+	orphans := make(chan struct{})
+	go func() {
+		defer close(orphans)
+		s.collectOrphans(ctx)
+	}()
+	defer func() { <-orphans }()
 	// The last commit's outbox is re-published before the boot commit (the
 	// machine's first Publish; the boot waits for it): start it now, so it
 	// overlaps the consumer's creation. The boot's Publish then finds it
@@ -146,6 +161,7 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 		})
 	}
 	bootOutbox := s.pub.outbox
+	<-orphans
 	if err := s.handle(ctx, runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}); err != nil {
 		return err
 	}
