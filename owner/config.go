@@ -84,6 +84,10 @@ type Config struct {
 	// waiting for input, authorization, a task or a child, or paused,
 	// never expires this way.
 	EndIdleAfter time.Duration
+	// RetainEnded deletes ended sessions this long after they ended (0:
+	// keep them forever; every owner of a fleet should use the same
+	// value).
+	RetainEnded time.Duration
 	// MaxLoaded caps the sessions this process runs at once (--max-loaded;
 	// default 2000; 0: no cap).
 	MaxLoaded int

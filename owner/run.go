@@ -191,7 +191,7 @@ func (r resolved) poolConfig(nc *nats.Conn, js jetstream.JetStream, store *kv.St
 		ProcessID: r.ProcessID, Agent: agent, Log: log,
 		LeaseTTL: r.LeaseTTL, SweepInterval: r.SweepInterval, TaskAckWait: r.TaskAckWait, StepTimeout: r.StepTimeout,
 		ChildSendTimeout: r.ChildSendTimeout,
-		HibernateAfter:   r.HibernateAfter, EndIdleAfter: r.EndIdleAfter, MaxLoaded: r.MaxLoaded, InboxSweepInterval: r.InboxSweepInterval,
+		HibernateAfter:   r.HibernateAfter, EndIdleAfter: r.EndIdleAfter, RetainEnded: r.RetainEnded, MaxLoaded: r.MaxLoaded, InboxSweepInterval: r.InboxSweepInterval,
 		IndexReconcileInterval: reconcileEvery(r.IndexReconcileInterval),
 		DrainTimeout:           r.DrainTimeout, Registerer: reg, Failpoints: faults,
 		QuarantineAfter: r.QuarantineAfter, QuarantineBackoff: slices.Clone(r.QuarantineBackoff),

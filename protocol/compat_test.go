@@ -49,6 +49,8 @@ var fixtures = []struct {
 		Tombstoned: []string{sid, "ticket-7"}, ChildrenEnded: []string{sid + "-h1-1"}, How: "machine"}},
 	{"finish_reply_retried.json", protocol.FinishReply{SessionID: sid, Outcome: protocol.FinishRetried, DeploymentID: "v2", FromDeploymentID: "v1",
 		Force: true, EventSeq: 9, Revision: 20, WakeOutcome: "loaded", WakeProcess: "p2"}},
+	{"finish_reply_deleted.json", protocol.FinishReply{SessionID: sid, Outcome: protocol.FinishDeleted, DeploymentID: "v1", Revision: 12,
+		Removed: &protocol.Removed{Events: 301, Blobs: 14, Bytes: 1 << 20}, ChildrenDeleted: []string{"01JABCDEFGHJKMNPQRSTVWXYZ1"}}},
 	{"finish_reply_error.json", protocol.FinishReply{SessionID: sid, Error: &protocol.ReplyError{Code: protocol.CodeRefused, Message: "session has no pending finish (ended)"}}},
 }
 

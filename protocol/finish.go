@@ -33,10 +33,21 @@ type FinishReply struct {
 	ChildrenEnded []string `json:"childrenEnded,omitempty"`
 	How           string   `json:"how,omitempty"`
 	// Retry: the target pool's answer to the wake that boots it.
-	WakeOutcome string      `json:"wakeOutcome,omitempty"`
-	WakeProcess string      `json:"wakeProcess,omitempty"`
-	WakeError   string      `json:"wakeError,omitempty"`
-	Error       *ReplyError `json:"error,omitempty"`
+	WakeOutcome string `json:"wakeOutcome,omitempty"`
+	WakeProcess string `json:"wakeProcess,omitempty"`
+	WakeError   string `json:"wakeError,omitempty"`
+	// Delete: what it removed, and the ended children deleted with it.
+	Removed         *Removed    `json:"removed,omitempty"`
+	ChildrenDeleted []string    `json:"childrenDeleted,omitempty"`
+	Error           *ReplyError `json:"error,omitempty"`
+}
+
+// Removed is what a delete removed: the session's events, its blobs
+// (history segments included) and the bytes of both.
+type Removed struct {
+	Events uint64 `json:"events"`
+	Blobs  int    `json:"blobs"`
+	Bytes  int64  `json:"bytes"`
 }
 
 // FinishOutcome is what a finish did.
@@ -46,6 +57,7 @@ type FinishOutcome string
 const (
 	FinishEnded   FinishOutcome = "ended"   // session.ended {terminated} appended, addresses tombstoned
 	FinishRetried FinishOutcome = "retried" // session.retried appended, the target woken
+	FinishDeleted FinishOutcome = "deleted" // what the session stored removed, its tombstone written
 )
 
 // DecodeFinish decodes a finish request; unknown fields are ignored.

@@ -128,6 +128,10 @@ type Config struct {
 	// child, or paused, never expires this way. Every owner of a fleet
 	// should use the same value: each applies its own.
 	EndIdleAfter time.Duration
+	// RetainEnded deletes an ended session this long after it ended
+	// (docs/operations.md, "Sizing"): found in the session index by the
+	// sweep, a page per sweep (≤ 0: kept forever).
+	RetainEnded time.Duration
 	// MaxLoaded caps the sessions running in this process, and so its inbox
 	// consumers (0: no cap). At the cap, a load asks the least recently
 	// active quiet sessions to hibernate early and waits briefly for room;

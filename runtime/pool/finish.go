@@ -41,6 +41,7 @@ type finisher struct {
 	out     *outside
 	send    *sender
 	timers  session.Timers
+	erasers eraser // what a delete removes with
 }
 
 func (o *finisher) now() time.Time { return o.cfg.Now() }
@@ -93,12 +94,13 @@ func (o *finisher) Finish(ctx context.Context, id string, anyOwner bool) protoco
 		rep.Error = protocol.Refuse(protocol.CodeRefused, fmt.Errorf("session %s has no pending finish (%s)", id, cur.Record.State))
 		return rep
 	}
-	if dep := cur.Record.DeploymentID; anyOwner && dep != o.cfg.Deployment {
+	// A delete runs nothing of the session's deployment: any owner does it.
+	if dep := cur.Record.DeploymentID; anyOwner && dep != o.cfg.Deployment && cur.Record.Finish.Op != record.FinishDelete {
 		if relayed, ok := o.relayFinish(ctx, dep, id); ok {
 			return relayed
 		}
 	}
-	rep, err = o.finish(ctx, cur)
+	rep, err = o.claimAndFinish(ctx, cur, 0)
 	if err != nil {
 		code := protocol.CodeUnavailable
 		if errors.Is(err, record.ErrConflict) {
@@ -130,10 +132,11 @@ func (o *finisher) relayFinish(ctx context.Context, dep, id string) (protocol.Fi
 	return rep, true
 }
 
-// finish claims the session for its finish and carries the request out;
-// one finish of a session runs at a time in this process (the claims'
-// guard), and a live claimer in another process is left to finish it.
-func (o *finisher) finish(ctx context.Context, cur record.Session) (protocol.FinishReply, error) {
+// claimAndFinish claims the session for its finish and carries the
+// request out; one finish of a session runs at a time in this process
+// (the claims' guard), and a live claimer in another process is left to
+// finish it. depth counts the generations of a delete's children above.
+func (o *finisher) claimAndFinish(ctx context.Context, cur record.Session, depth int) (protocol.FinishReply, error) {
 	rec := cur.Record
 	id := rec.SessionID
 	if !o.lease.valid() {
@@ -156,9 +159,12 @@ func (o *finisher) finish(ctx context.Context, cur record.Session) (protocol.Fin
 	}
 	cur = record.Session{Record: claimed, Revision: rev}
 	var rep protocol.FinishReply
-	if claimed.Finish.Op == record.FinishRetry {
+	switch claimed.Finish.Op {
+	case record.FinishRetry:
 		rep, err = o.finishRetry(ctx, cur)
-	} else {
+	case record.FinishDelete:
+		rep, err = o.finishDelete(ctx, cur, depth)
+	default:
 		rep, err = o.finishEnd(ctx, cur)
 	}
 	if err == nil {

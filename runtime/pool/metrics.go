@@ -32,6 +32,7 @@ type metrics struct {
 	stepFailures *prometheus.CounterVec   // failed steps by code
 	stepRetries  *prometheus.CounterVec   // steps run again by the code they failed with
 	idleExpired  prometheus.Counter       // sessions ended with reason idle_expired
+	deleted      *prometheus.CounterVec   // sessions deleted, by reason
 	live         *prometheus.CounterVec   // live events by result (published, failed, dropped)
 	sends        *prometheus.CounterVec   // commands for other sessions by kind and result
 	finishes     *prometheus.CounterVec   // operators' finishes of quarantined sessions by outcome
@@ -105,6 +106,10 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 			Name: "baton_owner_sessions_idle_expired_total",
 			Help: "Sessions this owner process ended with reason idle_expired (no command for --end-idle-after).",
 		}),
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_owner_sessions_deleted_total",
+			Help: "Sessions this owner process deleted, by reason (user, admin, retention: --retain-ended, parent: with their parent).",
+		}, []string{"reason"}),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
 	m.renewals, m.fences, m.pauses = leaseMetrics()
@@ -112,7 +117,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.hibernations, m.wakes, m.findings, m.quarantinedG,
-		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes, m.indexed, m.idleExpired,
+		m.steps, m.inboxLag, m.handoffs, m.rejections, m.conflicts, m.renewals, m.fences, m.pauses, m.stepFailures, m.stepRetries, m.live, m.sends, m.finishes, m.indexed, m.idleExpired, m.deleted,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "baton_owner_sessions_loaded",
 			Help: "Sessions running in this owner process (each with a live inbox consumer).",

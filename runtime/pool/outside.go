@@ -21,6 +21,7 @@ type outside struct {
 	metrics *metrics
 	events  kv.Stream            // leader reads of the events stream (appenders' last event)
 	blobs   jsport.Blobs         // a kept checkpoint whose outbox cannot be read
+	inv     jsport.Inventory     // its inventory record (an event refers to it: pinned)
 	index   func(record.Session) // writes a record's index entry in the background (reconciler.indexLater)
 }
 

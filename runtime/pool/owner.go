@@ -52,9 +52,10 @@ type Owner struct {
 	send     *sender   // commands to other sessions
 	tasks    *tasks    // the deployment's durable background tasks
 
-	state   jetstream.ObjectStore      // baton_state (set by Run)
-	journal atomic.Pointer[kv.Journal] // baton_journal (set by Run)
-	index   atomic.Pointer[kv.Index]   // the session index (set by Run)
+	state   jetstream.ObjectStore        // baton_state (set by Run)
+	journal atomic.Pointer[kv.Journal]   // baton_journal (set by Run)
+	inv     atomic.Pointer[kv.Inventory] // baton_blobs (set by Run)
+	index   atomic.Pointer[kv.Index]     // the session index (set by Run)
 	recon   *reconciler
 	batches atomic.Pointer[eventlog.Batches] // fast batches of a commit's events (set by Run; nil: one at a time)
 	txn     *handoff.Txn                     // nil: handoff disabled
@@ -125,14 +126,15 @@ func New(cfg Config) (*Owner, error) {
 	o.wakes = &wakes{nc: cfg.NC, names: cfg.Names, deployment: cfg.Deployment, log: o.log}
 	o.tasks = &tasks{cfg: &o.cfg, log: o.log, live: cfg.live(m), wake: o.wakes.sendWake}
 	o.out = &outside{cfg: &o.cfg, log: o.log, metrics: m, events: o.events,
-		blobs: jsport.Blobs{Store: func() jsport.ObjectStore { return o.state }}}
+		blobs: jsport.Blobs{Store: func() jsport.ObjectStore { return o.state }}, inv: jsport.Inventory{Open: o.inv.Load}}
 	o.send = &sender{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, wake: o.wakes.sendWake}
 	o.adoption = &adopter{cfg: &o.cfg, log: o.log, peers: &o.peers, lease: o.lease, reg: o.reg, wakes: o.wakes,
 		draining: &o.draining, drainCh: o.drainCh, wake: o.Wake}
 	o.agents = &agents{cfg: &o.cfg}
 	o.retire = &retirement{cfg: &o.cfg, log: o.log, peers: &o.peers, agents: o.agents}
 	o.fin = &finisher{cfg: &o.cfg, log: o.log, metrics: m, lease: o.lease, reg: o.reg, peers: &o.peers, out: o.out, send: o.send,
-		timers: cfg.timers()}
+		timers: cfg.timers(), erasers: eraser{kv: kv.NewEraser(cfg.JS, cfg.Names), blobs: o.out.blobs, inv: o.inv.Load,
+			index: o.index.Load, state: func() jetstream.ObjectStore { return o.state }}}
 	o.resumes = &resumer{cfg: &o.cfg, log: o.log, lease: o.lease, reg: o.reg, wake: o.Wake}
 	o.sweeps = &sweeper{cfg: &o.cfg, log: o.log, metrics: m, reg: o.reg, peers: &o.peers, adoption: o.adoption, fin: o.fin,
 		wakes: o.wakes, retire: o.retire, backlog: o.backlog, wake: o.Wake, index: o.index.Load}
@@ -270,6 +272,14 @@ func (o *Owner) openStores(ctx context.Context) error {
 		return fmt.Errorf("pool: %w", err)
 	}
 	o.journal.Store(journal)
+	inv, err := kv.OpenInventory(ctx, o.cfg.JS, o.cfg.Names)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	o.inv.Store(inv)
 	index, err := kv.OpenIndex(ctx, o.cfg.JS, o.cfg.Names)
 	if ctx.Err() != nil {
 		return nil

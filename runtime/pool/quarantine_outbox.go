@@ -54,6 +54,9 @@ func (o *outside) committedOf(ctx context.Context, rec record.SessionRecord, d *
 // repeated quarantine attempt writes the same object).
 func (o *outside) keepCheckpoint(ctx context.Context, rec record.SessionRecord) (wire.BlobRef, error) {
 	ref := wire.NewBlobRef(rec.Checkpoint)
+	if err := o.inv.Own(ctx, rec.SessionID, ref.Digest, true); err != nil {
+		return wire.BlobRef{}, fmt.Errorf("keep the unreadable checkpoint: record it: %w", err)
+	}
 	if err := o.blobs.Put(ctx, wire.BlobName(rec.SessionID, ref), rec.Checkpoint); err != nil {
 		return wire.BlobRef{}, fmt.Errorf("keep the unreadable checkpoint: %w", err)
 	}

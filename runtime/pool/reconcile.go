@@ -195,6 +195,12 @@ func (r *reconciler) indexLater(cur record.Session) {
 	r.reg.goBG(serving, func() {
 		ctx, cancel := context.WithTimeout(serving, session.IndexWriteBudget)
 		defer cancel()
+		if cur.Record.IsDeleted() {
+			if err := x.Delete(ctx, cur.Record.SessionID); err != nil {
+				r.log.Debug("a deleted session's index entry not removed (the reconciler removes it)", "session", cur.Record.SessionID, "err", err)
+			}
+			return
+		}
 		e, err := r.derive(ctx, cur)
 		if err == nil {
 			e.Writer = "owner-" + r.cfg.ProcessID
@@ -218,7 +224,7 @@ func (r *reconciler) reconcile(verify bool) func(context.Context, *kv.Index, str
 func (r *reconciler) reconcileSession(ctx context.Context, x *kv.Index, k string, verify bool) bool {
 	id := sessionOfKey(k)
 	cur, err := r.cfg.Store.GetSession(ctx, id)
-	if errors.Is(err, record.ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) || err == nil && cur.Record.IsDeleted() {
 		if err := x.Delete(ctx, id); err != nil {
 			r.log.Debug("session index reconcile: remove entry", "session", id, "err", err)
 		} else {

@@ -31,6 +31,9 @@ type sweeper struct {
 	// idleNext is where the idle sweep's walk of the index continues
 	// ("": from the start).
 	idleNext string
+	// retainNext is where the retention sweep's walk of the index
+	// continues ("": from the start).
+	retainNext string
 }
 
 // sweepLoop runs the orphan sweeper every SweepInterval (±10 %, so the
@@ -75,6 +78,8 @@ func (o *sweeper) sweep(ctx context.Context) {
 	o.sweepOwn(ctx)
 	o.sweepQuarantined(ctx)
 	o.sweepIdle(ctx)
+	o.sweepDeletions(ctx)
+	o.sweepRetention(ctx)
 }
 
 // sweepProcesses adopts every registered process of this deployment that
