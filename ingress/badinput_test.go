@@ -147,7 +147,8 @@ func TestBadInput(t *testing.T) {
 		{"authorization for another attempt", post, sessions + "/" + authz + "/authorize", `{"attemptId":"a-other","result":"denied"}`, "", nil, 409, "unknown_request", "", `["` + attempt + `"]`, ""},
 		// A route that exists, with the wrong method.
 		{"GET a POST route", get, deliveries, ``, "", nil, 405, "method_not_allowed", "GET", "", "POST"},
-		{"DELETE a session", http.MethodDelete, sessions + "/" + live, ``, "", nil, 405, "method_not_allowed", "", "", "GET, HEAD, PATCH"},
+		{"PUT a session", http.MethodPut, sessions + "/" + live, ``, "", nil, 405, "method_not_allowed", "", "", "GET, HEAD, PATCH, DELETE"},
+		{"DELETE a live session", http.MethodDelete, sessions + "/" + live, ``, "", nil, 409, "session_live", "?force=true", "", ""},
 		{"GET a control route", get, sessions + "/" + live + "/cancel", ``, "", nil, 405, "method_not_allowed", "", "", "POST"},
 		{"PUT an admin route", http.MethodPut, "/v1/admin/sessions/" + live + "/move", ``, "admin-token", nil, 405, "method_not_allowed", "", "", "POST"},
 		// Decoder errors in plain words, naming the field.

@@ -76,6 +76,8 @@ func (s *Server) EndSession(ctx context.Context, r Request) (Receipt, error) {
 		}
 		rec := cur.Record
 		switch {
+		case rec.IsDeleted():
+			return Receipt{}, deletedErr(rec.SessionID)
 		case rec.Quarantined():
 			return s.endQuarantined(ctx, a, cur, r)
 		case rec.FinishPending():

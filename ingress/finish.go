@@ -121,6 +121,11 @@ func (s *Server) finishedMeanwhile(ctx context.Context, id string) (protocol.Fin
 	}
 	rec := cur.Record
 	rep := protocol.FinishReply{SessionID: id, DeploymentID: rec.DeploymentID, EventSeq: rec.EventSeqFloor, Revision: cur.Revision}
+	if d := rec.Deleted; d != nil {
+		rep.Outcome, rep.EventSeq = protocol.FinishDeleted, 0
+		rep.Removed = &protocol.Removed{Events: d.Removed.Events, Blobs: d.Removed.Blobs, Bytes: d.Removed.Bytes}
+		return rep, true
+	}
 	if rec.Terminated() {
 		rep.Outcome = protocol.FinishEnded
 	} else {

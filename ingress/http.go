@@ -30,6 +30,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "POST /v1/sessions/{id}/authorize", s.user(s.httpAuthorize))
 	s.route(mux, "GET /v1/sessions/{id}", s.user(s.httpStatus))
 	s.route(mux, "PATCH /v1/sessions/{id}", s.user(s.httpTag))
+	s.route(mux, "DELETE /v1/sessions/{id}", s.user(s.httpDelete))
 	s.route(mux, "GET /v1/sessions/{id}/events", s.user(s.events))
 	s.adminRoutes(mux)
 	s.route(mux, "GET /v1/ingress", s.httpInfo)

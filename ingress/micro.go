@@ -58,7 +58,7 @@ func (ss Services) Stop() error {
 const Version = "1.0.0"
 
 // Operations lists the micro endpoints, in order.
-var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "end", "status"}
+var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "end", "delete", "status"}
 
 // RuntimeOnlyOperations are the endpoints (baton.ingress.<kind>) of the
 // runtime-internal command kinds: each answers every request 400
@@ -174,6 +174,14 @@ func (s *Server) microOp(op string) microHandler {
 				return nil, err
 			}
 			return s.EndSession(ctx, r)
+		}
+	case "delete":
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := ParseDelete(b)
+			if err != nil {
+				return nil, err
+			}
+			return s.DeleteSession(ctx, r)
 		}
 	case "status":
 		return func(ctx context.Context, b []byte) (any, error) {

@@ -99,6 +99,8 @@ func (s *Server) session(ctx context.Context, a *attached, h record.Hook, tok st
 // stream holds the command for whichever owner comes next.
 func complete(h record.Hook, tok string, cur record.Session, err error) (target, error) {
 	switch {
+	case err == nil && cur.Record.IsDeleted():
+		return target{}, deletedErr(h.SessionID)
 	case h.Tombstone:
 		return target{}, fail(ErrGone, "session %s has ended", h.SessionID)
 	case errors.Is(err, record.ErrNotFound):

@@ -43,6 +43,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return fail(ErrNotFound, "no session %s", id)
 	case err != nil:
 		return fail(ErrUnavailable, "read session %s: %v", id, err)
+	case cur.Record.IsDeleted():
+		return deletedErr(id)
 	}
 	rd := &reader{stream: a.events, subject: s.cfg.Names.Events(id)}
 	v := view{refs: a.refs, sessionID: id}

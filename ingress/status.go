@@ -111,6 +111,9 @@ func (s *Server) Status(ctx context.Context, sessionID string) (Status, error) {
 		return Status{}, fail(ErrUnavailable, "read session %s: %v", sessionID, err)
 	}
 	rec := cur.Record
+	if rec.IsDeleted() {
+		return Status{}, deletedErr(sessionID)
+	}
 	cp, readable, err := readCheckpoint(rec)
 	if err != nil {
 		return Status{}, fail(ErrUnavailable, "session %s: checkpoint: %v", sessionID, err)
