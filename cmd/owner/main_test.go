@@ -41,6 +41,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"negative inbox sweep interval", "--inbox-sweep-interval -1s", []string{"--deployment-id", "v1", "--inbox-sweep-interval", "-1s"}},
 		{"negative max loaded", "--max-loaded -1", []string{"--deployment-id", "v1", "--max-loaded", "-1"}},
 		{"negative idle limit", "--end-idle-after -1s: want 0 (never) or more", []string{"--deployment-id", "v1", "--end-idle-after", "-1s"}},
+		{"negative retention", "--retain-ended -1s: want 0 (keep forever) or more", []string{"--deployment-id", "v1", "--retain-ended", "-1s"}},
 		{"negative drain timeout", "--drain-timeout -1s", []string{"--deployment-id", "v1", "--drain-timeout", "-1s"}},
 		{"short task ack wait", "--task-ack-wait", []string{"--deployment-id", "v1", "--task-ack-wait", "500ms"}},
 		{"negative sweep interval", "--sweep-interval", []string{"--deployment-id", "v1", "--sweep-interval", "-1s"}},
