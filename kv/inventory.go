@@ -26,6 +26,7 @@ import (
 //	                     stays until the session is deleted
 //	g.<sessionID>.<hex>  the session refers to history segment sha256:<hex>
 //	r.<hex>.<sessionID>  the same reference, listed by segment
+//	r.<hex>.keep         a segment stored before the inventory: never deleted
 //
 // A key is written before the object it names, so a crash leaves at worst
 // a key without its object; a key is removed after its object, by a purge
@@ -158,6 +159,22 @@ func (v *Inventory) RefSegment(ctx context.Context, sessionID, digest string) er
 		return err
 	}
 	return v.put(ctx, "g."+sessionID+"."+h)
+}
+
+// KeepReferrer is the referrer KeepSegment records: a segment stored
+// before the inventory existed, which sessions that recorded nothing may
+// share, is never deleted.
+const KeepReferrer = "keep"
+
+// KeepSegment records that history segment digest must never be deleted:
+// it was stored by a build before the inventory, whose sessions may refer
+// to it unrecorded.
+func (v *Inventory) KeepSegment(ctx context.Context, digest string) error {
+	h, err := digestHex(digest)
+	if err != nil {
+		return err
+	}
+	return v.put(ctx, "r."+h+"."+KeepReferrer)
 }
 
 // Segments lists the digests of the history segments session sessionID

@@ -80,6 +80,15 @@ func (v Inventory) Referrers(ctx context.Context, digest string) ([]string, erro
 	return i.Referrers(ctx, digest)
 }
 
+// KeepSegment records that segment digest is never deleted.
+func (v Inventory) KeepSegment(ctx context.Context, digest string) error {
+	i, err := v.inv()
+	if err != nil {
+		return err
+	}
+	return i.KeepSegment(ctx, digest)
+}
+
 // Unref removes sessionID's reference to segment digest.
 func (v Inventory) Unref(ctx context.Context, sessionID, digest string) error {
 	i, err := v.inv()

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/baton-rt/baton/internal/harness"
-	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 )
@@ -36,14 +35,14 @@ func (blobAgent) Step(_ context.Context, in runtime.StepInput) (runtime.StepResu
 // TestBlobsCollectedWhileLive: a session whose every turn stores a long
 // input text, a long output and a new long state keeps exactly the blobs
 // its committed checkpoint, its history and its events refer to — object
-// by object — after every turn: the inputs' texts and the replaced states
+// by object — after 100 turns: the inputs' texts and the replaced states
 // are deleted, the outputs stay (their events refer to them).
 func TestBlobsCollectedWhileLive(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.owner("v1", "p1", withAgent(blobAgent{}))
 	id := e.Start("v1").SessionID
-	turns := testsize.Pick(40, 100)
+	const turns = 100
 	for i := 1; i <= turns; i++ {
 		e.Send(id, harness.Deliver(strconv.Itoa(i)+" "+strings.Repeat("i", 9<<10)))
 		e.WaitFor(id, fmt.Sprintf("turn %d", i), func(evs []wire.Event) bool { return harness.Count(evs, wire.EventTurnCompleted) == i })

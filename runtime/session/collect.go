@@ -206,16 +206,17 @@ func (s *Session) dueJournalBlobs(ctx context.Context) (map[string]bool, error) 
 // between the delete and that second look while another session's seal
 // of the same content saw the object still there.
 func CollectSegment(ctx context.Context, obs Blobs, inv Inventory, id, digest string) (bool, int64, error) {
-	others := func() (bool, error) {
-		refs, err := inv.Referrers(ctx, digest)
-		return slices.ContainsFunc(refs, func(r string) bool { return r != id }), err
-	}
-	shared, err := others()
-	if err != nil || shared {
-		if err == nil {
-			err = inv.Unref(ctx, id, digest)
-		}
+	refs, err := inv.Referrers(ctx, digest)
+	if err != nil {
 		return false, 0, err
+	}
+	others := func(refs []string) bool { return slices.ContainsFunc(refs, func(r string) bool { return r != id }) }
+	if !slices.Contains(refs, id) || others(refs) {
+		// Another session (or KeepReferrer) refers to it — or this one
+		// never recorded its reference (a segment sealed by a build
+		// before the inventory, which unrecorded sessions may share, or a
+		// removal that died half way): it stays.
+		return false, 0, inv.Unref(ctx, id, digest)
 	}
 	data, err := obs.Get(ctx, digest)
 	switch {
@@ -227,7 +228,7 @@ func CollectSegment(ctx context.Context, obs Blobs, inv Inventory, id, digest st
 	if err := obs.Delete(ctx, digest); err != nil {
 		return false, 0, fmt.Errorf("session: delete history segment %s: %w", digest, err)
 	}
-	if shared, err = others(); err != nil || shared {
+	if refs, err = inv.Referrers(ctx, digest); err != nil || others(refs) {
 		if perr := obs.Put(ctx, digest, data); perr != nil {
 			return false, 0, fmt.Errorf("session: restore history segment %s another session refers to: %w", digest, perr)
 		}

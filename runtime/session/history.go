@@ -82,6 +82,9 @@ func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error 
 		}
 	}
 	if ok, err := h.obs.Has(ctx, ref.Digest); err == nil && ok {
+		if err := h.keepUnrecorded(ctx, ref.Digest); err != nil {
+			return err
+		}
 		h.cache.add(ref, data)
 		return nil // content-addressed: already there
 	}
@@ -90,6 +93,25 @@ func (h *history) put(ctx context.Context, ref wire.BlobRef, data []byte) error 
 	}
 	h.cache.add(ref, data)
 	return nil
+}
+
+// keepUnrecorded marks a segment found stored that no other session has
+// recorded a reference to: a build before the inventory stored it, so
+// sessions that recorded nothing may refer to it, and it is never
+// deleted (a session that stores it while another refers to it recorded
+// its reference before storing it).
+func (h *history) keepUnrecorded(ctx context.Context, digest string) error {
+	if h.inv == nil {
+		return nil
+	}
+	refs, err := h.inv.Referrers(ctx, digest)
+	if err != nil {
+		return fmt.Errorf("session: history segment referrers: %w", err)
+	}
+	if slices.ContainsFunc(refs, func(r string) bool { return r != h.id }) {
+		return nil
+	}
+	return h.inv.KeepSegment(ctx, digest)
 }
 
 // load reads the segments back, verifying each digest, and restores the

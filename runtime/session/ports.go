@@ -146,6 +146,9 @@ type Inventory interface {
 	Referrers(ctx context.Context, digest string) ([]string, error)
 	// Unref removes sessionID's reference to segment digest.
 	Unref(ctx context.Context, sessionID, digest string) error
+	// KeepSegment records that segment digest is never deleted (it was
+	// stored before the inventory; unrecorded sessions may share it).
+	KeepSegment(ctx context.Context, digest string) error
 }
 
 // Timers arms and cancels a session's one timer: when it fires, a timeout

@@ -115,6 +115,12 @@ func TestMixedBuilds(t *testing.T) {
 	}
 	t.Logf("a user's end on green: session %s ended by user, checkpoint at state version %d", endedID, wire.EndStateVersion)
 
+	// A delete beside blue's owners, which serve baton.finish too (and
+	// know no delete: one they answer is refused and asked again): green's
+	// owner carries it out; both builds' ingresses answer 410 for the
+	// deleted session's alias, green's 410 deleted for its ID.
+	f.deleted(endedID, "up.ended")
+
 	// Rollback: blue promoted again (this build's admin route; blue's
 	// owners never advertised their versions). A session that uses nothing
 	// new moves back to blue; its trigger is encoded at the inbox version
@@ -186,7 +192,7 @@ func TestMixedBuilds(t *testing.T) {
 		t.Fatalf("status of the tagged session: %+v %v", st.Tags, err)
 	}
 	t.Logf("refused rollback of a tagged session: %s stays on green with tags %v", taggedID, st.Tags)
-	for _, id := range append(ids, parent, taggedID, endedID) {
+	for _, id := range append(ids, parent, taggedID) {
 		f.contiguous(id)
 	}
 }
@@ -471,4 +477,35 @@ func last(evs []wire.Event) string {
 func notFound(err error) bool {
 	var se *harness.StatusError
 	return errors.As(err, &se) && se.Code == http.StatusNotFound
+}
+
+// deleted deletes the ended session id through green's ingress and checks
+// what each build's ingress answers for it afterwards.
+func (f *fleet) deleted(id, alias string) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	var d ingress.Deleted
+	if err := f.client.Call(ctx, http.MethodDelete, f.green+"/v1/sessions/"+id, nil, http.StatusOK, &d); err != nil {
+		f.t.Fatalf("delete of %s through green: %v", id, err)
+	}
+	if d.SessionID != id || d.Events == 0 {
+		f.t.Fatalf("delete of %s: %+v", id, d)
+	}
+	evs, err := f.env.Events(ctx, id)
+	if err != nil || len(evs) != 0 {
+		f.t.Fatalf("%d events of the deleted session %s stay (%v)", len(evs), id, err)
+	}
+	for _, base := range []string{f.blue, f.green} {
+		err := f.client.Call(ctx, http.MethodPost, base+"/v1/deliveries", map[string]string{"alias": alias, "text": "still there?"}, http.StatusAccepted, nil)
+		var se *harness.StatusError
+		if !errors.As(err, &se) || se.Code != http.StatusGone {
+			f.t.Fatalf("a delivery to the deleted session's alias through %s: %v, want 410", base, err)
+		}
+	}
+	err = f.client.Call(ctx, http.MethodGet, f.green+"/v1/sessions/"+id, nil, http.StatusOK, nil)
+	var se *harness.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusGone || !strings.Contains(se.Body, `"code":"deleted"`) {
+		f.t.Fatalf("GET of the deleted session through green: %v, want 410 deleted", err)
+	}
+	f.t.Logf("a delete beside blue: session %s deleted (%d events, %d blobs, %d bytes); its alias 410 through both builds", id, d.Events, d.Blobs, d.Bytes)
 }
