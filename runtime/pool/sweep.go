@@ -68,7 +68,11 @@ func needsOwner(st record.State) bool {
 //     but does not run here is re-claimed;
 //   - the quarantine index (kv.Store.ListQuarantined): a quarantined
 //     session with a pending operator finish is finished (finishAll), and
-//     the quarantined gauge counts this deployment's.
+//     the quarantined gauge counts this deployment's;
+//   - the delete index (kv.Store.ListDeletions): an ended session whose
+//     delete was asked for is deleted (sweepDeletions);
+//   - with EndIdleAfter or RetainEnded, one page of the session index
+//     each: idle hibernated sessions to expire, ended ones to delete.
 //
 // Records are read by direct get only for what the listings name: hints,
 // decided by CAS. The sessions no owner runs (hibernated, ended) are in
