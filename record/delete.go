@@ -16,15 +16,14 @@ const FinishDelete = "delete"
 // baton_owner_sessions_deleted_total).
 const (
 	DeleteByUser      = "user"      // DELETE /v1/sessions/{id}, or the NATS delete
-	DeleteByAdmin     = "admin"     // an operator's delete
 	DeleteByRetention = "retention" // the owners' --retain-ended
 	DeleteByParent    = "parent"    // its parent's delete
 )
 
-// validDeleteReason reports one of the four reasons.
+// validDeleteReason reports one of the three reasons.
 func validDeleteReason(r string) bool {
 	switch r {
-	case DeleteByUser, DeleteByAdmin, DeleteByRetention, DeleteByParent:
+	case DeleteByUser, DeleteByRetention, DeleteByParent:
 		return true
 	}
 	return false

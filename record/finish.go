@@ -104,7 +104,7 @@ func RequestFinish(r SessionRecord, f FinishRequest) (SessionRecord, error) {
 	case FinishDelete:
 		f.DeploymentID, f.Force, f.EndedBy, f.Message = "", false, "", ""
 		if !validDeleteReason(f.Reason) {
-			return SessionRecord{}, invalid("delete of %s: reason %q is not user, admin, retention or parent", r.SessionID, f.Reason)
+			return SessionRecord{}, invalid("delete of %s: reason %q is not user, retention or parent", r.SessionID, f.Reason)
 		}
 	case FinishRetry:
 		f.EndedBy, f.Message = "", ""

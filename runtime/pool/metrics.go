@@ -108,7 +108,7 @@ func newMetrics(reg prometheus.Registerer, loaded func() float64) (*metrics, err
 		}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_owner_sessions_deleted_total",
-			Help: "Sessions this owner process deleted, by reason (user, admin, retention: --retain-ended, parent: with their parent).",
+			Help: "Sessions this owner process deleted, by reason (user, retention: --retain-ended, parent: with their parent).",
 		}, []string{"reason"}),
 		stats: Stats{Wakes: map[protocol.WakeSource]int{}},
 	}
