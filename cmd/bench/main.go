@@ -61,6 +61,7 @@ func suites() []suite {
 		{"failover", benchFailover},
 		{"pool", benchPool},
 		{"index", benchIndex},
+		{"delete", benchDelete},
 	}
 }
 
@@ -71,6 +72,7 @@ func main() {
 	flag.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile of each suite to this path plus .<suite>")
 	flag.StringVar(&p.mutex, "mutexprofile", "", "write the mutex contention profile after each suite but js to this path plus .<suite>")
 	flag.StringVar(&p.block, "blockprofile", "", "write the blocking profile after each suite but js to this path plus .<suite>")
+	flag.IntVar(&deleteTurns, "delete-turns", deleteTurns, "turns of each session the delete suite deletes")
 	flag.StringVar(&figureCPU, "figureprofile", "", "write a CPU profile of each delivery_to_step_start figure alone to this path plus .<figure> (not with -cpuprofile)")
 	flag.Parse()
 	if p.cpu != "" && figureCPU != "" {
