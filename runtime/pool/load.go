@@ -193,7 +193,7 @@ func (o *Owner) claimed(ctx context.Context, cur record.Session, c claimedRec, d
 	// The boot re-publishes the checkpoint's outbox as committed, stamps
 	// and all.
 	b := session.Boot{Record: rec, Revision: c.rev, Checkpoint: d, Tokens: tokens, Predecessor: cur.Record.Consumer,
-		IdleSince: cur.Record.UpdatedAt}
+		IdleSince: cur.Record.UpdatedAt, Orphans: cur.Record.State != record.StateHibernated}
 	if h := record.Unconfirmed(cur.Record); h != nil {
 		// A handoff successor that died before its first commit: this run
 		// records handoff.started/completed in its boot commit instead.

@@ -25,7 +25,9 @@ import (
 // does not, and the out-of-line results of the journals it removes
 // (collectCommitted); what a crash left — a blob whose commit lost its
 // CAS or never came, a delete that never ran — is found in the inventory
-// when the session is next claimed (collectOrphans).
+// when the session is next claimed after a run that did not stop cleanly
+// (collectOrphans, Boot.Orphans; a wake of a hibernated session skips
+// it: its last run collected before it hibernated).
 
 // collectTimeout bounds one commit's blob deletes; orphansTimeout the
 // claim's collection, which the boot commit waits for.

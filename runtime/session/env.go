@@ -134,4 +134,9 @@ type Boot struct {
 	// claimed record's previous write: a hibernation, a commit), for
 	// EndIdleAfter; zero: now.
 	IdleSince time.Time
+	// Orphans asks the run to collect, before its first commit, the blobs
+	// a previous run that did not stop cleanly may have left (the claimed
+	// record was not hibernated): collectOrphans. A wake of a hibernated
+	// session, a new session and a handoff successor skip it.
+	Orphans bool
 }

@@ -45,6 +45,7 @@ type Session struct {
 	bootDue       string              // the step in flight at boot: a re-run (cleared at its start)
 	bootTurn      string              // the turn and step in flight at the claim ("": none), whose
 	bootStep      int                 // journal's blobs collectOrphans keeps
+	orphans       bool                // collect what a crash left before the first commit (Boot.Orphans)
 	refs          blobRefs            // the blobs the last commit (or the claimed checkpoint) refers to
 	nextRefs      blobRefs            // the blobs of the commit in flight
 	journals      map[string]*journal // by step key: journals to remove once their step is folded
@@ -81,6 +82,7 @@ func New(env *Env, b Boot) (*Session, error) {
 	if InFlight(snap) {
 		s.bootTurn, s.bootStep = snap.Turn.ID, snap.Turn.Steps+1
 	}
+	s.orphans = b.Orphans
 	env.blobs.forget(rec.SessionID)
 	s.hist, s.due = b.Checkpoint.hist, dueStep(snap)
 	if s.idleSince = b.IdleSince; s.idleSince.IsZero() {
@@ -128,7 +130,9 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	orphans := make(chan struct{})
 	go func() {
 		defer close(orphans)
-		s.collectOrphans(ctx)
+		if s.orphans {
+			s.collectOrphans(ctx)
+		}
 	}()
 	defer func() { <-orphans }()
 	// The last commit's outbox is re-published before the boot commit (the
