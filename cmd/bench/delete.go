@@ -90,29 +90,43 @@ func benchDelete(ctx context.Context, e *env, r *bench.Reporter) error {
 	fmt.Fprintf(os.Stderr, "bench: delete: %d sessions of %d turns ended in %s\n",
 		k, deleteTurns, time.Since(start).Round(time.Millisecond))
 
-	st, err := openStorageProbe(ctx, e, names)
+	samples, events, blobs, size, err := timeDeletes(ctx, e, names, srv, ids)
 	if err != nil {
 		return err
+	}
+	n := float64(len(ids))
+	r.Latencies("session_delete", samples, 0, bench.Baseline("kv_delete"), bench.Field("turns", deleteTurns),
+		bench.Field("events", fmt.Sprintf("%.1f", events/n)), bench.Field("blobs", fmt.Sprintf("%.1f", blobs/n)),
+		bench.Field("bytes", fmt.Sprintf("%.0f", size/n)))
+	return nil
+}
+
+// timeDeletes deletes each ended session of ids through srv, timing each,
+// and sums what they removed; the first session's storage before and
+// after its delete goes to stderr.
+func timeDeletes(ctx context.Context, e *env, names subjects.Names, srv *ingress.Server, ids []string) (samples []time.Duration, events, blobs, size float64, err error) {
+	st, err := openStorageProbe(ctx, e, names)
+	if err != nil {
+		return nil, 0, 0, 0, err
 	}
 	before, err := st.measure(ctx, ids[0])
 	if err != nil {
-		return err
+		return nil, 0, 0, 0, err
 	}
-	samples := make([]time.Duration, 0, k)
-	var events, blobs, size float64
+	samples = make([]time.Duration, 0, len(ids))
 	for i, id := range ids {
 		t0 := time.Now()
 		d, err := deleteOnce(ctx, srv, id)
 		took := time.Since(t0)
 		if err != nil {
-			return err
+			return nil, 0, 0, 0, err
 		}
 		samples = append(samples, took)
 		events, blobs, size = events+float64(d.Events), blobs+float64(d.Blobs), size+float64(d.Bytes)
 		if i == 0 {
 			after, err := st.measure(ctx, id)
 			if err != nil {
-				return err
+				return nil, 0, 0, 0, err
 			}
 			fmt.Fprintf(os.Stderr, "bench: delete storage of session %s (%d turns) before: %s\n", id, deleteTurns, before)
 			fmt.Fprintf(os.Stderr, "bench: delete storage of session %s (%d turns) after:  %s\n", id, deleteTurns, after)
@@ -120,11 +134,7 @@ func benchDelete(ctx context.Context, e *env, r *bench.Reporter) error {
 				id, d.Events, d.Blobs, d.Bytes, took.Round(time.Microsecond))
 		}
 	}
-	n := float64(len(ids))
-	r.Latencies("session_delete", samples, 0, bench.Baseline("kv_delete"), bench.Field("turns", deleteTurns),
-		bench.Field("events", fmt.Sprintf("%.1f", events/n)), bench.Field("blobs", fmt.Sprintf("%.1f", blobs/n)),
-		bench.Field("bytes", fmt.Sprintf("%.0f", size/n)))
-	return nil
+	return samples, events, blobs, size, nil
 }
 
 // benchKVDelete: kv_delete — a raw KV Delete (a delete marker put) of a
