@@ -333,3 +333,32 @@ func TestDeletePendingWithoutOwner(t *testing.T) {
 		t.Fatalf("the sweep's delete left:\n%s", strings.Join(left, "\n"))
 	}
 }
+
+// TestDeletedAliasNew: with --ended-alias new, a delivery to a deleted
+// session's alias starts a new session that takes the alias over
+// (previousSessionId the deleted one, which stays 410 deleted by ID);
+// with the default, it is 410 gone.
+func TestDeletedAliasNew(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *ingress.Config) { c.EndedAlias = ingress.EndedAliasNew })
+	e.owner("v1", "p1")
+	first := e.deliver(`{"alias":"del.thread","text":"hello"}`).SessionID
+	e.waitEvents(first, "its answer", func(evs []wire.Event) bool { return harness.Count(evs, "message.output") == 1 })
+	e.deleteSession(first, "?force=true")
+	rc := e.deliver(`{"alias":"del.thread","text":"starting over"}`)
+	if !rc.Created || rc.SessionID == first || rc.PreviousSessionID != first {
+		t.Fatalf("delivery to the deleted session's alias: %+v, want a new session with previousSessionId %s", rc, first)
+	}
+	evs := e.waitEvents(rc.SessionID, "its answer", func(evs []wire.Event) bool { return harness.Count(evs, "message.output") == 1 })
+	if out := harness.LastData[wire.MessageOutput](t, evs, "message.output"); out.Text != "starting over" {
+		t.Fatalf("the new session answered %q", out.Text)
+	}
+	checkError(t, e, http.MethodGet, "/v1/sessions/"+first, ``, testToken, http.StatusGone, ingress.CodeDeleted)
+
+	gone := newEnv(t)
+	gone.owner("v1", "p1")
+	id := gone.deliver(`{"alias":"del.gone","text":"hello"}`).SessionID
+	gone.waitEvents(id, "its answer", func(evs []wire.Event) bool { return harness.Count(evs, "message.output") == 1 })
+	gone.deleteSession(id, "?force=true")
+	checkError(t, gone, http.MethodPost, "/v1/deliveries", `{"alias":"del.gone","text":"again"}`, testToken, http.StatusGone, "gone")
+}
