@@ -27,8 +27,8 @@ func TestEnsureTwiceIsNoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Changes) != 9 {
-		t.Fatalf("first ensure: want 9 creations, got %v", first.Changes)
+	if len(first.Changes) != 10 {
+		t.Fatalf("first ensure: want 10 creations, got %v", first.Changes)
 	}
 	before := streamConfigs(t, js)
 	second, err := topology.Ensure(ctx(t), js, topology.Config{})
@@ -60,8 +60,8 @@ func streamConfigs(t *testing.T, js jetstream.JetStream) map[string]*jetstream.S
 	if l.Err() != nil {
 		t.Fatal(l.Err())
 	}
-	if len(out) != 9 {
-		t.Fatalf("want 9 streams, got %d: %v", len(out), out)
+	if len(out) != 10 {
+		t.Fatalf("want 10 streams, got %d: %v", len(out), out)
 	}
 	return out
 }
