@@ -27,3 +27,6 @@ func StartCursor(q IndexQuery, whole bool) string {
 	c.whole = whole
 	return q.encodeCursor(c)
 }
+
+// AllKeys lists every key of the index's stream (tests).
+func (x *Index) AllKeys(ctx context.Context) ([]string, error) { return x.keys(ctx, ">") }

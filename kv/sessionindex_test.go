@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -400,5 +401,54 @@ func TestIndexUncertainWriteLeavesNoPosting(t *testing.T) {
 	}
 	if n, err := x.Count(c, subjects.DimDepState, "dep-a=active"); err != nil || n != 0 {
 		t.Fatalf("count dep-a=active = %d %v, want 0", n, err)
+	}
+}
+
+// TestIndexErase: a delete's erase removes the session's entry and every
+// posting of it, a stale one its entry no longer lists too (a write a
+// crash interrupted), and, with the entry already gone, what the creation
+// time finds; another session's postings stay.
+func TestIndexErase(t *testing.T) {
+	x, c := openIndex(t), ctx(t)
+	e, other := entry("s1", 5, t0), entry("s2", 3, t0)
+	put(t, x, e, kv.IndexWritten)
+	put(t, x, other, kv.IndexWritten)
+	stale := e
+	stale.State, stale.Tags = record.StatePaused, map[string]string{"tenant": "acme"}
+	if err := x.AddPostings(c, kv.Postings(stale)); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Erase(c, "s1", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	left := func(id string) []string {
+		var out []string
+		keys, err := x.AllKeys(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if strings.HasSuffix(k, "."+id) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	if l := left("s1"); len(l) != 0 {
+		t.Fatalf("erased session's keys left: %v", l)
+	}
+	if l := left("s2"); len(l) != len(kv.Postings(other))+1 {
+		t.Fatalf("the other session's keys: %v, want its entry and %d postings", l, len(kv.Postings(other)))
+	}
+	// Entry gone already (a delete repeated after a crash): the creation
+	// time finds what is left.
+	if err := x.AddPostings(c, kv.Postings(e)); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Erase(c, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if l := left("s1"); len(l) != 0 {
+		t.Fatalf("postings left after an erase without entry: %v", l)
 	}
 }
