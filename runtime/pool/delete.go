@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
@@ -89,6 +90,14 @@ func (o *finisher) erase(ctx context.Context, rec record.SessionRecord, cp wire.
 	if err != nil {
 		return removed, err
 	}
+	// The index first, while the events still tell its creation time.
+	created, err := x.FirstEventTime(ctx, id)
+	if err != nil && !errors.Is(err, record.ErrNotFound) {
+		return removed, err
+	}
+	if err := x.Erase(ctx, id, created); err != nil {
+		return removed, err
+	}
 	removed.Events, removed.Bytes = n, size
 	blobs, bytes, err := o.eraseBlobs(ctx, id, cp)
 	if err != nil {
@@ -117,9 +126,6 @@ func (o *finisher) erase(ctx context.Context, rec record.SessionRecord, cp wire.
 	}
 	if rec.Consumer != "" {
 		o.out.deleteConsumer(ctx, rec.Consumer)
-	}
-	if err := x.Delete(ctx, id); err != nil {
-		return removed, err
 	}
 	return removed, nil
 }
@@ -228,39 +234,65 @@ func (o *finisher) deleteChildren(ctx context.Context, id string, cp wire.Checkp
 	return deleted
 }
 
+// deleteChildAttempts bounds the tries of a child's delete against a
+// record that moves on meanwhile (a late clean-up claim of the ended
+// child, another delete's request).
+const deleteChildAttempts = 4
+
 // deleteChild asks for and carries out the delete of an ended child
-// (reason parent), reporting whether it is deleted now.
+// (reason parent), reporting whether it is deleted now. A child whose
+// delete does not go through here stays in the delete index: a sweep
+// deletes it.
 func (o *finisher) deleteChild(ctx context.Context, id string, depth int) bool {
-	cur, err := o.cfg.Store.LeaderSession(ctx, id)
-	if err != nil {
-		return false
-	}
-	if cur.Record.IsDeleted() {
-		return true
-	}
-	if cur.Record.State != record.StateEnded {
-		o.log.Info("delete: a child that has not ended is left", "child", id, "state", cur.Record.State)
-		return false
-	}
 	if err := o.cfg.Store.AddDeletion(ctx, kv.Deletion{SessionID: id, Reason: record.DeleteByParent}); err != nil {
 		return false
+	}
+	for try := range deleteChildAttempts {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+			}
+		}
+		done, final := o.deleteChildOnce(ctx, id, depth)
+		if final {
+			return done
+		}
+	}
+	o.log.Warn("delete: a child not deleted now (an owner's sweep deletes it)", "child", id)
+	return false
+}
+
+// deleteChildOnce is one try of deleteChild; final is false when the
+// child's record moved on under it (try again).
+func (o *finisher) deleteChildOnce(ctx context.Context, id string, depth int) (done, final bool) {
+	cur, err := o.cfg.Store.LeaderSession(ctx, id)
+	switch {
+	case err != nil:
+		return false, false
+	case cur.Record.IsDeleted():
+		return true, true
+	case cur.Record.State != record.StateEnded:
+		o.log.Info("delete: a child that has not ended is left", "child", id, "state", cur.Record.State)
+		return false, true
 	}
 	if !cur.Record.FinishPending() {
 		f := record.FinishRequest{Op: record.FinishDelete, Reason: record.DeleteByParent, By: "finish-" + newID(), At: o.now()}
 		asked, err := record.RequestFinish(cur.Record, f)
 		if err != nil {
-			return false
+			return false, true
 		}
 		rev, err := o.out.casRecord(ctx, asked, cur.Revision)
 		if err != nil {
-			return false
+			return false, false
 		}
 		cur = record.Session{Record: asked, Revision: rev}
 	}
 	rep, err := o.claimAndFinish(ctx, cur, depth)
 	if err != nil {
-		o.log.Warn("delete: a child not deleted (an owner's sweep repeats it)", "child", id, "err", err)
-		return false
+		o.log.Debug("delete: a child's delete did not go through", "child", id, "err", err)
+		return false, false
 	}
-	return rep.Outcome == protocol.FinishDeleted
+	return rep.Outcome == protocol.FinishDeleted, true
 }
