@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 const (
@@ -105,9 +108,15 @@ func TestLeaseAcrossElection(t *testing.T) {
 		t.Helper()
 		began := time.Now()
 		for _, id := range ids {
-			sctx, cancel := context.WithTimeout(ctx, wait)
-			_, _, err := env.Send(sctx, subjects.StableToken(id), harness.WithID(id+"-"+name, harness.Deliver(name)))
-			cancel()
+			// The inbox stream may be electing too (the killed node may
+			// have led it): a client sends again, under the same message
+			// ID, until a leader answers, as the ingress does.
+			err := harness.Retry(ctx, wait, 100*time.Millisecond, leaderless, func() error {
+				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				_, _, err := env.Send(sctx, subjects.StableToken(id), harness.WithID(id+"-"+name, harness.Deliver(name)))
+				return err
+			})
 			h.Check(err)
 		}
 		for _, id := range ids {
@@ -355,4 +364,10 @@ func problems(obs []harness.ExecObs, fenced map[string][]time.Time) []string {
 		}
 	}
 	return out
+}
+
+// leaderless reports a publish that found no stream leader to answer (an
+// election under way): sent again.
+func leaderless(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
@@ -44,7 +45,7 @@ func (a *scripted) Step(ctx context.Context, in runtime.StepInput) (runtime.Step
 	case "ok":
 		r.Events = []runtime.Event{runtime.Output("ok")}
 	case "out":
-		r.Events = []runtime.Event{runtime.Output(text(n))}
+		r.Events = []runtime.Event{outputEvent(n)}
 	case "many":
 		for i := range n {
 			r.Events = append(r.Events, runtime.Output("e"+strconv.Itoa(i)))
@@ -73,3 +74,20 @@ func (a *scripted) Step(ctx context.Context, in runtime.StepInput) (runtime.Step
 }
 
 func text(n int) string { return strings.Repeat("abcdefghij", n/10+1)[:max(n, 1)] }
+
+// outputs are the encoded message.output events of "out <n>" by n,
+// prepared when the result is drawn (prepareOutput): encoding up to 1 MiB
+// of text costs a -race build on a loaded machine a good part of the
+// 300 ms step timeout, and only "hang" may reach it.
+var outputs sync.Map
+
+// prepareOutput encodes the output of "out <n>" ahead of its step.
+func prepareOutput(n int) { outputs.LoadOrStore(n, runtime.Output(text(n))) }
+
+// outputEvent is the output of "out <n>", prepared or encoded now.
+func outputEvent(n int) runtime.Event {
+	if e, ok := outputs.Load(n); ok {
+		return e.(runtime.Event)
+	}
+	return runtime.Output(text(n))
+}

@@ -59,6 +59,7 @@ func drawResult(rng *rand.Rand) draw {
 		return draw{text: "ok", outputs: 1, outBytes: 2}
 	case 1:
 		n := sizeOf(rng, 1<<20)
+		prepareOutput(n)
 		return draw{text: fmt.Sprintf("out %d", n), outputs: 1, outBytes: n}
 	case 2:
 		n := 1 + rng.IntN(2*wire.MaxStepEvents)
