@@ -46,15 +46,20 @@ func testDeployments(t *testing.T, open opener) {
 	_, err = st.PutDeployment(c, kv.Deployment{ID: a}, rev)
 	mustErr(t, err, record.ErrConflict)
 
-	list, err := st.ListDeployments(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(list, func(d kv.Deployment) bool { return d.ID == a })
-	j := slices.IndexFunc(list, func(d kv.Deployment) bool { return d.ID == b })
-	if i < 0 || j < 0 || i > j || !list[i].Retired || list[i].RetiredAt.IsZero() || list[j].Retired {
-		t.Fatalf("list: %+v", list)
-	}
+	// The listing reads each record by direct get, a hint that may lag
+	// behind on a cluster: poll.
+	eventually(t, func() error {
+		list, err := st.ListDeployments(c)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(list, func(d kv.Deployment) bool { return d.ID == a })
+		j := slices.IndexFunc(list, func(d kv.Deployment) bool { return d.ID == b })
+		if i < 0 || j < 0 || i > j || !list[i].Retired || list[i].RetiredAt.IsZero() || list[j].Retired {
+			return fmt.Errorf("list: %+v", list)
+		}
+		return nil
+	})
 	// A deployment without a record is created retired (an operator may
 	// retire one whose owners never advertised).
 	fresh := uid("dep")
