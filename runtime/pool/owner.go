@@ -18,6 +18,7 @@ import (
 	"github.com/baton-rt/baton/runtime/session"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
@@ -253,43 +254,66 @@ func (o *Owner) blobSizes(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// openStores opens the state object store, the journal and the session
-// index (nil error when ctx ended meanwhile: a clean shutdown).
+// openStores opens the state object store, the journal, the blob
+// inventory and the session index (nil error when ctx ended meanwhile: a
+// clean shutdown). Each open is tried again, with backoff, for up to
+// storesOpenBudget, each try bounded to storesOpenTry: a cluster still
+// settling (an election, a loaded node) answers late, and an owner that
+// exited for it would have to be restarted by hand.
 func (o *Owner) openStores(ctx context.Context) error {
-	state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
-	if ctx.Err() != nil {
-		return nil
+	opens := []struct {
+		what string
+		open func(context.Context) error
+	}{
+		{"state object store", func(ctx context.Context) error {
+			state, err := o.cfg.JS.ObjectStore(ctx, o.cfg.Names.StateBucket())
+			o.state = state
+			return err
+		}},
+		{"journal", func(ctx context.Context) error {
+			j, err := kv.OpenJournal(ctx, o.cfg.JS, o.cfg.Names)
+			o.journal.Store(j)
+			return err
+		}},
+		{"blob inventory", func(ctx context.Context) error {
+			inv, err := kv.OpenInventory(ctx, o.cfg.JS, o.cfg.Names)
+			o.inv.Store(inv)
+			return err
+		}},
+		{"session index", func(ctx context.Context) error {
+			x, err := kv.OpenIndex(ctx, o.cfg.JS, o.cfg.Names)
+			o.index.Store(x)
+			return err
+		}},
 	}
-	if err != nil {
-		return fmt.Errorf("pool: state object store: %w", err)
+	for _, s := range opens {
+		b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxInterval(time.Second),
+			backoff.WithMaxElapsedTime(storesOpenBudget)), ctx)
+		err := backoff.Retry(func() error {
+			tctx, cancel := context.WithTimeout(ctx, storesOpenTry)
+			defer cancel()
+			err := s.open(tctx)
+			if err != nil && ctx.Err() == nil {
+				o.log.Debug("opening a store failed; trying again", "store", s.what, "err", err)
+			}
+			return err
+		}, b)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pool: %s: %w", s.what, err)
+		}
 	}
-	o.state = state
-	journal, err := kv.OpenJournal(ctx, o.cfg.JS, o.cfg.Names)
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	o.journal.Store(journal)
-	inv, err := kv.OpenInventory(ctx, o.cfg.JS, o.cfg.Names)
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	o.inv.Store(inv)
-	index, err := kv.OpenIndex(ctx, o.cfg.JS, o.cfg.Names)
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	o.index.Store(index)
 	return nil
 }
+
+// storesOpenTry bounds one try of opening a store; storesOpenBudget all
+// of them.
+const (
+	storesOpenTry    = 5 * time.Second
+	storesOpenBudget = 30 * time.Second
+)
 
 // unregister removes this process's registration when it stops with an
 // empty index (a drain hibernated or handed on every session), while its
