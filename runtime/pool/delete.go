@@ -148,23 +148,7 @@ func (o *finisher) eraseBlobs(ctx context.Context, id string, cp wire.Checkpoint
 		}
 		digests = append(digests, d...)
 	}
-	for _, ref := range []*wire.BlobRef{cp.StateRef} {
-		if ref != nil {
-			digests = append(digests, ref.Digest)
-		}
-	}
-	for _, in := range cp.Turn.Inputs {
-		for _, ref := range []*wire.BlobRef{in.TextRef, in.PayloadsRef} {
-			if ref != nil {
-				digests = append(digests, ref.Digest)
-			}
-		}
-	}
-	for _, t := range cp.Waits.Tasks {
-		if t.InputRef != nil {
-			digests = append(digests, t.InputRef.Digest)
-		}
-	}
+	digests = append(digests, session.CheckpointBlobs(cp)...)
 	slices.Sort(digests)
 	digests = slices.Compact(digests)
 	count, bytes := 0, int64(0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -67,6 +68,14 @@ func refsOf(c wire.Checkpoint) blobRefs {
 		r.segs[s.Digest] = true
 	}
 	return r
+}
+
+// CheckpointBlobs are the digests of the session's own blobs checkpoint
+// c refers to (state, admitted inputs' texts and payloads, task inputs),
+// sorted: what a delete removes beside the inventory's (a blob stored
+// before the inventory existed).
+func CheckpointBlobs(c wire.Checkpoint) []string {
+	return slices.Sorted(maps.Keys(refsOf(c).own))
 }
 
 // dropped lists what r refers to and next does not.
