@@ -9,63 +9,63 @@ import (
 	"testing"
 )
 
-// A throw-away version 5, built only in this test, proves the bump
+// A throw-away version 6, built only in this test, proves the bump
 // procedure of docs/wire.md on top of the shipped registry: a new field, a
-// one-step 4→5 migration, every v0, v1, v2, v3 and v4 fixture decoding to
-// v5, v5 decoding, v6 rejected, and a producer serving a v1, a v2, a v3, a
-// v4 and a v5 consumer side by side.
+// one-step 5→6 migration, every v0 to v5 fixture decoding to v6, v6
+// decoding, v7 rejected, and a producer serving a v1, a v2, a v3, a v4, a
+// v5 and a v6 consumer side by side.
 
-// commandV5 is version 4 plus a required envelope field "priority".
-type commandV5 struct {
+// commandV6 is version 5 plus a required envelope field "priority".
+type commandV6 struct {
 	Command
 	Priority string `json:"priority"`
 }
 
-// migrateThrowawayV4 is the pure 4→5 transform: stamp v5, default the new
+// migrateThrowawayV5 is the pure 5→6 transform: stamp v6, default the new
 // field.
-func migrateThrowawayV4(doc map[string]any) (map[string]any, error) {
+func migrateThrowawayV5(doc map[string]any) (map[string]any, error) {
 	out := maps.Clone(doc)
-	out["v"] = json.Number("5")
+	out["v"] = json.Number("6")
 	out["priority"] = "normal"
 	return out, nil
 }
 
-func registryV5(t *testing.T) *Registry {
+func registryV6(t *testing.T) *Registry {
 	t.Helper()
 	r := DefaultRegistry()
-	if err := r.Register(5, migrateThrowawayV4); err != nil {
+	if err := r.Register(6, migrateThrowawayV5); err != nil {
 		t.Fatal(err)
 	}
-	if r.Current() != 5 || !reflect.DeepEqual(r.Versions(), []int{1, 2, 3, 4, 5}) {
+	if r.Current() != 6 || !reflect.DeepEqual(r.Versions(), []int{1, 2, 3, 4, 5, 6}) {
 		t.Fatalf("versions %v", r.Versions())
 	}
 	return r
 }
 
-// decodeV5 is what the v5 build's Decode would be: lift, then strict decode.
-func decodeV5(t *testing.T, r *Registry, b []byte) (commandV5, int, error) {
+// decodeV6 is what the v6 build's Decode would be: lift, then strict decode.
+func decodeV6(t *testing.T, r *Registry, b []byte) (commandV6, int, error) {
 	t.Helper()
 	doc, from, err := r.Upgrade(b)
 	if err != nil {
-		return commandV5{}, from, err
+		return commandV6{}, from, err
 	}
 	raw, err := marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c commandV5
+	var c commandV6
 	if err := unmarshalStrict(raw, &c); err != nil {
-		t.Fatalf("lifted document does not fit the v5 shape: %v\n%s", err, raw)
+		t.Fatalf("lifted document does not fit the v6 shape: %v\n%s", err, raw)
 	}
 	return c, from, nil
 }
 
-func TestBumpToV5(t *testing.T) {
-	r := registryV5(t)
+func TestBumpToV6(t *testing.T) {
+	r := registryV6(t)
 	for v := 0; v <= CurrentVersion; v++ {
 		for _, path := range fixtures(t, v) {
 			raw := readFile(t, path)
-			got, from, err := decodeV5(t, r, raw)
+			got, from, err := decodeV6(t, r, raw)
 			if err != nil || from != v {
 				t.Fatalf("%s: from %d, err %v", path, from, err)
 			}
@@ -74,55 +74,54 @@ func TestBumpToV5(t *testing.T) {
 				t.Fatal(err)
 			}
 			got.Command = normalizeCommand(got.Command)
-			if got.V != 5 || got.Priority != "normal" {
+			if got.V != 6 || got.Priority != "normal" {
 				t.Fatalf("%s: lifted to v%d priority %q", path, got.V, got.Priority)
 			}
 			got.V = want.V
 			if !sameJSON(t, got.Command, want) {
-				t.Fatalf("%s: v5 value differs from the shipped decode:\n got %+v\nwant %+v", path, got.Command, want)
+				t.Fatalf("%s: v6 value differs from the shipped decode:\n got %+v\nwant %+v", path, got.Command, want)
 			}
 		}
 	}
 }
 
-func TestBumpV5DecodesAndV6IsRejected(t *testing.T) {
-	r := registryV5(t)
-	v5 := commandV5{Command: validDeliver(), Priority: "high"}
-	v5.V = 5
-	v5.AcceptedAt = v5.AcceptedAt.UTC()
-	b, err := marshal(v5)
+func TestBumpV6DecodesAndV7IsRejected(t *testing.T) {
+	r := registryV6(t)
+	v6 := commandV6{Command: validDeliver(), Priority: "high"}
+	v6.V = 6
+	v6.AcceptedAt = v6.AcceptedAt.UTC()
+	b, err := marshal(v6)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, from, err := decodeV5(t, r, b)
-	if err != nil || from != 5 || got.Priority != "high" || got.ID != v5.ID {
-		t.Fatalf("v5 payload: %+v from %d err %v", got, from, err)
+	got, from, err := decodeV6(t, r, b)
+	if err != nil || from != 6 || got.Priority != "high" || got.ID != v6.ID {
+		t.Fatalf("v6 payload: %+v from %d err %v", got, from, err)
 	}
-	// The shipped build (current version 4) refuses the v5 payload loudly.
+	// The shipped build (current version 5) refuses the v6 payload loudly.
 	if _, err := Decode(b); !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("shipped Decode of v5: err = %v, want ErrUnknownVersion", err)
+		t.Fatalf("shipped Decode of v6: err = %v, want ErrUnknownVersion", err)
 	}
-	v6 := migrateStamp(t, b, "6")
-	if _, _, err := r.Upgrade(v6); !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("v6: err = %v, want ErrUnknownVersion", err)
+	v7 := migrateStamp(t, b, "7")
+	if _, _, err := r.Upgrade(v7); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("v7: err = %v, want ErrUnknownVersion", err)
 	}
 }
 
-// A v5 producer keeps the shipped encoders (v4, and v3, v2 and v1 as
-// down-conversions of it), so consumers stamped {v:1}, {v:2}, {v:3},
-// {v:4} and {v:5} are served side by side.
+// A v6 producer keeps the shipped encoders (v5, and v4, v3, v2 and v1 as
+// down-conversions of it), so consumers stamped {v:1} to {v:6} are served
+// side by side.
 func TestBumpEncodesPerCapability(t *testing.T) {
-	encodersV5 := map[int]func(commandV5) ([]byte, error){
-		1: func(c commandV5) ([]byte, error) { return Encode(Capability{V: 1}, c.Command) },
-		2: func(c commandV5) ([]byte, error) { return Encode(Capability{V: 2}, c.Command) },
-		3: func(c commandV5) ([]byte, error) { return Encode(Capability{V: 3}, c.Command) },
-		4: func(c commandV5) ([]byte, error) { return Encode(Capability{V: 4}, c.Command) },
-		5: func(c commandV5) ([]byte, error) { c.V = 5; c.Command = normalizeCommand(c.Command); return marshal(c) },
+	encodersV6 := map[int]func(commandV6) ([]byte, error){
+		6: func(c commandV6) ([]byte, error) { c.V = 6; c.Command = normalizeCommand(c.Command); return marshal(c) },
 	}
-	c := commandV5{Command: validDeliver(), Priority: "high"}
-	r := registryV5(t)
-	for _, v := range slices.Sorted(maps.Keys(encodersV5)) {
-		b, err := encodersV5[v](c)
+	for v := 1; v <= CurrentVersion; v++ {
+		encodersV6[v] = func(c commandV6) ([]byte, error) { return Encode(Capability{V: v}, c.Command) }
+	}
+	c := commandV6{Command: validDeliver(), Priority: "high"}
+	r := registryV6(t)
+	for _, v := range slices.Sorted(maps.Keys(encodersV6)) {
+		b, err := encodersV6[v](c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +129,7 @@ func TestBumpEncodesPerCapability(t *testing.T) {
 		if got, _ := versionOf(doc); got != v {
 			t.Fatalf("encoded for v%d declares v%d", v, got)
 		}
-		if _, _, err := decodeV5(t, r, b); err != nil {
+		if _, _, err := decodeV6(t, r, b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,13 +29,26 @@ import (
 //	   in the background, with the start of its timeout)
 //	7  session tags: tags
 //	8  a user's and an idle end: ended "terminated" and "idle_expired"
-const CurrentStateVersion = 8
+//	9  busy modes: defaultMode, defaultDebounceMs, debounce (an open
+//	   window), turn.before and turn.calls, stored inputs with a busy mode,
+//	   history entries of kind step_interrupted
+const CurrentStateVersion = 9
 
 // EndStateVersion is the state version that expresses the end reasons
 // terminated (a user's terminate command) and idle_expired (no command
 // for the owner's idle limit) in Checkpoint.Ended: a checkpoint that ended
 // so is written at it, every other keeps its lower version.
 const EndStateVersion = 8
+
+// BusyStateVersion is the state version that expresses the busy modes
+// (inbox version 5): a session's default mode (DefaultMode,
+// DefaultDebounceMs), an open debounce window (Debounce), what the live
+// turn found when it started and the calls it made (Turn.Before,
+// Turn.Calls, for a rollback), an admitted input of a busy mode (a mode
+// other than queue and steer) and an inline history entry of kind
+// step_interrupted. A checkpoint that uses any of them is written at it;
+// every other keeps its lower version.
+const BusyStateVersion = 9
 
 // MinStateVersion is the oldest checkpoint state version this build reads.
 const MinStateVersion = 1
@@ -107,6 +120,13 @@ type Checkpoint struct {
 	// Tags are the session's tags (state version 7; ValidateTags): written
 	// only when the session has tags.
 	Tags map[string]string `json:"tags,omitempty"`
+	// DefaultMode and DefaultDebounceMs are the session's default
+	// delivery mode (a configure command's; "" is the built-in default,
+	// queue) and its debounce window (only with debounce), and Debounce
+	// its open debounce window (state version 9, BusyStateVersion).
+	DefaultMode       string          `json:"defaultMode,omitempty" jsonschema:"enum=queue,enum=steer,enum=reject,enum=interrupt,enum=rollback,enum=debounce,enum=latest"`
+	DefaultDebounceMs int64           `json:"defaultDebounceMs,omitempty" jsonschema:"minimum=250,maximum=600000"`
+	Debounce          *DebounceWindow `json:"debounce,omitempty"`
 
 	// Started is set by the first commit (session.started recorded); Ended
 	// names the end reason once finalized: done, expired, failed, closed
@@ -227,6 +247,11 @@ type TurnState struct {
 	// back to the parent as child.result.
 	Delegated bool     `json:"delegated,omitempty"`
 	Outputs   []string `json:"outputs,omitempty"`
+	// Before is what the turn found when it started and Calls the
+	// journaled calls it made so far (state version 9): a rollback
+	// restores the one and reports the other.
+	Before *TurnBefore `json:"before,omitempty"`
+	Calls  []CallRef   `json:"calls,omitempty"`
 }
 
 // TurnInput is the owner's decoded view of an inbox command, with its
@@ -293,6 +318,16 @@ type TurnInput struct {
 	// applied at once and never waits in a turn (the Go rules refuse a
 	// stored input of kind terminate), nor sent to a remote agent.
 	EndMessage string `json:"-"`
+	// DebounceMs is a debounce delivery's window (inbox version 5). It is
+	// never stored: a delivery in a debounce window has joined it.
+	DebounceMs int64 `json:"-"`
+	// DefaultMode and DefaultDebounceMs are a configure command's body
+	// (inbox version 5), applied at once and never stored.
+	DefaultMode       string `json:"-"`
+	DefaultDebounceMs int64  `json:"-"`
+	// Superseded is set by the machine, never stored: the sequence of the
+	// newer latest-mode delivery that superseded this queued one.
+	Superseded uint64 `json:"-"`
 }
 
 // Writer identifies the write that produced a checkpoint: the owner run and

@@ -104,6 +104,12 @@ func (s Send) validate() error {
 	if s.Command.Kind == KindTerminate || s.Command.Terminate != nil {
 		return errors.New("a terminate command is a user's, applied at once, never sent or stored")
 	}
+	if s.Command.Kind == KindConfigure || s.Command.Configure != nil {
+		return errors.New("a configure command is a user's, applied at once, never sent or stored")
+	}
+	if err := s.Command.storable(); err != nil {
+		return fmt.Errorf("command: %w", err)
+	}
 	if !sessionRE.MatchString(s.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", s.SessionID, sessionRE)
 	}
@@ -184,14 +190,31 @@ func normalizeStored(cmd Command) Command {
 // StoredCommandVersion is the inbox version a checkpoint writes its stored
 // commands at (sends[].command, pendingSends[].send.command), and the
 // only one its schema accepts for them: the lowest version that expresses
-// every command a checkpoint can store. A tag command (inbox version 3)
-// and a terminate command (inbox version 4) are applied at once and never
-// sent or stored, so every stored command is expressed at version 2, and a
+// every command a checkpoint can store. A tag command (inbox version 3),
+// a terminate command (inbox version 4) and a configure command (inbox
+// version 5) are applied at once and never sent or stored, and a stored
+// delivery is of mode queue or steer (storable), so every stored command
+// is expressed at version 2, and a
 // session that sends commands keeps a checkpoint an owner of inbox version
 // 2 reads (VERSIONING.md, "Commands stored in a checkpoint"). In memory,
 // after DecodeCheckpoint, they carry CurrentVersion, as Decode's commands
 // do.
 const StoredCommandVersion = 2
+
+// storable refuses a command the inbox version a checkpoint stores
+// commands at (StoredCommandVersion) cannot express: a delivery of a busy
+// mode, with debounceMs, or without a mode (which inbox version 2
+// requires; "" is the receiver's default, which a stored command does not
+// presume).
+func (c *Command) storable() error {
+	if err := c.expressibleInV2(); err != nil {
+		return fmt.Errorf("a stored command is written at inbox version %d: %s", StoredCommandVersion, err.Reason)
+	}
+	if c.Deliver != nil && c.Deliver.Mode == "" {
+		return fmt.Errorf("a stored delivery names its mode (it is written at inbox version %d)", StoredCommandVersion)
+	}
+	return nil
+}
 
 // stampStored stamps the commands c stores with inbox version v, as they
 // are written. c's sends are its own (normalizeCheckpoint copied them).

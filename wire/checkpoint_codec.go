@@ -17,7 +17,8 @@ import (
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 //
-// The state version is the lowest that expresses the content: 8 when it
+// The state version is the lowest that expresses the content: 9 when it
+// uses the busy modes (usesBusy), else 8 when it
 // ended terminated or idle_expired, else 7 when the session (or a child
 // it creates) has tags, else 6 when a child send is pending, else 5 when it
 // uses subagents (handles, child waits, a parent, sends, a delegated
@@ -115,6 +116,8 @@ func stateVersionOf(doc map[string]any) (int, error) {
 // lowestVersion is the lowest state version that can express c.
 func (c *Checkpoint) lowestVersion() int {
 	switch {
+	case c.usesBusy():
+		return BusyStateVersion
 	case c.usesEndReasons():
 		return EndStateVersion
 	case len(c.Tags) > 0 || c.sendsTags():
@@ -235,6 +238,9 @@ func (c *Checkpoint) validateContent() error {
 	if c.StateV < EndStateVersion && c.usesEndReasons() {
 		return fmt.Errorf("ended %q needs state version %d", c.Ended, EndStateVersion)
 	}
+	if c.StateV < BusyStateVersion && c.usesBusy() {
+		return fmt.Errorf("%s needs state version %d", c.busyContent(), BusyStateVersion)
+	}
 	if err := checkTags(c.Tags); err != nil {
 		return fmt.Errorf("tags: %w", err)
 	}
@@ -309,29 +315,43 @@ func (c *Checkpoint) validateRuntime() error {
 		return err
 	}
 	for i, in := range c.Turn.Inputs {
-		if in.ID == "" || in.Kind == "" {
-			return fmt.Errorf("turn.inputs[%d] needs id and kind", i)
-		}
-		if in.TextRef != nil {
-			if err := in.TextRef.Validate(); err != nil {
-				return fmt.Errorf("turn.inputs[%d].textRef: %w", i, err)
-			}
-			if in.Text != "" {
-				return fmt.Errorf("turn.inputs[%d]: text is inline or referenced, not both", i)
-			}
-		}
-		if err := validatePayloads(in); err != nil {
+		if err := in.validateStored(); err != nil {
 			return fmt.Errorf("turn.inputs[%d]: %w", i, err)
 		}
-		if err := in.validateRefs(); err != nil {
-			return fmt.Errorf("turn.inputs[%d]: %w", i, err)
+	}
+	return c.validateBusy()
+}
+
+// validateStored checks an input a checkpoint stores (an admitted input of
+// the live turn, or a delivery in an open debounce window).
+func (in TurnInput) validateStored() error {
+	if in.ID == "" || in.Kind == "" {
+		return errors.New("needs id and kind")
+	}
+	if in.TextRef != nil {
+		if err := in.TextRef.Validate(); err != nil {
+			return fmt.Errorf("textRef: %w", err)
 		}
-		if in.Kind == KindTag || in.Tag != nil {
-			return fmt.Errorf("turn.inputs[%d]: a tag command is applied at once, never stored in a turn", i)
+		if in.Text != "" {
+			return errors.New("text is inline or referenced, not both")
 		}
-		if in.Kind == KindTerminate {
-			return fmt.Errorf("turn.inputs[%d]: a terminate command is applied at once, never stored in a turn", i)
-		}
+	}
+	if err := validatePayloads(in); err != nil {
+		return err
+	}
+	if err := in.validateRefs(); err != nil {
+		return err
+	}
+	if in.Mode != "" && !ValidMode(in.Mode) {
+		return fmt.Errorf("mode %q is not one of %v", in.Mode, Modes())
+	}
+	switch {
+	case in.Kind == KindTag || in.Tag != nil:
+		return errors.New("a tag command is applied at once, never stored in a turn")
+	case in.Kind == KindTerminate:
+		return errors.New("a terminate command is applied at once, never stored in a turn")
+	case in.Kind == KindConfigure:
+		return errors.New("a configure command is applied at once, never stored in a turn")
 	}
 	return nil
 }
@@ -373,7 +393,8 @@ func (w Waits) validate() error {
 	return nil
 }
 
-// validateInline enforces inline-or-reference for history and state.
+// validateInline enforces inline-or-reference for history and state (the
+// session's, and the state the live turn found, turn.before).
 func (c *Checkpoint) validateInline() error {
 	if c.State != nil && c.StateRef != nil {
 		return errors.New("state is inline or referenced, not both")
@@ -390,6 +411,19 @@ func (c *Checkpoint) validateInline() error {
 	}
 	if n := len(c.State); n > MaxInlineBytes {
 		return stateFail(c.StateV, ErrTooLarge, "inline state is %d bytes, limit %d (use StateRef)", n, MaxInlineBytes)
+	}
+	if b := c.Turn.Before; b != nil {
+		if b.State != nil && b.StateRef != nil {
+			return errors.New("turn.before: state is inline or referenced, not both")
+		}
+		if b.StateRef != nil {
+			if err := b.StateRef.Validate(); err != nil {
+				return fmt.Errorf("turn.before.stateRef: %w", err)
+			}
+		}
+		if n := len(b.State); n > MaxInlineBytes {
+			return stateFail(c.StateV, ErrTooLarge, "inline turn.before.state is %d bytes, limit %d (use StateRef)", n, MaxInlineBytes)
+		}
 	}
 	if h, _ := marshal(c.History); len(h) > MaxInlineBytes {
 		return stateFail(c.StateV, ErrTooLarge, "inline history is %d bytes, limit %d (seal it into HistorySegments)", len(h), MaxInlineBytes)
@@ -461,6 +495,7 @@ func normalizeCheckpoint(c Checkpoint) Checkpoint {
 	normalizeChildren(&c)
 	normalizePendingSends(&c)
 	c.Tags = normalizeTags(c.Tags)
+	normalizeBusy(&c)
 	return c
 }
 

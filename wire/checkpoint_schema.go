@@ -28,9 +28,10 @@ var checkpointCurrent = sync.OnceValue(func() *contract {
 // storedCommands states the commands a checkpoint stores (sends[].command,
 // pendingSends[].send.command) as they are written: at inbox version
 // StoredCommandVersion, whose shape is the current one without the kinds
-// tag and terminate and their bodies (neither is ever stored,
-// Send.validate). And a tag command never waits in a turn, so
-// turn.inputs[] has no tag either.
+// tag, terminate and configure and their bodies (none is ever stored,
+// Send.validate) and with version 2's delivery (a mode, queue or steer, and
+// no debounceMs: Command.storable). And a tag command never waits in a
+// turn, so turn.inputs[] has no tag either.
 func storedCommands(s *genschema.Schema) {
 	if in := s.Definitions["TurnInput"]; in != nil {
 		in.Properties.Delete("tag")
@@ -39,8 +40,14 @@ func storedCommands(s *genschema.Schema) {
 	if cmd == nil {
 		return
 	}
+	if d := s.Definitions["Deliver"]; d != nil {
+		d.AllOf = nil
+		d.Properties.Delete("debounceMs")
+		prop(d, "mode").Enum = []any{ModeQueue, ModeSteer}
+		d.Required = []string{"mode", "payloads"}
+	}
 	prop(cmd, "v").Const = StoredCommandVersion
-	never := []Kind{KindTag, KindTerminate}
+	never := []Kind{KindTag, KindTerminate, KindConfigure}
 	kind := prop(cmd, "kind")
 	kind.Enum = slices.DeleteFunc(kind.Enum, func(k any) bool { return slices.Contains(never, Kind(k.(string))) })
 	cmd.AllOf = slices.DeleteFunc(cmd.AllOf, func(a *genschema.Schema) bool { return slices.Contains(never, kindOf(a.If)) })
@@ -50,6 +57,7 @@ func storedCommands(s *genschema.Schema) {
 	}
 	delete(s.Definitions, "Tag")
 	delete(s.Definitions, "Terminate")
+	delete(s.Definitions, "Configure")
 }
 
 // frozenCheckpointV1 is state version 1's frozen schema, which a checkpoint
@@ -103,6 +111,13 @@ var frozenCheckpointV7 []byte
 
 var checkpointV7 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v7.json", frozenCheckpointV7) })
 
+// frozenCheckpointV8 is state version 8's frozen schema, likewise.
+//
+//go:embed testdata/schema_checkpoint_v8.json
+var frozenCheckpointV8 []byte
+
+var checkpointV8 = sync.OnceValue(func() *contract { return mustCompile("checkpoint.v8.json", frozenCheckpointV8) })
+
 func mustCompile(name string, raw []byte) *contract {
 	c, err := compileContract(schemaBase+name, raw)
 	if err != nil {
@@ -129,6 +144,8 @@ func checkpointContract(v int) *contract {
 		return checkpointV6()
 	case 7:
 		return checkpointV7()
+	case 8:
+		return checkpointV8()
 	}
 	return checkpointCurrent()
 }
@@ -137,11 +154,14 @@ func checkpointContract(v int) *contract {
 // checkpoint state version.
 func CheckpointSchema() []byte { return append([]byte(nil), checkpointCurrent().raw...) }
 
-// JSONSchemaExtend pins the state version and types the raw fields. (A
-// checkpoint at an older version is checked against that version's frozen
-// schema.)
+// JSONSchemaExtend pins the state version, types the raw fields and
+// allows defaultDebounceMs only with defaultMode debounce. (A checkpoint
+// at an older version is checked against that version's frozen schema.)
 func (Checkpoint) JSONSchemaExtend(s *genschema.Schema) {
 	prop(s, "stateV").Const = CurrentStateVersion
 	prop(s, "outputSchema").Type = "object"
 	tagsSchema(prop(s, "tags"))
+	debounce := &genschema.Schema{Properties: genschema.NewProperties(), Required: []string{"defaultMode"}}
+	debounce.Properties.Set("defaultMode", &genschema.Schema{Const: ModeDebounce})
+	s.DependentSchemas = map[string]*genschema.Schema{"defaultDebounceMs": debounce}
 }

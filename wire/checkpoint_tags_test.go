@@ -220,8 +220,10 @@ func TestStoredCommandsAtV2(t *testing.T) {
 	}
 }
 
-// The stored commands of a version-7 checkpoint have exactly the shape of
-// version 6's (inbox version 2): a tag command is never stored.
+// The stored commands of a checkpoint of the current state version have
+// exactly the shape of version 6's (inbox version 2): a tag, terminate or
+// configure command is never stored, and a stored delivery has version
+// 2's modes and no debounceMs.
 func TestStoredCommandShapeIsV6(t *testing.T) {
 	defs := func(raw []byte) map[string]any {
 		var doc map[string]any
@@ -241,13 +243,15 @@ func TestStoredCommandShapeIsV6(t *testing.T) {
 	send = maps.Clone(send)
 	send["properties"] = props
 	v7["Send"] = send
-	for _, name := range []string{"Command", "Send", "PendingSend", "TurnInput"} {
+	for _, name := range []string{"Command", "Deliver", "Send", "PendingSend", "TurnInput"} {
 		if !reflect.DeepEqual(v6[name], v7[name]) {
-			t.Errorf("definition %s differs between state versions 6 and 7", name)
+			t.Errorf("definition %s differs between state version 6 and the current one", name)
 		}
 	}
-	if _, ok := v7["Tag"]; ok {
-		t.Error("the checkpoint schema defines Tag")
+	for _, name := range []string{"Tag", "Terminate", "Configure"} {
+		if _, ok := v7[name]; ok {
+			t.Errorf("the checkpoint schema defines %s", name)
+		}
 	}
 }
 

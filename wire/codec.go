@@ -13,15 +13,16 @@ type Capability struct {
 func Current() Capability { return Capability{V: CurrentVersion} }
 
 // encoders maps each producible version to its encoder. Version 0 is never
-// produced. encodeV4 writes the current shape; encodeV3, encodeV2 and
-// encodeV1 are down-conversions of it for consumers still stamped {v:3},
-// {v:2} or {v:1}, refusing what their version cannot express
-// (ErrUnsupportedTarget).
+// produced. encodeV5 writes the current shape; encodeV4, encodeV3,
+// encodeV2 and encodeV1 are down-conversions of it for consumers still
+// stamped {v:4}, {v:3}, {v:2} or {v:1}, refusing what their version cannot
+// express (ErrUnsupportedTarget).
 var encoders = map[int]func(Command) ([]byte, error){
 	1: encodeV1,
 	2: encodeV2,
 	3: encodeV3,
 	4: encodeV4,
+	5: encodeV5,
 }
 
 // Encode encodes c for a consumer with the given capability. The complete
@@ -110,8 +111,8 @@ func decodeMigrated(cur map[string]any) (Command, []byte, bool) {
 }
 
 // liftedAsIs reports whether the migration chain only restamped the
-// version of doc (a version-1, version-2 or version-3 document: the later
-// versions only added). The
+// version of doc (a version-1 to version-4 document: the later versions
+// only added). The
 // original bytes then stand for the lifted document, so raw JSON in it
 // keeps its member order, as the typed path keeps it.
 func liftedAsIs(doc, cur map[string]any) bool {

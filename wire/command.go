@@ -31,7 +31,7 @@ func Kinds() []Kind {
 		KindInputResponse, KindAuthCallback, KindTaskResult, KindTimeout,
 		KindPause, KindResume, KindMove,
 		KindChildResult, KindChildWaiting, KindChildResumed, KindEnd,
-		KindTag, KindTerminate,
+		KindTag, KindTerminate, KindConfigure,
 	}
 }
 
@@ -49,7 +49,7 @@ var bodyOf = map[Kind]string{
 	KindAuthCallback: "authCallback", KindTaskResult: "taskResult",
 	KindTimeout: "timeout", KindPause: "", KindResume: "", KindMove: "move",
 	KindChildResult: "childResult", KindChildWaiting: "childWaiting", KindChildResumed: "childResumed", KindEnd: "",
-	KindTag: "tag", KindTerminate: "terminate",
+	KindTag: "tag", KindTerminate: "terminate", KindConfigure: "configure",
 }
 
 // optionalBody are the kinds whose body may be absent.
@@ -106,12 +106,17 @@ type Command struct {
 	Tag *Tag `json:"tag,omitempty"`
 	// Terminate (version 4) is the optional body of a terminate command.
 	Terminate *Terminate `json:"terminate,omitempty"`
+	// Configure (version 5) is the body of a configure command.
+	Configure *Configure `json:"configure,omitempty"`
 }
 
-// Deliver is the body of a deliver command.
+// Deliver is the body of a deliver command. Mode "" (version 5) is the
+// session's default mode; DebounceMs (version 5) is a debounce delivery's
+// window, required with mode debounce and only with it.
 type Deliver struct {
-	Mode     string    `json:"mode" jsonschema:"enum=queue,enum=steer"`
-	Payloads []Payload `json:"payloads" jsonschema:"minItems=1"`
+	Mode       string    `json:"mode,omitempty" jsonschema:"enum=queue,enum=steer,enum=reject,enum=interrupt,enum=rollback,enum=debounce,enum=latest"`
+	DebounceMs int64     `json:"debounceMs,omitempty" jsonschema:"minimum=250,maximum=600000"`
+	Payloads   []Payload `json:"payloads" jsonschema:"minItems=1"`
 }
 
 // Payload is one delivered unit. Ext is the one documented extension point:

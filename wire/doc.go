@@ -7,7 +7,7 @@
 //
 // [Command] is the one declared shape of the current wire version
 // ([CurrentVersion]). Its JSON Schema is generated from the Go types
-// (invopop/jsonschema) and frozen in testdata/schema_v4.json: it is the
+// (invopop/jsonschema) and frozen in testdata/schema_v5.json: it is the
 // declared contract. Runtime validation is Go code held to that schema by
 // tests (equivalence_test.go): a strict standard decoder
 // (go-json-experiment/json, the Go project's encoding/json/v2) configured to
@@ -21,7 +21,7 @@
 //     producer.
 //   - [Decode] reads a current-version payload straight into [Command] and
 //     validates it; an older payload runs the explicit migration chain of
-//     the [Registry] (0→1→2→3→4 today) to the current version first. An unknown
+//     the [Registry] (0→1→2→3→4→5 today) to the current version first. An unknown
 //     newer version, an unknown kind or an invalid value is a typed
 //     [*Error]; a versioned payload never falls through to a legacy
 //     interpretation.

@@ -74,7 +74,7 @@ func agreeCommand(t testing.TB, b []byte) verdict {
 
 // typedReads reports whether the typed path must accept b, which the
 // reference accepts as ref: a document within the size limit, at version
-// 4, or at version 3, 2 or 1 without what only a later version has, that is
+// 5, or at version 4, 3, 2 or 1 without what only a later version has, that is
 // strict JSON (no repeated member name, no escaped lone surrogate).
 // Everything else the typed path may leave to the reference.
 func typedReads(b []byte, ref Command) bool {
@@ -83,8 +83,10 @@ func typedReads(b []byte, ref Command) bool {
 		return false
 	}
 	switch doc["v"] {
-	case json.Number("4"):
+	case json.Number("5"):
 		return true
+	case json.Number("4"):
+		return ref.expressibleInV4() == nil
 	case json.Number("3"):
 		return ref.expressibleInV3() == nil
 	case json.Number("2"):
@@ -127,13 +129,15 @@ func agreeEncode(t testing.TB, c Command) {
 	agreeEncodeDown(t, c, 1, (*Command).expressibleInV1, commandV1())
 	agreeEncodeDown(t, c, 2, (*Command).expressibleInV2, commandV2())
 	agreeEncodeDown(t, c, 3, (*Command).expressibleInV3, commandV3())
+	agreeEncodeDown(t, c, 4, (*Command).expressibleInV4, commandV4())
 }
 
 // agreeEncodeDown checks the down-converting encoder of version v (whose
 // frozen schema is k) on a decoded command: what version v can express is
 // written so that the frozen schema accepts it (a consumer of version v
-// reads it) and decodes to the same value; anything else is refused with
-// ErrUnsupportedTarget naming the kind.
+// reads it) and decodes to the same value (a delivery without a mode
+// with mode queue); anything else is refused with ErrUnsupportedTarget
+// naming the kind.
 func agreeEncodeDown(t testing.TB, c Command, v int, expressible func(*Command) *Error, k *contract) {
 	t.Helper()
 	out, err := Encode(Capability{V: v}, c)
@@ -150,14 +154,15 @@ func agreeEncodeDown(t testing.TB, c Command, v int, expressible func(*Command) 
 	if err := debugCheck(k, out); err != nil {
 		t.Fatalf("v%d encoder produced what the frozen v%d schema rejects: %v\n%s", v, v, err, out)
 	}
-	if back, err := Decode(out); err != nil || !reflect.DeepEqual(back, c) {
-		t.Fatalf("v%d encode round trip: %v\n got %+v\nwant %+v", v, err, back, c)
+	want := normalizeCommand(c)
+	want.legacyMode()
+	if back, err := Decode(out); err != nil || !reflect.DeepEqual(back, want) {
+		t.Fatalf("v%d encode round trip: %v\n got %+v\nwant %+v", v, err, back, want)
 	}
 }
 
 // commandCorpus is every fixture, every invalid table of the tests, and
-// mutations of each version-1, version-2, version-3 and version-4 fixture
-// at every path.
+// mutations of each fixture of version 1 to 5 at every path.
 func commandCorpus(t testing.TB) [][]byte {
 	var out [][]byte
 	for v := 0; v <= CurrentVersion; v++ {
@@ -186,6 +191,9 @@ func commandCorpus(t testing.TB) [][]byte {
 		out = append(out, []byte(tt.in))
 	}
 	for _, tt := range v4DecodeRejectCases {
+		out = append(out, []byte(tt.in))
+	}
+	for _, tt := range v5DecodeRejectCases {
 		out = append(out, []byte(tt.in))
 	}
 	const env = `"id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z"`
@@ -271,6 +279,32 @@ func commandCorpus(t testing.TB) [][]byte {
 		`{"v":4,"kind":"tag",` + env + `,"tag":{"set":{"a":"b"}}}`,
 		`{"v":4,"kind":"end",` + env + `,"parentSessionId":"p","handle":"h","depth":1}`,
 		`{"v":3,"kind":"tag",` + env + `,"tag":{"set":{"a":"b"}},"terminate":{"message":"x"}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":250,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":600000,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":-0,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":1e3,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":1000.0,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":9223372036854775808,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":500,"debounceMs":600,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","mode":"debounce","debounceMs":500,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"\u0064ebounce","debounceMs":500,"payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"parentSessionId":"p","handle":"h","depth":1,"deliver":{"mode":"rollback","payloads":[{"message":"hi"}]}}`,
+		`{"v":5,"kind":"configure",` + env + `,"configure":{"defaultMode":"steer"}}`,
+		`{"v":5,"kind":"configure",` + env + `,"configure":{"defaultMode":"debounce","defaultDebounceMs":250}}`,
+		`{"v":5,"kind":"configure",` + env + `,"configure":{"defaultMode":"debounce","defaultDebounceMs":-0}}`,
+		`{"v":5,"kind":"configure",` + env + `,"configure":{"defaultMode":"queue"},"configure":{"defaultMode":"latest"}}`,
+		`{"v":5,"kind":"configure",` + env + `,"depth":1,"configure":{"defaultMode":"queue"}}`,
+		`{"v":5,"kind":"terminate",` + env + `,"configure":{"defaultMode":"queue"}}`,
+		`{"v":5,"kind":"tag",` + env + `,"tag":{"set":{"a":"b"}}}`,
+		`{"v":4,"kind":"deliver",` + env + `,"deliver":{"mode":"","payloads":[{"message":"hi"}]}}`,
+		`{"v":4,"kind":"deliver",` + env + `,"deliver":{"mode":"steer","payloads":[{"message":"hi"}]}}`,
+		`{"v":4,"kind":"deliver",` + env + `,"deliver":{"mode":5,"payloads":[{"message":"hi"}]}}`,
+		`{"v":4,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","debounceMs":null,"payloads":[{"message":"hi"}]}}`,
+		`{"v":4,"kind":"cancel",` + env + `,"deliver":{"payloads":[{"message":"hi"}]}}`,
+		`{"v":3,"kind":"deliver",` + env + `,"deliver":{"payloads":[{"message":"hi"}]}}`,
+		`{"v":2,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":500,"payloads":[{"message":"hi"}]}}`,
+		`{"type":"deliver","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","mode":"latest","payloads":[{"message":"x"}]}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","context":[]}`,
 		`{"message":"x","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","caller":""}`,
 		`{"type":"deliver","commandId":"c","deploymentId":"d","receivedAt":"2025-01-01T00:00:00Z","payloads":[{"message":"x","Message":1}]}`,
@@ -304,6 +338,7 @@ func mutations(t testing.TB, raw []byte) [][]byte {
 		"tag", "A", []any{"x", "x"}, map[string]any{"x": "y"}, map[string]any{"A": "y"},
 		json.Number("3"),
 		"terminate", "terminated", "idle_expired", "user", map[string]any{"message": "m"},
+		"debounce", "interrupt", "configure", json.Number("250"),
 	}
 	var out [][]byte
 	emit := func(d any) {
@@ -666,7 +701,7 @@ func TestCheckpointEncodeAgreement(t *testing.T) {
 // genCheckpoint draws a valid checkpoint with at most one field perturbed
 // (empty, negative or out of its enum), so each constraint is met alone.
 func genCheckpoint(rt *rapid.T) Checkpoint {
-	fault := rapid.IntRange(0, 33).Draw(rt, "fault")
+	fault := rapid.IntRange(0, 45).Draw(rt, "fault")
 	str := func(n int, ok string) string {
 		if fault == n {
 			return ""
@@ -703,7 +738,48 @@ func genCheckpoint(rt *rapid.T) Checkpoint {
 	if fault > 30 || rapid.Bool().Draw(rt, "tags") {
 		genTags(&c, fault)
 	}
+	if fault > 33 || rapid.Bool().Draw(rt, "busy") {
+		genBusy(&c, fault)
+	}
 	return c
+}
+
+// genBusy adds the content of state version 9 to c, with the field of
+// fault (34..45) perturbed.
+func genBusy(c *Checkpoint, fault int) {
+	str := func(n int, ok string) string {
+		if fault == n {
+			return ""
+		}
+		return ok
+	}
+	num := func(n, bad, ok int) int {
+		if fault == n {
+			return bad
+		}
+		return ok
+	}
+	c.DefaultMode, c.DefaultDebounceMs = ModeDebounce, int64(num(35, 100, 2000))
+	switch fault {
+	case 34:
+		c.DefaultMode = "later"
+	case 43:
+		c.DefaultMode = ModeQueue
+	}
+	at := time.Unix(1700000000, 0)
+	c.Debounce = &DebounceWindow{OpenedAt: at, Until: at.Add(time.Duration(num(44, -1, 1)) * time.Second), TimerID: str(36, "d1"),
+		Inputs: []TurnInput{{Seq: 3, ID: str(38, "c3"), Kind: KindDeliver, Mode: ModeDebounce, Text: "x"}}}
+	if fault == 37 {
+		c.Debounce.Inputs = nil
+	}
+	c.Turn.Before = &TurnBefore{State: json.RawMessage(`{"n":1}`), HistoryLen: num(42, -1, 1)}
+	c.Turn.Calls = []CallRef{{Name: str(39, "charge"), Step: uint64(num(40, 0, 1)), Position: num(41, -1, 0)}}
+	mode := ModeInterrupt
+	if fault == 45 {
+		mode = "later"
+	}
+	c.Turn.Inputs = append(c.Turn.Inputs, TurnInput{Seq: 4, ID: "c4", Kind: KindDeliver, Mode: mode, Text: "y"})
+	c.History = append(c.History, HistoryEntry{Role: RoleSystem, Kind: EntryStepInterrupted, Content: []Part{{Type: PartText, Text: "step 1 interrupted"}}})
 }
 
 // genTags adds the content of state version 7 to c, with the entry of

@@ -32,6 +32,8 @@ var builtinSamples = map[string]any{
 	EventSessionStarted:     SessionStarted{SessionID: "sess-1", DeploymentID: "dep-1", Tokens: []string{"sess-1", "C123.456"}},
 	EventCommandApplied:     CommandApplied{CommandID: "c1", Seq: 42, Kind: "deliver"},
 	EventCommandRejected:    CommandRejected{CommandID: "c5", Seq: 51, Reason: RejectAgentMismatch},
+	EventCommandSuperseded:  CommandSuperseded{CommandID: "c6", Seq: 52, By: 53},
+	EventTurnRolledBack:     TurnRolledBack{TurnID: "t1", Calls: []CallRef{{Name: "charge", Step: 1, Position: 0}, {Name: "email", Step: 2, Position: 1}}},
 	EventTurnStarted:        TurnStarted{TurnID: "t1", CommandID: "c1"},
 	EventTurnStep:           TurnStep{TurnID: "t1", Step: 2},
 	EventTurnStepRetried:    TurnStepRetried{TurnID: "t1", Step: 2, Attempt: 2, Code: CodeAgentUnavailable},

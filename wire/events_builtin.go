@@ -381,6 +381,7 @@ func registerBuiltins(r *EventRegistry) error {
 			return all(nonEmpty("commandId", d.CommandID), positive("seq", d.Seq), nonEmpty("kind", d.Kind))
 		}),
 		registerCommandRejected(r),
+		registerBusy(r),
 		registerStepRetried(r),
 		registerSessionTagged(r),
 		registerBuiltin(r, EventTurnStarted, func(d TurnStarted) error { return nonEmpty("turnId", d.TurnID) }),

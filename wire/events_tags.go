@@ -15,7 +15,8 @@ type SessionTagged struct {
 }
 
 // encodedData is data as an event carries it: a SessionTagged's nil Tags
-// is the empty set, written {}. Any other data is returned as it is.
+// is the empty set, written {}, and a TurnRolledBack's nil Calls the empty
+// list, written []. Any other data is returned as it is.
 func encodedData(data any) any {
 	switch d := data.(type) {
 	case SessionTagged:
@@ -26,6 +27,15 @@ func encodedData(data any) any {
 	case *SessionTagged:
 		if d != nil && d.Tags == nil {
 			return SessionTagged{Tags: map[string]string{}}
+		}
+	case TurnRolledBack:
+		if d.Calls == nil {
+			d.Calls = []CallRef{}
+		}
+		return d
+	case *TurnRolledBack:
+		if d != nil && d.Calls == nil {
+			return TurnRolledBack{TurnID: d.TurnID, Calls: []CallRef{}}
 		}
 	}
 	return data

@@ -18,7 +18,14 @@ func FuzzDecode(f *testing.F) {
 	}
 	const env = `"id":"c\u0031","acceptedDeploymentId":"d","acceptedAt":"2026-01-01T01:00:00.1234567891+01:00"`
 	for _, s := range []string{
-		`{}`, `{"v":4}`, `{"v":3}`, `{"v":2}`, `{"v":1}`, `[]`, `null`, `{"type":"deliver"}`, `{"message":[]}`,
+		`{}`, `{"v":5}`, `{"v":4}`, `{"v":3}`, `{"v":2}`, `{"v":1}`, `[]`, `null`, `{"type":"deliver"}`, `{"message":[]}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"debounce","debounceMs":250,"payloads":[{"message":"x"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"payloads":[{"message":"x"}]}}`,
+		`{"v":5,"kind":"deliver",` + env + `,"deliver":{"mode":"queue","debounceMs":0,"payloads":[{"message":"x"}]}}`,
+		`{"v":5,"kind":"configure",` + env + `,"configure":{"defaultMode":"debounce","defaultDebounceMs":600000}}`,
+		`{"v":5,"kind":"configure",` + env + `,"configure":{"defaultMode":"latest"}}`,
+		`{"v":4,"kind":"deliver",` + env + `,"deliver":{"payloads":[{"message":"x"}]}}`,
+		`{"v":4,"kind":"deliver",` + env + `,"deliver":{"mode":"interrupt","payloads":[{"message":"x"}]}}`,
 		`{"v":4,"kind":"terminate",` + env + `,"terminate":{"message":"\u00e9 bye"}}`,
 		`{"v":4,"kind":"terminate",` + env + `,"terminate":{}}`,
 		`{"v":3,"kind":"terminate",` + env + `}`,

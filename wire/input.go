@@ -32,6 +32,7 @@ func (c *Command) Input(seq uint64) TurnInput {
 	switch {
 	case c.Deliver != nil:
 		in.Mode, in.Text, in.Payloads = c.Deliver.Mode, c.Text(), c.Deliver.Payloads
+		in.DebounceMs = c.Deliver.DebounceMs
 	case c.InputResponse != nil:
 		in.RequestID, in.Value = c.InputResponse.RequestID, c.InputResponse.Value
 	case c.AuthCallback != nil:
@@ -46,6 +47,8 @@ func (c *Command) Input(seq uint64) TurnInput {
 		in.Tag = normalizeTag(c.Tag)
 	case c.Terminate != nil:
 		in.EndMessage = c.Terminate.Message
+	case c.Configure != nil:
+		in.DefaultMode, in.DefaultDebounceMs = c.Configure.DefaultMode, c.Configure.DefaultDebounceMs
 	}
 	return in
 }

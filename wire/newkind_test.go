@@ -51,7 +51,7 @@ func TestOlderReaderPassesNewKinds(t *testing.T) {
 	if err := registerBuiltin(old, EventCommandApplied, func(CommandApplied) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{EventCommandRejected, EventTurnStepRetried, EventSessionTagged} {
+	for _, kind := range []string{EventCommandRejected, EventTurnStepRetried, EventSessionTagged, EventCommandSuperseded, EventTurnRolledBack} {
 		b := bytes.TrimSuffix(readFile(t, "testdata/events/fixtures/"+kind+".v1.json"), []byte("\n"))
 		e, err := DecodeEvent(old, b)
 		if !errors.Is(err, ErrUnknownKind) || e.Kind != kind || e.V != 1 {

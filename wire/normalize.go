@@ -50,6 +50,10 @@ func normalizeCommand(c Command) Command {
 		c.Tag = normalizeTag(c.Tag)
 	}
 	normalizeTerminate(&c)
+	if c.Configure != nil {
+		b := *c.Configure
+		c.Configure = &b
+	}
 	return c
 }
 

@@ -9,7 +9,7 @@ import (
 
 // CurrentVersion is the inbox wire version this build produces and decodes
 // to. It equals the highest version of the default registry (tested).
-const CurrentVersion = 4
+const CurrentVersion = 5
 
 // Migration lifts one decoded command document from version n-1 to version
 // n. It is a pure data transform over the generic JSON form (objects as
@@ -32,7 +32,7 @@ func NewRegistry() *Registry { return &Registry{} }
 var defaultRegistry = func() *Registry {
 	r := NewRegistry()
 	if err := errors.Join(r.Register(1, migrateV0), r.Register(2, migrateV1), r.Register(3, migrateV2),
-		r.Register(4, migrateV3)); err != nil {
+		r.Register(4, migrateV3), r.Register(5, migrateV4)); err != nil {
 		panic(err)
 	}
 	return r

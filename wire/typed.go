@@ -11,8 +11,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// The typed path of Decode. A document that declares "v":4 (the current
-// version), "v":3, "v":2 or "v":1 (which the later versions only extend)
+// The typed path of Decode. A document that declares "v":5 (the current
+// version), "v":4, "v":3, "v":2 or "v":1 (which the later versions only
+// extend)
 // is read straight into Command by a strict standard decoder,
 // go-json-experiment/json (the encoding/json/v2 of the Go project, which
 // Go 1.26 keeps behind GOEXPERIMENT=jsonv2): exact, case-sensitive member
@@ -29,8 +30,9 @@ import (
 // The typed path only ever accepts. Everything else goes to the reference
 // path (decodeReference: generic parse, migration chain, schema, Go rules),
 // which produces the typed error or handles what the typed path declines:
-// version-0 documents, version-1, version-2 or version-3 documents that
-// use what only a later version has (the migrations reject them), member
+// version-0 documents, version-1 to version-4 documents that use what
+// only a later version has or lack a delivery's mode (the migrations
+// reject them), member
 // names that repeat (whose last-wins meaning only the generic parse
 // states), a tag body's present but empty set or remove, an empty
 // terminate body on another kind, and escapes of lone
@@ -69,6 +71,7 @@ var zeroMeansAbsent = map[jsontext.Pointer]bool{
 	"/childWaiting/requestId": true, "/childWaiting/attemptId": true,
 	"/childResumed/requestId": true, "/childResumed/attemptId": true,
 	"/terminate/message": true,
+	"/deliver/mode":      true, "/deliver/debounceMs": true, "/configure/defaultDebounceMs": true,
 }
 
 // errZero refuses a present zero value of a zeroMeansAbsent member.
@@ -110,6 +113,25 @@ func unmarshalInt(dec *jsontext.Decoder, n *int) error {
 	return nil
 }
 
+// unmarshalInt64 is unmarshalInt for an int64 (strconv.ParseInt of the
+// literal, as encoding/json reads it).
+func unmarshalInt64(dec *jsontext.Decoder, n *int64) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Kind() != '0' {
+		return errNull // null, or not a number
+	}
+	if *n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
+		return err
+	}
+	if *n == 0 && zeroMeansAbsent[dec.StackPointer()] {
+		return errZero
+	}
+	return nil
+}
+
 // unmarshalTime reads a time (never null) as timeToken does.
 func unmarshalTime(dec *jsontext.Decoder, t *time.Time) error {
 	v, err := dec.ReadValue()
@@ -141,11 +163,12 @@ var strictDecode = jsonv2.JoinOptions(
 	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(unmarshalMessage),
 		jsonv2.UnmarshalFromFunc(unmarshalString), jsonv2.UnmarshalFromFunc(unmarshalInt),
-		noNull[Kind](), noNull[bool](), noNull[int64](),
+		jsonv2.UnmarshalFromFunc(unmarshalInt64),
+		noNull[Kind](), noNull[bool](),
 		noNull[uint64](), noNull[float64](), jsonv2.UnmarshalFromFunc(unmarshalTime),
 		noNull[*Deliver](), noNull[*InputResponse](), noNull[*AuthCallback](),
 		noNull[*TaskResult](), noNull[*Timeout](), noNull[*Move](),
-		noNull[*ChildResult](), noNull[*ChildWaiting](), noNull[*Tag](), noNull[*Terminate](), noNull[*Message](),
+		noNull[*ChildResult](), noNull[*ChildWaiting](), noNull[*Tag](), noNull[*Terminate](), noNull[*Configure](), noNull[*Message](),
 		noNull[Payload](), noNull[InputResponse](), noNull[Part](), noNull[Usage](),
 		noNull[[]Payload](), noNull[[]InputResponse](), noNull[[]Part](), noNull[[]string](),
 		noNull[map[string]json.RawMessage](), noNull[map[string]string](),
@@ -167,8 +190,8 @@ func unmarshalMessage(dec *jsontext.Decoder, m *Message) error {
 	return errNull // null, or not a message: the reference path words it
 }
 
-// decodeFast reads a version-1, version-2, version-3 or version-4 command
-// as the current version. It returns accepted with the normalized,
+// decodeFast reads a version-1 to version-5 command as the current
+// version. It returns accepted with the normalized,
 // validated command, or declined for the reference path.
 func decodeFast(b []byte) (Command, verdict) {
 	var c Command
@@ -176,14 +199,18 @@ func decodeFast(b []byte) (Command, verdict) {
 		return Command{}, declined
 	}
 	switch {
-	case c.V < 1 || c.V > 4:
+	case c.V < 1 || c.V > 5:
 		return Command{}, declined // version 0, or another version
 	case c.V == 1 && c.expressibleInV1() != nil:
 		return Command{}, declined // a later migration words the rejection
 	case c.V == 2 && c.expressibleInV2() != nil:
-		return Command{}, declined // the 2→3 or 3→4 migration words the rejection
+		return Command{}, declined // a later migration words the rejection
 	case c.V == 3 && c.expressibleInV3() != nil:
-		return Command{}, declined // the 3→4 migration words the rejection
+		return Command{}, declined // the 3→4 or 4→5 migration words the rejection
+	case c.V == 4 && c.expressibleInV4() != nil:
+		return Command{}, declined // the 4→5 migration words the rejection
+	case c.V < BusyVersion && c.Deliver != nil && c.Deliver.Mode == "":
+		return Command{}, declined // versions 1 to 4 require a mode (the 4→5 migration)
 	}
 	c.V = CurrentVersion
 	if !normalizeDecoded(&c) || c.validate() != nil {

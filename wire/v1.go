@@ -8,9 +8,10 @@ import (
 // Version 1: its frozen schema (testdata/schema_v1.json, generated from the
 // version-1 Go types when they were current) and its encoder, now a
 // down-conversion of the current Command for consumers still stamped
-// {v:1}. Versions 2, 3 and 4 added kinds and members only, so a command
-// that uses none of them is encoded exactly as a version-1 build encoded
-// it.
+// {v:1}. Versions 2 to 5 added kinds, members and delivery modes only, so
+// a command that uses none of them is encoded exactly as a version-1 build
+// encoded it (a delivery without a mode with mode queue, as for version
+// 4).
 
 // frozenCommandV1 is version 1's frozen schema: what a version-1 consumer
 // accepts.
@@ -22,9 +23,10 @@ var frozenCommandV1 []byte
 var commandV1 = sync.OnceValue(func() *contract { return mustCompile("command.v1.json", frozenCommandV1) })
 
 // encodeV1 encodes for a version-1 consumer. A command version 1 cannot
-// express (a kind of version 2, 3 or 4, or a parent's envelope members) is
-// ErrUnsupportedTarget, never silently downgraded; any other is checked by
-// the current rules and written as version 1 wrote it, stamped "v":1.
+// express (a kind of version 2, 3, 4 or 5, a busy mode, or a parent's
+// envelope members) is ErrUnsupportedTarget, never silently downgraded;
+// any other is checked by the current rules and written as version 1
+// wrote it, stamped "v":1.
 func encodeV1(c Command) ([]byte, error) {
 	c = normalizeCommand(c)
 	if err := c.expressibleInV1(); err != nil {
@@ -35,12 +37,13 @@ func encodeV1(c Command) ([]byte, error) {
 		err.Version = 1
 		return nil, err
 	}
+	c.legacyMode()
 	c.V = 1
 	return c.encodeChecked(commandV1())
 }
 
 // expressibleInV1 refuses what version 1 has no words for: what versions
-// 2 and 3 have none for either, and what version 2 added.
+// 2 to 4 have none for either, and what version 2 added.
 func (c *Command) expressibleInV1() *Error {
 	if err := c.expressibleInV2(); err != nil {
 		err.Version = 1

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestV1Fixtures(t *testing.T) {
 		})
 	}
 	for _, k := range Kinds() {
-		if !seen[k] && !v2Kinds[string(k)] && !v3Kinds[string(k)] && !v4Kinds[string(k)] {
+		if !seen[k] && !v2Kinds[string(k)] && !v3Kinds[string(k)] && !v4Kinds[string(k)] && !v5Kinds[string(k)] {
 			t.Errorf("no v1 fixture of kind %q", k)
 		}
 	}
@@ -150,7 +151,7 @@ func TestEncodeNormalizesWithoutMutating(t *testing.T) {
 	if string(c.Deliver.Payloads[0].Ext["k"]) != string(before) || c.AcceptedAt.Location().String() != "x" {
 		t.Fatal("Encode mutated its argument")
 	}
-	want := `{"v":4,"kind":"deliver","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-02T02:04:05.000000006Z",` +
+	want := `{"v":` + strconv.Itoa(CurrentVersion) + `,"kind":"deliver","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-02T02:04:05.000000006Z",` +
 		`"deliver":{"mode":"queue","payloads":[{"message":"hi","ext":{"k":{"a":1}}}]}}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
@@ -171,7 +172,7 @@ var decodeRejectCases = func() []struct {
 		in   string
 		want error
 	}{
-		{"newer version", `{"v":5,"kind":"deliver",` + env + `,` + body + `}`, ErrUnknownVersion},
+		{"newer version", `{"v":` + strconv.Itoa(CurrentVersion+1) + `,"kind":"deliver",` + env + `,` + body + `}`, ErrUnknownVersion},
 		{"far newer version", `{"v":99,"kind":"whatever"}`, ErrUnknownVersion},
 		{"v zero", `{"v":0,"kind":"deliver",` + env + `,` + body + `}`, ErrInvalid},
 		{"v string", `{"v":"1","kind":"deliver",` + env + `,` + body + `}`, ErrInvalid},
@@ -226,7 +227,7 @@ func TestDecodeErrorFields(t *testing.T) {
 
 // Ext is the open extension point: anything JSON goes there.
 func TestExtAcceptsAnyJSON(t *testing.T) {
-	in := `{"v":4,"kind":"deliver","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z",` +
+	in := `{"v":` + strconv.Itoa(CurrentVersion) + `,"kind":"deliver","id":"c1","acceptedDeploymentId":"dep-1","acceptedAt":"2026-01-01T00:00:00Z",` +
 		`"deliver":{"mode":"queue","payloads":[{"ext":{"a":null,"b":[1,{"c":"<&>"}],"d":12345678901234567890}}]}}`
 	c, err := Decode([]byte(in))
 	if err != nil {

@@ -8,9 +8,10 @@ import (
 // Version 2: its frozen schema (testdata/schema_v2.json, generated from the
 // version-2 Go types when they were current) and its encoder, now a
 // down-conversion of the current Command for consumers still stamped
-// {v:2}. Versions 3 and 4 added kinds and their bodies only, so a command
-// that uses none of them is encoded exactly as a version-2 build encoded
-// it.
+// {v:2}. Versions 3 to 5 added kinds, their bodies and delivery modes
+// only, so a command that uses none of them is encoded exactly as a
+// version-2 build encoded it (a delivery without a mode with mode queue,
+// as for version 4).
 
 // frozenCommandV2 is version 2's frozen schema: what a version-2 consumer
 // accepts.
@@ -22,9 +23,9 @@ var frozenCommandV2 []byte
 var commandV2 = sync.OnceValue(func() *contract { return mustCompile("command.v2.json", frozenCommandV2) })
 
 // encodeV2 encodes for a version-2 consumer. A command version 2 cannot
-// express (a tag or terminate command) is ErrUnsupportedTarget, never
-// silently downgraded; any other is checked by the current rules and
-// written as version 2 wrote it, stamped "v":2.
+// express (a tag, terminate or configure command, a busy mode) is
+// ErrUnsupportedTarget, never silently downgraded; any other is checked
+// by the current rules and written as version 2 wrote it, stamped "v":2.
 func encodeV2(c Command) ([]byte, error) {
 	c = normalizeCommand(c)
 	if err := c.expressibleInV2(); err != nil {
@@ -35,6 +36,7 @@ func encodeV2(c Command) ([]byte, error) {
 		err.Version = 2
 		return nil, err
 	}
+	c.legacyMode()
 	c.V = 2
 	return c.encodeChecked(commandV2())
 }

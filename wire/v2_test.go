@@ -47,7 +47,7 @@ func TestV2Fixtures(t *testing.T) {
 		})
 	}
 	for _, k := range Kinds() {
-		if !seen[k] && !v3Kinds[string(k)] && !v4Kinds[string(k)] {
+		if !seen[k] && !v3Kinds[string(k)] && !v4Kinds[string(k)] && !v5Kinds[string(k)] {
 			t.Errorf("no v2 fixture of kind %q", k)
 		}
 	}

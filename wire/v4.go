@@ -1,130 +1,71 @@
 package wire
 
 import (
+	_ "embed"
 	"sync"
-
-	genschema "github.com/invopop/jsonschema"
 )
 
-// Version 4 (the current version): the shape of Command with the kind
-// terminate (a user's end of a session), its schema (generated from the Go
-// types, frozen in testdata/schema_v4.json) and its encoder. A later
-// version replaces the Go types, adds a one-step migration from 4 and
-// keeps encodeV4 as a down-conversion for v4 consumers for as long as they
-// exist.
+// Version 4: its frozen schema (testdata/schema_v4.json, generated from the
+// version-4 Go types when they were current) and its encoder, now a
+// down-conversion of the current Command for consumers still stamped
+// {v:4}. Version 5 added a kind and its body (configure), the busy modes
+// of a delivery and its debounceMs, and a delivery without a mode (the
+// session's default): a command that uses none of them is encoded exactly
+// as a version-4 build encoded it, and a delivery without a mode is
+// written with mode queue (the default of every session an owner of
+// version 4 can hold: a session with another default has state version 9).
 
-// commandV4 is the generated and compiled schema of the version-4 shape.
-var commandV4 = sync.OnceValue(func() *contract { return mustContract("command.v4.json", Command{}) })
+// frozenCommandV4 is version 4's frozen schema: what a version-4 consumer
+// accepts.
+//
+//go:embed testdata/schema_v4.json
+var frozenCommandV4 []byte
 
-// commandCurrent is the schema of the current version.
-func commandCurrent() *contract { return commandV4() }
+// commandV4 is the compiled frozen schema of version 4.
+var commandV4 = sync.OnceValue(func() *contract { return mustCompile("command.v4.json", frozenCommandV4) })
 
-// CommandSchema returns the generated JSON Schema of the current command
-// version, exactly as frozen in testdata/schema_v<CurrentVersion>.json.
-func CommandSchema() []byte { return append([]byte(nil), commandCurrent().raw...) }
-
-// JSONSchemaExtend adds what the reflector cannot see: the version
-// constant, the kind enumeration, the kind ↔ body correspondence (a body
-// belongs to its kind; it is required unless optional, as terminate's),
-// that parentSessionId, handle and depth go together, and that a
-// terminate command carries none of them.
-func (Command) JSONSchemaExtend(s *genschema.Schema) {
-	prop(s, "v").Const = CurrentVersion
-	kind := prop(s, "kind")
-	for _, k := range Kinds() {
-		kind.Enum = append(kind.Enum, string(k))
-	}
-	s.DependentSchemas = map[string]*genschema.Schema{}
-	for _, k := range Kinds() {
-		body := bodyOf[k]
-		if body == "" {
-			continue
-		}
-		if !optionalBody[k] {
-			s.AllOf = append(s.AllOf, &genschema.Schema{If: isKind(k), Then: &genschema.Schema{Required: []string{body}}})
-		}
-		s.DependentSchemas[body] = isKind(k)
-	}
-	s.AllOf = append(s.AllOf, &genschema.Schema{If: isKind(KindTerminate),
-		Then: &genschema.Schema{Not: &genschema.Schema{Required: []string{"parentSessionId"}}}})
-	s.DependentRequired = map[string][]string{
-		"parentSessionId": {"handle", "depth"},
-		"handle":          {"parentSessionId", "depth"},
-		"depth":           {"parentSessionId", "handle"},
-	}
-}
-
-// isKind is the schema of a command of kind k.
-func isKind(k Kind) *genschema.Schema {
-	s := &genschema.Schema{Properties: genschema.NewProperties(), Required: []string{"kind"}}
-	s.Properties.Set("kind", &genschema.Schema{Const: string(k)})
-	return s
-}
-
-// kindOf is the kind a schema of isKind names ("" for another schema).
-func kindOf(s *genschema.Schema) Kind {
-	if s == nil || prop(s, "kind") == nil {
-		return ""
-	}
-	k, _ := prop(s, "kind").Const.(string)
-	return Kind(k)
-}
-
-// JSONSchemaExtend requires a payload to carry something and outputSchema to
-// be an object.
-func (Payload) JSONSchemaExtend(s *genschema.Schema) {
-	one := uint64(1)
-	s.MinProperties = &one
-	prop(s, "outputSchema").Type = "object"
-	prop(s, "ext").PropertyNames = &genschema.Schema{MinLength: &one}
-}
-
-// JSONSchemaExtend requires exactly one of result and error.
-func (TaskResult) JSONSchemaExtend(s *genschema.Schema) {
-	s.OneOf = []*genschema.Schema{{Required: []string{"result"}}, {Required: []string{"error"}}}
-}
-
-// JSONSchemaExtend requires exactly one of requestId and attemptId (the
-// body of child.waiting and of child.resumed).
-func (ChildWaiting) JSONSchemaExtend(s *genschema.Schema) {
-	s.OneOf = []*genschema.Schema{{Required: []string{"requestId"}}, {Required: []string{"attemptId"}}}
-}
-
-// encodeV4 encodes for a version-4 consumer: normalize, check the Go rules
-// (at least as strict as the frozen schema, see equivalence_test.go), then
-// marshal canonically. Producer drift dies here. The schema itself is not
-// run (unless debugSchema is set).
+// encodeV4 encodes for a version-4 consumer. A command version 4 cannot
+// express (a configure command, a delivery of a busy mode or with
+// debounceMs) is ErrUnsupportedTarget, never silently downgraded; any
+// other is checked by the current rules and written as version 4 wrote
+// it, stamped "v":4.
 func encodeV4(c Command) ([]byte, error) {
 	c = normalizeCommand(c)
-	c.V = 4
-	if err := c.validate(); err != nil {
+	if err := c.expressibleInV4(); err != nil {
 		return nil, err
 	}
+	c.V = CurrentVersion
+	if err := c.validate(); err != nil {
+		err.Version = 4
+		return nil, err
+	}
+	c.legacyMode()
+	c.V = 4
 	return c.encodeChecked(commandV4())
 }
 
-// encodeChecked writes a validated command canonically, within
-// MaxCommandBytes; with debugSchema set, it also checks the bytes against
-// the target version's schema k.
-func (c *Command) encodeChecked(k *contract) ([]byte, error) {
-	b, err := marshal(c)
-	if err != nil {
-		return nil, c.fail(ErrInvalid, "marshal: %v", err)
+// expressibleInV4 refuses what version 4 has no words for: the kind
+// configure and its body, the busy modes and debounceMs. A delivery
+// without a mode is expressible (legacyMode writes it as queue).
+func (c *Command) expressibleInV4() *Error {
+	switch {
+	case v5Kinds[string(c.Kind)]:
+		return c.unsupported(4, "kind %q needs inbox version 5", c.Kind)
+	case c.Configure != nil:
+		return c.unsupported(4, "configure needs inbox version 5")
+	case c.Deliver != nil && !LegacyMode(c.Deliver.Mode):
+		return c.unsupported(4, "deliver mode %q needs inbox version 5", c.Deliver.Mode)
+	case c.Deliver != nil && c.Deliver.DebounceMs != 0:
+		return c.unsupported(4, "deliver.debounceMs needs inbox version 5")
 	}
-	if len(b) > MaxCommandBytes {
-		return nil, c.fail(ErrTooLarge, "%d bytes, limit %d", len(b), MaxCommandBytes)
-	}
-	if debugSchema {
-		if err := debugCheck(k, b); err != nil {
-			return nil, c.fail(ErrInvalid, "schema (debug check): %v", err)
-		}
-	}
-	return b, nil
+	return nil
 }
 
-// fail builds an error carrying the command's version, kind and ID.
-func (c *Command) fail(sentinel error, format string, args ...any) *Error {
-	e := reject(sentinel, format, args...)
-	e.Version, e.Kind, e.CommandID = c.V, string(c.Kind), c.ID
-	return e
+// legacyMode writes a delivery without a mode as versions 1 to 4 must
+// (they require one): mode queue. c's body is its own (normalizeCommand
+// copied it).
+func (c *Command) legacyMode() {
+	if c.Deliver != nil && c.Deliver.Mode == "" {
+		c.Deliver.Mode = ModeQueue
+	}
 }

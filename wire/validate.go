@@ -118,6 +118,7 @@ func (c *Command) body() (n int, name string) {
 	count(c.ChildResumed != nil, "childResumed")
 	count(c.Tag != nil, "tag")
 	count(c.Terminate != nil, "terminate")
+	count(c.Configure != nil, "configure")
 	return n, name
 }
 
@@ -133,7 +134,7 @@ func (c *Command) validateEnvelope() error {
 	if err := validDeployment(c.AcceptedDeploymentID); err != nil {
 		return fmt.Errorf("acceptedDeploymentId: %w", err)
 	}
-	if err := all(c.validateParent(), c.validateTerminate()); err != nil {
+	if err := all(c.validateParent(), c.validateTerminate(), c.validateConfigure()); err != nil {
 		return err
 	}
 	return validTime("acceptedAt", c.AcceptedAt)
@@ -181,6 +182,7 @@ func (c *Command) bodies() []string {
 	add(c.ChildResumed != nil, "childResumed")
 	add(c.Tag != nil, "tag")
 	add(c.Terminate != nil, "terminate")
+	add(c.Configure != nil, "configure")
 	return out
 }
 
@@ -208,6 +210,8 @@ func (c *Command) validateBody() error {
 		return c.Tag.validate()
 	case c.Terminate != nil:
 		return c.Terminate.validate()
+	case c.Configure != nil:
+		return c.Configure.validate()
 	}
 	return nil
 }
@@ -232,8 +236,8 @@ func (w *ChildWaiting) validate() error {
 }
 
 func (d *Deliver) validate() error {
-	if d.Mode != ModeQueue && d.Mode != ModeSteer {
-		return fmt.Errorf("mode %q must be queue or steer", d.Mode)
+	if err := checkModeWindow("mode", d.Mode, "debounceMs", d.DebounceMs, true); err != nil {
+		return err
 	}
 	if len(d.Payloads) == 0 {
 		return errors.New("no payloads")
