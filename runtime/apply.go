@@ -19,6 +19,10 @@ func (m *Machine) apply(c Command) {
 	case c.Refused != "":
 		m.decline(c, wire.CommandRejected{CommandID: c.ID, Seq: c.Seq, Reason: c.Refused})
 		return
+	case c.Superseded != 0:
+		delete(m.skips, c.Seq)
+		m.decline(c, wire.CommandSuperseded{CommandID: c.ID, Seq: c.Seq, By: c.Superseded})
+		return
 	case c.Kind == KindTag:
 		m.tag(c)
 		return
@@ -58,7 +62,11 @@ func (m *Machine) control(c Command) {
 	case KindTimeout:
 		if t := m.snap.Timer; t != nil && t.ID == c.TimerID {
 			m.finalize(EndExpired)
+		} else if w := m.snap.Debounce; w != nil && w.TimerID == c.TimerID {
+			m.closeWindow()
 		}
+	case KindConfigure:
+		m.configure(c)
 	case KindPause:
 		m.setPaused(true, wire.SessionPaused{})
 	case KindResume:
@@ -115,7 +123,8 @@ func (m *Machine) decline(c Command, b wire.EventBody) {
 
 func (m *Machine) startTurn(c Command) {
 	m.snap.Turns++
-	t := &Turn{ID: "t" + strconv.FormatUint(m.snap.Turns, 10), Caller: c.Caller, Open: true}
+	t := &Turn{ID: "t" + strconv.FormatUint(m.snap.Turns, 10), Caller: c.Caller, Open: true,
+		Before: &Before{State: m.snap.State, HistoryLen: len(m.snap.History)}}
 	m.snap.Turn = t
 	m.adoptParent(t, c)
 	m.emit(wire.TurnStarted{TurnID: t.ID, Caller: t.Caller, CommandID: c.ID})
@@ -267,6 +276,7 @@ func (m *Machine) finalizeBy(reason, by, message string) {
 	}
 	m.cancelTasks()
 	m.closeHandles()
+	m.snap.Debounce = nil // its deliveries never start a turn
 	m.snap.Ended = reason
 	m.emit(wire.LowestSessionEndedBy(reason, by, message))
 }

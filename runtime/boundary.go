@@ -16,6 +16,7 @@ func (m *Machine) advance() []Effect {
 	m.foldResult()
 	m.openBudget()
 	m.applyImmediate()
+	m.admitInterrupts()
 	m.admitSteers()
 	m.admitFIFO()
 	if m.st.changed() {
@@ -34,13 +35,14 @@ func (m *Machine) foldResult() {
 	m.result = nil
 	if m.interruptQueued() {
 		m.emit(wire.StepInterrupted{TurnID: d.TurnID, Step: uint64(d.Step)})
+		m.interrupted(m.snap.Turn, d)
 		return
 	}
 	m.fold(d)
 }
 
 func (m *Machine) interruptQueued() bool {
-	return slices.ContainsFunc(m.queue, func(c Command) bool { return interrupts(&c, m.snap.Timer) })
+	return slices.ContainsFunc(m.queue, func(c Command) bool { return m.interrupts(&c) })
 }
 
 // applyImmediate applies the immediate-class commands, in sequence order,
@@ -93,15 +95,26 @@ func (m *Machine) canSteer() bool {
 }
 
 // admitFIFO applies the FIFO head while the session is settled and the
-// budget lasts: clear and compact apply, a delivery starts the next turn
-// and ends the admission.
+// budget lasts: clear and compact apply, a debounce delivery opens or
+// joins the debounce window, any other delivery starts the next turn and
+// ends the admission. While a window is open only debounce deliveries
+// pass (one that finds the window full waits for it to close).
 func (m *Machine) admitFIFO() {
 	for m.snap.Ended == "" && !m.snap.Paused && m.snap.Turn == nil && len(m.queue) > 0 {
 		i := 0
 		if isBroken(broken.admitNewest, m) {
 			i = len(m.queue) - 1
 		}
-		if classOf(&m.queue[i]) != classFIFO || !m.bud.roomFor(&m.queue[i]) {
+		c := &m.queue[i]
+		if classOf(c) != classFIFO || !m.bud.roomFor(c) {
+			return
+		}
+		if debounces(c) && m.windowRoom(c) {
+			m.gather(i)
+			m.charge()
+			continue
+		}
+		if m.snap.Debounce != nil { // an open window holds the FIFO
 			return
 		}
 		if c := m.admit(i); c.Kind == KindDeliver {

@@ -29,15 +29,22 @@ const (
 	KindEnd           = wire.KindEnd
 	KindTag           = wire.KindTag
 	KindTerminate     = wire.KindTerminate
+	KindConfigure     = wire.KindConfigure
 )
 
 // Kinds lists every command kind in a fixed order.
 func Kinds() []Kind { return wire.Kinds() }
 
-// Delivery modes (wire's). An empty mode means ModeQueue.
+// Delivery modes (wire's). An empty mode is the session's default mode
+// (see Snapshot.DefaultMode), itself ModeQueue unless configured.
 const (
-	ModeQueue = wire.ModeQueue
-	ModeSteer = wire.ModeSteer
+	ModeQueue     = wire.ModeQueue
+	ModeSteer     = wire.ModeSteer
+	ModeReject    = wire.ModeReject
+	ModeInterrupt = wire.ModeInterrupt
+	ModeRollback  = wire.ModeRollback
+	ModeDebounce  = wire.ModeDebounce
+	ModeLatest    = wire.ModeLatest
 )
 
 // Command is one inbox command as the machine sees it: wire's TurnInput,
@@ -67,21 +74,27 @@ func classOf(c *Command) class {
 }
 
 // declined reports a command the machine records but never applies: one
-// the driver could not decode (Rejected: wire.rejected) or one the owner
-// refused (Refused: command.rejected). Whatever its kind, it is immediate,
-// never a handoff trigger, never a steer and never interrupts a step.
-func declined(c *Command) bool { return c.Rejected != "" || c.Refused != "" }
+// the driver could not decode (Rejected: wire.rejected), one the owner
+// refused (Refused: command.rejected; a busy reject-mode delivery too) or
+// one a newer latest-mode delivery superseded (Superseded:
+// command.superseded). Whatever its kind, it is immediate, never a handoff
+// trigger, never a steer and never interrupts a step.
+func declined(c *Command) bool { return c.Rejected != "" || c.Refused != "" || c.Superseded != 0 }
 
 // steers reports whether c is a steering delivery.
 func steers(c *Command) bool { return c.Kind == KindDeliver && c.Mode == ModeSteer && !declined(c) }
 
-// interrupts reports whether c must reach a running step at once.
-func interrupts(c *Command, timer *Timer) bool {
+// interrupts reports whether c must reach a running step at once: cancel,
+// reset, end, terminate, a timeout of the armed timer, and an interrupt or
+// rollback delivery of the live turn's caller (interrupting).
+func (m *Machine) interrupts(c *Command) bool {
 	switch c.Kind {
 	case KindCancel, KindReset, KindEnd, KindTerminate:
 		return !declined(c)
 	case KindTimeout:
-		return !declined(c) && timer != nil && c.TimerID == timer.ID
+		return !declined(c) && m.snap.Timer != nil && c.TimerID == m.snap.Timer.ID
+	case KindDeliver:
+		return m.interrupting(c)
 	}
 	return false
 }

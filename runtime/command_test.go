@@ -7,11 +7,13 @@ type traits struct{ fifo, steer, priority, interrupts, trigger bool }
 
 func (m *Machine) traitsOf(c Command, timer *Timer) traits {
 	_, trigger := m.handoffTarget(c)
-	return traits{classOf(&c) == classFIFO, steers(&c), priority(&c), interrupts(&c, timer), trigger}
+	m.snap.Timer = timer
+	return traits{classOf(&c) == classFIFO, steers(&c), priority(&c), m.interrupts(&c), trigger}
 }
 
 // TestDeclinedCommands: a command the machine records but never applies —
-// undecodable (Rejected) or refused by the owner (Refused) — is, whatever
+// undecodable (Rejected), refused by the owner (Refused) or superseded by
+// a newer latest-mode delivery (Superseded) — is, whatever
 // its kind, immediate, never a steer, never drawn on the reserve, never
 // interrupts a step and is never a handoff trigger; undeclined, every one
 // of those traits holds for some kind.
@@ -27,9 +29,9 @@ func TestDeclinedCommands(t *testing.T) {
 		p := m.traitsOf(c, timer)
 		some = traits{some.fifo || p.fifo, some.steer || p.steer, some.priority || p.priority,
 			some.interrupts || p.interrupts, some.trigger || p.trigger}
-		rejected, refused := c, c
-		rejected.Rejected, refused.Refused = "wire: unknown version", RejectAgentMismatch
-		for name, d := range map[string]Command{"rejected": rejected, "refused": refused} {
+		rejected, refused, superseded := c, c, c
+		rejected.Rejected, refused.Refused, superseded.Superseded = "wire: unknown version", RejectAgentMismatch, 9
+		for name, d := range map[string]Command{"rejected": rejected, "refused": refused, "superseded": superseded} {
 			if got := m.traitsOf(d, timer); got != (traits{}) {
 				t.Errorf("%s %s: %+v, want none", name, k, got)
 			}

@@ -43,7 +43,12 @@ type Handoff struct {
 
 // ArmTimer asks the driver to publish (or re-publish) the committed timer's
 // schedule.
-type ArmTimer struct{ Timer Timer }
+type ArmTimer struct {
+	Timer Timer
+	// Debounce arms the debounce window's timer, on its own schedule
+	// subject, instead of the session-lifetime timer.
+	Debounce bool
+}
 
 // StartTask asks the driver to start a committed background task.
 type StartTask struct{ Task TaskSpec }

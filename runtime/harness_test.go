@@ -121,8 +121,10 @@ func (h *harness) recv(args map[string]string) ([]runtime.Effect, error) {
 		Caller: args["caller"], Deployment: or(args["dep"], h.cfg.Deployment), Text: args["text"],
 		RequestID: args["req"], AttemptID: args["attempt"], AuthResult: args["result"],
 		TaskID: args["task"], TimerID: args["timer"], Target: args["target"], Force: args["force"] == "true", Rejected: args["rejected"],
-		Refused: args["refused"], EndMessage: args["message"],
+		Refused: args["refused"], EndMessage: args["message"], DefaultMode: args["default"],
 	}
+	c.DebounceMs, _ = strconv.ParseInt(args["debounce"], 10, 64)
+	c.DefaultDebounceMs, _ = strconv.ParseInt(args["defaultDebounce"], 10, 64)
 	if v, ok := args["value"]; ok {
 		c.Value = []byte(strconv.Quote(v))
 	}
@@ -143,7 +145,11 @@ func (h *harness) recv(args map[string]string) ([]runtime.Effect, error) {
 		}
 	}
 	h.stream = append(h.stream, c)
-	return h.handle(runtime.Received{Cmd: c})
+	var now time.Time
+	if _, ok := args["at"]; ok {
+		now = at(args)
+	}
+	return h.handle(runtime.Received{Cmd: c, Now: now})
 }
 
 // retryPolicy reads `retries=N backoff=1s,5s` of a new (or crashed)
@@ -183,6 +189,9 @@ func (h *harness) step(args map[string]string) ([]runtime.Effect, error) {
 	defer cancel()
 	a := &demo.Agent{Log: h.log, Process: h.cfg.RunID, Sleep: sleepNow}
 	done, _ := runtime.Run(ctx, a, h.run.Input)
+	if calls := args["calls"]; calls != "" { // the journaled calls the step made
+		done.Calls = strings.Split(calls, ",")
+	}
 	h.run = nil
 	return h.handle(done)
 }
@@ -223,6 +232,18 @@ func (h *harness) state() string {
 	fmt.Fprintf(&b, "idle=%q queued=%s paused=%v ended=%q\n", h.m.IdleReason(), seqs(h.m.Queued()), s.Paused, s.Ended)
 	if t := s.Turn; t != nil {
 		fmt.Fprintf(&b, "turn %s caller=%q steps=%d open=%v inputs=%s\n", t.ID, t.Caller, t.Steps, t.Open, ids(t.Inputs))
+		if bf := t.Before; len(t.Calls) > 0 || bf != nil && bf.State != nil {
+			fmt.Fprintf(&b, "before state=%s history=%d calls=%v\n", t.Before.State, t.Before.HistoryLen, t.Calls)
+		}
+	}
+	if w := s.Debounce; w != nil {
+		fmt.Fprintf(&b, "debounce opened=%s until=%s timer=%s inputs=%s\n", w.OpenedAt.Sub(epoch), w.Until.Sub(epoch), w.TimerID, ids(w.Inputs))
+	}
+	if s.Usage != (runtime.Usage{}) {
+		fmt.Fprintf(&b, "usage in=%d out=%d\n", s.Usage.InputTokens, s.Usage.OutputTokens)
+	}
+	if s.DefaultMode != "" {
+		fmt.Fprintf(&b, "default mode=%s debounce=%d\n", s.DefaultMode, s.DefaultDebounceMs)
 	}
 	fmt.Fprintf(&b, "waits input=%v auth=%v tasks=%d\n", s.Waits.Input != nil, s.Waits.Auth != nil, len(s.Waits.Tasks))
 	fmt.Fprintf(&b, "applied next=%d above=%v history=%d aliases=%v\n", s.Applied.Next, s.Applied.Above, len(s.History), s.Aliases)

@@ -23,7 +23,7 @@ func (m *Machine) IdleReason() string {
 	if r := record.NotIdle(m.activity()); r != "" {
 		return r
 	}
-	if m.busy() || m.result != nil {
+	if m.busy() || m.result != nil || m.snap.Debounce != nil {
 		return SkipBusy
 	}
 	return ""

@@ -54,13 +54,21 @@ type HandoffInfo struct {
 }
 
 // Received is a command read from the inbox.
-type Received struct{ Cmd Command }
+type Received struct {
+	Cmd Command
+	// Now is when the driver received it (zero: the machine's clock stays
+	// where the last input left it); a debounce window counts from it.
+	Now time.Time
+}
 
 // StepDone reports the end of the step named by [RunStep].
 type StepDone struct {
 	TurnID string
 	Step   int
 	Result StepResult
+	// Calls are the names of the journaled calls the step made, in order
+	// (a rollback reports them in turn.rolled_back).
+	Calls []string
 }
 
 // CommitOutcome is the outcome of a [Commit].

@@ -31,6 +31,9 @@ type Config struct {
 	// Retry is how a step that failed for a reason outside the agent's
 	// control runs again (the zero policy: never).
 	Retry RetryPolicy
+	// MaxDebounce bounds a debounce window from its first delivery
+	// (default DefaultMaxDebounce).
+	MaxDebounce time.Duration
 }
 
 // Limits bound a turn's steps and the tokens (input + output) a turn and a
@@ -128,6 +131,9 @@ func (m *Machine) Handle(in Input) ([]Effect, error) {
 	case Boot:
 		return m.boot(in)
 	case Received:
+		if !in.Now.IsZero() {
+			m.now = in.Now
+		}
 		return m.receive(in.Cmd)
 	case StepDone:
 		return m.stepDone(in)

@@ -67,9 +67,19 @@ func (m *Machine) bootTimer(r BootReason) []Effect {
 	case (r == BootHandoff || r == BootAdopt) && t != nil:
 		m.armTimer(t.Duration)
 	case t != nil:
-		return []Effect{ArmTimer{Timer: *t}}
+		return append([]Effect{ArmTimer{Timer: *t}}, m.rearmWindow()...)
 	}
-	return nil
+	return m.rearmWindow()
+}
+
+// rearmWindow re-publishes a recovered debounce window's timer (which
+// replaces it if it is still scheduled; a timer that fired already left
+// its timeout in the inbox, and the repeat is a duplicate).
+func (m *Machine) rearmWindow() []Effect {
+	if m.snap.Debounce == nil {
+		return nil
+	}
+	return []Effect{m.windowTimer()}
 }
 
 func (m *Machine) start() {
@@ -98,6 +108,7 @@ func (m *Machine) receive(c Command) ([]Effect, error) {
 		m.maxSeen = max(m.maxSeen, c.Seq)
 		return nil, nil
 	}
+	m.busyMode(&c)
 	if out, ok := m.decide(c); ok {
 		return out, nil
 	}
@@ -187,7 +198,7 @@ func cmpSeq(a, b uint64) int {
 // interrupt cancels the running step at once for cancel, reset and a
 // matching timeout.
 func (m *Machine) interrupt(c Command) []Effect {
-	if m.step == nil || m.cancelled || !interrupts(&c, m.snap.Timer) {
+	if m.step == nil || m.cancelled || !m.interrupts(&c) {
 		return nil
 	}
 	m.cancelled = true

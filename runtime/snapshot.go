@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/baton-rt/baton/wire"
 )
 
 // Snapshot is the machine's whole durable state. The driver commits it in
@@ -44,6 +46,32 @@ type Snapshot struct {
 	// deliver (no live owner of the child's deployment): kept across
 	// commits until they leave ([SendsLeft]) or their handle settles.
 	PendingSends []PendingSend `json:"pendingSends,omitempty"`
+
+	// DefaultMode is the mode of a delivery that names none ("" is
+	// queue) and DefaultDebounceMs its window when it is debounce: set by
+	// a configure command. Debounce is the open debounce window.
+	DefaultMode       string  `json:"defaultMode,omitempty"`
+	DefaultDebounceMs int64   `json:"defaultDebounceMs,omitempty"`
+	Debounce          *Window `json:"debounce,omitempty"`
+}
+
+// Window is an open debounce window: the debounced deliveries gathered so
+// far, which start one turn when the timer TimerID fires (due at Until,
+// never later than OpenedAt plus the owner's maximum).
+type Window struct {
+	OpenedAt time.Time `json:"openedAt"`
+	Until    time.Time `json:"until"`
+	TimerID  string    `json:"timerId"`
+	Inputs   []Command `json:"inputs"`
+}
+
+// Before is what a turn found when it started, for a rollback: the agent
+// state (shared with the snapshot it was taken from: a state is replaced
+// whole, never written in place) and the history's length (a turn only
+// appends to the history).
+type Before struct {
+	State      json.RawMessage `json:"state,omitempty"`
+	HistoryLen int             `json:"historyLen"`
 }
 
 // Applied is the record of exactly which commands were processed (applied,
@@ -113,6 +141,11 @@ type Turn struct {
 	CommandID string   `json:"commandId,omitempty"`
 	Delegated bool     `json:"delegated,omitempty"`
 	Outputs   []string `json:"outputs,omitempty"`
+	// Before is what the turn found when it started and Calls the
+	// journaled calls its steps made (at most wire.MaxTurnInputs): a
+	// rollback restores the one and reports the other.
+	Before *Before        `json:"before,omitempty"`
+	Calls  []wire.CallRef `json:"calls,omitempty"`
 }
 
 // Waits are the session's live waits.
@@ -174,6 +207,11 @@ func (s *Snapshot) Clone() Snapshot {
 		t := *s.Turn
 		t.Inputs = cloneCommands(s.Turn.Inputs)
 		t.Outputs = slices.Clone(s.Turn.Outputs)
+		t.Calls = slices.Clone(s.Turn.Calls)
+		if b := s.Turn.Before; b != nil {
+			c := *b // the state is shared: see Before
+			t.Before = &c
+		}
 		out.Turn = &t
 	}
 	out.Waits = s.Waits.clone()
@@ -192,6 +230,11 @@ func (s *Snapshot) Clone() Snapshot {
 	}
 	out.Sends = slices.Clone(s.Sends) // a send's command is never modified once built
 	out.PendingSends = slices.Clone(s.PendingSends)
+	if w := s.Debounce; w != nil {
+		c := *w
+		c.Inputs = cloneCommands(w.Inputs)
+		out.Debounce = &c
+	}
 	return out
 }
 

@@ -17,6 +17,7 @@ func (m *Machine) fold(d *StepDone) {
 	m.retry = nil
 	t.Steps++
 	t.Inputs = nil
+	m.recordCalls(t, d.Calls)
 	m.addUsage(t, r.Usage)
 	if r.Error == "" {
 		if code, err := m.checkChildren(t, r); err != nil {

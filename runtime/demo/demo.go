@@ -67,6 +67,9 @@ func (a *Agent) Step(ctx context.Context, in runtime.StepInput) (runtime.StepRes
 	if err := ctx.Err(); err != nil {
 		return runtime.StepResult{}, err
 	}
+	if last.name == "" && workLeft(in.State) { // the next step of a /work
+		last = directive{name: "work"}
+	}
 	return a.apply(ctx, in, last, r)
 }
 
@@ -104,6 +107,8 @@ func (a *Agent) apply(ctx context.Context, in runtime.StepInput, d directive, r 
 		r.Delegate = delegate(d.arg, false)
 	case "close":
 		r.Close = []string{d.arg}
+	case "work":
+		return a.work(ctx, in, d.arg, r)
 	default:
 		return a.poison(ctx, d, r)
 	}
@@ -145,7 +150,7 @@ func parse(c runtime.Command) directive {
 	switch name {
 	case "sleep", "ask", "authorize", "task", "fail", "flaky", "done", "alias",
 		"panic", "hang", "big", "badevent", "bigstate", "manyevents", "crash", "stream", "streamsleep", "flood", "effects", "fetch",
-		"spawn", "spawnbg", "continue", "close":
+		"spawn", "spawnbg", "continue", "close", "work":
 		return directive{name: name, arg: strings.TrimSpace(arg)}
 	}
 	return directive{}

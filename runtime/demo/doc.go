@@ -19,6 +19,11 @@
 //	                 owner's --step-retries; the attempt after succeeds
 //	/done            the session finishes (session.ended {reason: done})
 //	/alias <name>    adds an alias (the turn ends normally)
+//	/work <n> <dur>  a turn of n steps (n ≤ 64): each makes one journaled
+//	                 call "work", sleeps dur and counts itself in the
+//	                 state {"done": <steps of every /work so far>,
+//	                 "left": <steps left>, "sleep": <dur>} and reports
+//	                 100 input and 10 output tokens
 //
 // and, to delegate to child sessions (handle[@deployment]; the child is a
 // demo agent too and runs text as its own delivery):
