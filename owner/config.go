@@ -88,6 +88,9 @@ type Config struct {
 	// keep them forever; every owner of a fleet should use the same
 	// value).
 	RetainEnded time.Duration
+	// MaxDebounce bounds a debounce window from its first delivery
+	// (--max-debounce; default runtime.DefaultMaxDebounce).
+	MaxDebounce time.Duration
 	// MaxLoaded caps the sessions this process runs at once (--max-loaded;
 	// default 2000; 0: no cap).
 	MaxLoaded int
@@ -174,6 +177,7 @@ func DefaultConfig() Config {
 		QuarantineBackoff:      slices.Clone(pool.DefaultQuarantineBackoff),
 		MaxStepsPerTurn:        pool.DefaultMaxStepsPerTurn,
 		StepRetries:            pool.DefaultStepRetries,
+		MaxDebounce:            runtime.DefaultMaxDebounce,
 		StepRetryBackoff:       slices.Clone(pool.DefaultStepRetryBackoff),
 	}
 }

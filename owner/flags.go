@@ -131,6 +131,7 @@ func (f *flags) registerLimits(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxStepsPerTurn, "max-steps-per-turn", c.MaxStepsPerTurn, "most agent steps one turn may take (0: the default)")
 	fs.Int64Var(&c.MaxTokensPerTurn, "max-tokens-per-turn", c.MaxTokensPerTurn, "most tokens one turn may use (0: no limit)")
 	fs.Int64Var(&c.MaxTokensPerSession, "max-tokens-per-session", c.MaxTokensPerSession, "most tokens a session may use over its life (0: no limit)")
+	fs.DurationVar(&c.MaxDebounce, "max-debounce", c.MaxDebounce, "the longest a debounce window stays open, from its first delivery: debounced deliveries that keep arriving start their one turn then")
 	fs.IntVar(&c.StepRetries, "step-retries", c.StepRetries, "how many times a step runs again after failing for a reason outside the agent's control: agent_timeout, agent_unavailable (--agent nats), agent_retryable (runtime.Retryable); each retry is recorded as turn.step_retried (0: never)")
 	fs.Var((*backoffList)(&c.StepRetryBackoff), "step-retry-backoff", "wait before a step's first, second, … retry, comma-separated Go durations, the last repeating; the session's other commands are received meanwhile, and a cancel cancels the turn")
 }

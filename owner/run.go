@@ -196,8 +196,9 @@ func (r resolved) poolConfig(nc *nats.Conn, js jetstream.JetStream, store *kv.St
 		DrainTimeout:           r.DrainTimeout, Registerer: reg, Failpoints: faults,
 		QuarantineAfter: r.QuarantineAfter, QuarantineBackoff: slices.Clone(r.QuarantineBackoff),
 		MaxStepsPerTurn: r.MaxStepsPerTurn, MaxTokensPerTurn: r.MaxTokensPerTurn, MaxTokensPerSession: r.MaxTokensPerSession,
-		StepRetry: runtime.RetryPolicy{Retries: r.StepRetries, Backoff: slices.Clone(r.StepRetryBackoff)},
-		Tasks:     r.Tasks,
+		MaxDebounce: r.MaxDebounce,
+		StepRetry:   runtime.RetryPolicy{Retries: r.StepRetries, Backoff: slices.Clone(r.StepRetryBackoff)},
+		Tasks:       r.Tasks,
 	}
 }
 

@@ -85,6 +85,8 @@ func (c Config) checkValues() error {
 		return fmt.Errorf("--index-reconcile-every %v: want 0 (off) or more", c.IndexReconcileInterval)
 	case c.InboxSweepInterval <= 0 || c.InboxSweepInterval > 5*time.Second:
 		return fmt.Errorf("--inbox-sweep-interval %v: want more than 0 and at most 5s (the bound on a lost wake)", c.InboxSweepInterval)
+	case c.MaxDebounce < 250*time.Millisecond:
+		return fmt.Errorf("--max-debounce %v: want at least 250ms", c.MaxDebounce)
 	case c.RetainEnded < 0:
 		return fmt.Errorf("--retain-ended %v: want 0 (keep forever) or more", c.RetainEnded)
 	case c.EndIdleAfter < 0:

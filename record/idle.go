@@ -56,5 +56,5 @@ func NotIdle(a Activity) string {
 func CheckpointActivity(r SessionRecord, cp wire.Checkpoint, queued bool) Activity {
 	w := cp.Waits
 	return Activity{State: r.State, Paused: cp.Paused, Input: w.Input != nil, Auth: w.Auth != nil,
-		Tasks: len(w.Tasks), Children: cp.ActiveChildren(), Queued: queued, TurnLive: cp.Turn.Live}
+		Tasks: len(w.Tasks), Children: cp.ActiveChildren(), Queued: queued, TurnLive: cp.Turn.Live || cp.Debounce != nil}
 }

@@ -21,6 +21,7 @@ const (
 	WaitQuarantined   = "quarantined"   // quarantined: no owner runs it
 	WaitHandoff       = "handoff"       // mid-handoff
 	WaitStep          = "step"          // a turn is live: a step is due or running
+	WaitDebounce      = "debounce"      // an open debounce window (until)
 )
 
 // DurableWaitKinds are the wait kinds the session index keeps, in the
@@ -40,6 +41,8 @@ type Wait struct {
 	TaskID    string `json:"taskId,omitempty"`
 	TaskKind  string `json:"taskKind,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
+	// Until is when an open debounce window closes (kind debounce).
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // IndexEntry is a session's entry in the session index: what a listing
@@ -170,6 +173,10 @@ func WaitingFor(rec SessionRecord, cp wire.Checkpoint) []Wait {
 		durable[0].Question = in.Question
 	}
 	out = append(out, durable...)
+	if w := cp.Debounce; w != nil {
+		until := w.Until
+		out = append(out, Wait{Kind: WaitDebounce, Until: &until})
+	}
 	if cp.Turn.Live && (cp.Turn.Open || cp.Waits.Input == nil && cp.Waits.Auth == nil && len(cp.Waits.Tasks) == 0 && cp.ActiveChildren() == 0) {
 		out = append(out, Wait{Kind: WaitStep})
 	}

@@ -74,6 +74,10 @@ func (n Names) InboxAll() string { return n.prefix + ".inbox.>" }
 // Sched is the schedule subject of a session's timer: baton.sched.<sessionID>.
 func (n Names) Sched(sessionID string) string { return n.prefix + ".sched." + sessionID }
 
+// SchedDebounce is the schedule subject of a session's debounce window:
+// baton.sched.<sessionID>.debounce (the lifetime timer keeps Sched).
+func (n Names) SchedDebounce(sessionID string) string { return n.Sched(sessionID) + ".debounce" }
+
 // SchedAll matches every schedule subject: baton.sched.>.
 func (n Names) SchedAll() string { return n.prefix + ".sched.>" }
 

@@ -35,7 +35,22 @@ var _ session.Timers = Timers{}
 
 // Arm publishes (or re-publishes, which replaces it) the session's timer.
 func (t Timers) Arm(ctx context.Context, sessionID string, tm runtime.Timer) error {
-	data, err := wire.Encode(wire.Current(), t.timeoutCommand(tm))
+	return t.arm(ctx, sessionID, t.Names.Sched(sessionID), tm)
+}
+
+// ArmDebounce publishes (or re-publishes, which replaces it) the
+// session's debounce window timer, on baton.sched.<sessionID>.debounce.
+func (t Timers) ArmDebounce(ctx context.Context, sessionID string, tm runtime.Timer) error {
+	return t.arm(ctx, sessionID, t.Names.SchedDebounce(sessionID), tm)
+}
+
+// timeoutVersion is the inbox version a timeout command is encoded at: the
+// lowest that expresses it (every version does), so an owner of an older
+// build the session moves to reads the timer that fires there.
+var timeoutVersion = wire.Capability{V: 1}
+
+func (t Timers) arm(ctx context.Context, sessionID, subject string, tm runtime.Timer) error {
+	data, err := wire.Encode(timeoutVersion, t.timeoutCommand(tm))
 	if err != nil {
 		return fmt.Errorf("jsport: encode timeout: %w", err)
 	}
@@ -43,7 +58,7 @@ func (t Timers) Arm(ctx context.Context, sessionID string, tm runtime.Timer) err
 	if earliest := t.Now().Add(minScheduleDelay); at.Before(earliest) {
 		at = earliest
 	}
-	msg := nats.NewMsg(t.Names.Sched(sessionID))
+	msg := nats.NewMsg(subject)
 	msg.Data = data
 	msg.Header.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
 	msg.Header.Set(hdrScheduleTarget, t.Names.Inbox(subjects.StableToken(sessionID)))
@@ -61,11 +76,16 @@ func (t Timers) timeoutCommand(tm runtime.Timer) wire.Command {
 	}
 }
 
-// Cancel purges the session's schedule subject, which cancels it.
+// Cancel purges the session's schedule subjects, which cancels them.
 func (t Timers) Cancel(ctx context.Context, sessionID string) error {
 	stream, err := t.JS.Stream(ctx, t.Names.InboxStream())
 	if err != nil {
 		return err
 	}
-	return stream.Purge(ctx, jetstream.WithPurgeSubject(t.Names.Sched(sessionID)))
+	for _, subject := range []string{t.Names.Sched(sessionID), t.Names.SchedDebounce(sessionID)} {
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

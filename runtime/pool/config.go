@@ -176,6 +176,9 @@ type Config struct {
 	// again (runtime.RetryPolicy; zero: never; a negative count or wait is
 	// refused by New).
 	StepRetry runtime.RetryPolicy
+	// MaxDebounce bounds a debounce window from its first delivery (0:
+	// runtime.DefaultMaxDebounce).
+	MaxDebounce time.Duration
 	// Failpoints are the armed fault injection points (internal/failpoint;
 	// tests and bin/owner --fault only); nil in production.
 	Failpoints *failpoint.Registry

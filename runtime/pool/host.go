@@ -47,7 +47,7 @@ func (o *Owner) newEnv() error {
 		ChildSendTimeout: cfg.ChildSendTimeout,
 		Limits: runtime.Limits{MaxStepsPerTurn: cfg.MaxStepsPerTurn, MaxTokensPerTurn: cfg.MaxTokensPerTurn,
 			MaxTokensPerSession: cfg.MaxTokensPerSession},
-		StepRetry:  cfg.StepRetry,
+		StepRetry: cfg.StepRetry, MaxDebounce: cfg.MaxDebounce,
 		Failpoints: cfg.Failpoints,
 	}
 	if err := env.Ready(); err != nil {

@@ -150,6 +150,9 @@ func (b *blobStore) externalise(ctx context.Context, cp *wire.Checkpoint) error 
 			return err
 		}
 	}
+	if err := b.externaliseBusy(ctx, cp); err != nil {
+		return err
+	}
 	return b.externaliseTasks(ctx, cp)
 }
 
@@ -207,6 +210,9 @@ func (b *blobStore) hydrate(ctx context.Context, sessionID string, d *Checkpoint
 		d.Snap.State = data
 	}
 	if err := b.hydrateTasks(ctx, sessionID, d); err != nil {
+		return err
+	}
+	if err := b.hydrateBusy(ctx, sessionID, d); err != nil {
 		return err
 	}
 	if d.Snap.Turn == nil {

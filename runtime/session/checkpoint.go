@@ -41,6 +41,7 @@ func toCheckpoint(sessionID string, snap runtime.Snapshot, outbox []wire.Event, 
 		Handles: snap.Handles, ChildWaits: snap.ChildWaits, Parent: snap.Parent, Sends: snap.Sends, PendingSends: snap.PendingSends,
 	}
 	cp.History = toWireHistory(snap.History)
+	toWireBusy(&cp, snap)
 	if t := snap.Timer; t != nil {
 		cp.Timeout = t.Duration
 		cp.Timer = &wire.Timer{ID: t.ID, Deadline: t.Deadline.UTC(), Duration: t.Duration}
@@ -70,6 +71,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		snap.Aliases = cp.Tokens[1:]
 	}
 	snap.History, snap.Usage = fromWireHistory(cp.History), cp.Usage
+	fromWireBusy(&snap, cp)
 	for _, e := range cp.Outbox {
 		snap.Outbox = append(snap.Outbox, runtime.Event{Seq: e.Seq, Kind: e.Kind, V: dataV(e.V), Data: e.Data})
 	}
@@ -78,7 +80,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	}
 	tokens, err := EncodedTokens(cp.SessionID, snap.Aliases)
 	return Checkpoint{Snap: snap, Tokens: tokens, Outbox: cp.Outbox, segments: sealed{cp.HistorySegments, cp.HistoryV},
-		stateRef: cp.StateRef, taskRefs: taskRefs(cp.Waits), refs: refsOf(cp)}, err
+		stateRef: cp.StateRef, beforeRef: beforeRef(cp), taskRefs: taskRefs(cp.Waits), refs: refsOf(cp)}, err
 }
 
 // taskRefs are the out-of-line inputs of a checkpoint's tasks, by task ID.
@@ -136,9 +138,11 @@ type Checkpoint struct {
 	Outbox   []wire.Event
 	segments sealed
 	stateRef *wire.BlobRef
-	hist     *history                // the segments as read (ReadCheckpoint)
-	taskRefs map[string]wire.BlobRef // out-of-line task inputs (hydrated by ReadCheckpoint)
-	refs     blobRefs                // every blob the checkpoint refers to
+	// beforeRef is the live turn's Before state out of line.
+	beforeRef *wire.BlobRef
+	hist      *history                // the segments as read (ReadCheckpoint)
+	taskRefs  map[string]wire.BlobRef // out-of-line task inputs (hydrated by ReadCheckpoint)
+	refs      blobRefs                // every blob the checkpoint refers to
 }
 
 // ReadCheckpoint decodes a session's checkpoint and reads its out-of-line

@@ -64,6 +64,7 @@ func refsOf(c wire.Checkpoint) blobRefs {
 	for _, t := range c.Waits.Tasks {
 		add(t.InputRef)
 	}
+	addBusyRefs(c, add)
 	for _, s := range c.HistorySegments {
 		r.segs[s.Digest] = true
 	}

@@ -46,6 +46,9 @@ func (s *Session) perform(ctx context.Context, e runtime.Effect) ([]runtime.Inpu
 	case runtime.Handoff:
 		return s.handoff(ctx, e)
 	case runtime.ArmTimer:
+		if e.Debounce {
+			return nil, s.env.Timers.ArmDebounce(ctx, s.id, e.Timer)
+		}
 		return nil, s.env.Timers.Arm(ctx, s.id, e.Timer)
 	case runtime.StartTask:
 		return nil, s.env.Tasks.StartTask(ctx, s.id, e.Task)

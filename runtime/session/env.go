@@ -68,6 +68,8 @@ type Env struct {
 	// StepRetry is how a step that failed for a reason outside the agent's
 	// control runs again (runtime.RetryPolicy; zero: never).
 	StepRetry runtime.RetryPolicy
+	// MaxDebounce bounds a debounce window (runtime.Config.MaxDebounce).
+	MaxDebounce time.Duration
 	// Failpoints are the armed fault injection points (tests and --fault
 	// only; nil arms none).
 	Failpoints *failpoint.Registry

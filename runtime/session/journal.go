@@ -78,6 +78,17 @@ type journal struct {
 	failure  error // nondeterministic_step or journal_unavailable: the step fails
 	failCode string
 	results  []string // digests of the out-of-line results recorded or read (under fmu)
+	calls    []string // the calls' names by position (under fmu; StepDone.Calls)
+}
+
+// noteCall remembers the name of the call at position n (from 1).
+func (j *journal) noteCall(n int, name string) {
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
+	for len(j.calls) < n {
+		j.calls = append(j.calls, "")
+	}
+	j.calls[n-1] = name
 }
 
 // noteResult remembers an out-of-line result's blob: collected with the
@@ -116,6 +127,7 @@ func (j *journal) Do(ctx context.Context, name string, fn runtime.EffectFunc) ([
 	if err != nil {
 		return nil, j.fail(runtime.CodeJournalUnavailable, err)
 	}
+	j.noteCall(n, name)
 	if rec != nil {
 		return j.recorded(ctx, n, name, *rec)
 	}
@@ -325,6 +337,11 @@ func (j *journal) outcome(d runtime.StepDone) runtime.StepDone {
 	defer j.fmu.Unlock()
 	if j.failure != nil {
 		d.Result = runtime.Failed(j.failCode, j.failure)
+	}
+	for _, name := range j.calls {
+		if name != "" {
+			d.Calls = append(d.Calls, name)
+		}
 	}
 	return d
 }

@@ -154,7 +154,12 @@ type Inventory interface {
 // Timers arms and cancels a session's one timer: when it fires, a timeout
 // command with the timer's ID reaches the session's inbox.
 type Timers interface {
+	// Arm (re-)publishes the session-lifetime timer; ArmDebounce the
+	// debounce window's, on its own schedule. A re-publish replaces the
+	// schedule it names.
 	Arm(ctx context.Context, sessionID string, t runtime.Timer) error
+	ArmDebounce(ctx context.Context, sessionID string, t runtime.Timer) error
+	// Cancel cancels both.
 	Cancel(ctx context.Context, sessionID string) error
 }
 

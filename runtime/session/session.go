@@ -63,7 +63,7 @@ func New(env *Env, b Boot) (*Session, error) {
 	m, err := runtime.NewMachine(runtime.Config{
 		SessionID: b.Record.SessionID, RunID: b.Record.OwnerRunID, Deployment: env.Deployment,
 		Timeout: b.Timeout, EventKinds: env.Agent.EventKinds(), RecentIDs: wire.MaxAppliedIDs, Limits: env.Limits,
-		Retry: env.StepRetry,
+		Retry: env.StepRetry, MaxDebounce: env.MaxDebounce,
 	}, snap)
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func (s *Session) loop(ctx context.Context) error {
 			s.env.Observer.InboxLag(time.Since(d.Stored))
 			in := wire.DecodeInput(d.Seq, d.Data)
 			if err = s.refuseOtherAgents(ctx, &in); err == nil {
-				err = s.handle(ctx, runtime.Received{Cmd: in})
+				err = s.handle(ctx, runtime.Received{Cmd: in, Now: s.now()})
 			}
 		case d := <-s.steps:
 			s.cancel = nil

@@ -124,4 +124,9 @@ type Timers struct{}
 func NewTimers() Timers { return Timers{} }
 
 func (Timers) Arm(context.Context, string, runtime.Timer) error { return nil }
-func (Timers) Cancel(context.Context, string) error             { return nil }
+
+// ArmDebounce is Arm for the debounce window's timer.
+func (Timers) ArmDebounce(context.Context, string, runtime.Timer) error { return nil }
+
+// Cancel cancels nothing.
+func (Timers) Cancel(context.Context, string) error { return nil }
