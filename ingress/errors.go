@@ -73,6 +73,11 @@ const (
 	// before wire.TagsVersion. It names the deployment; nothing was
 	// written.
 	CodeTagsUnsupported = "tags_unsupported"
+	// CodeUnsupportedMode (422, ErrUnsupportedCommand): a busy mode (a
+	// delivery's mode, or a session's defaultMode) sent to a deployment
+	// whose owners read an inbox version before wire.BusyVersion. It names
+	// the deployment and the version it reads; nothing was written.
+	CodeUnsupportedMode = "unsupported_mode"
 	// CodeInvalidTags (400, ErrBadRequest): tags that break a rule (at
 	// most wire.MaxTags, keys [a-z0-9_.-]{1,64}, values at most 256
 	// bytes).

@@ -19,6 +19,8 @@ var deliverySeeds = []string{
 	`{"alias":"a","text":"x","text":"y"}`,
 	`{"alias":"a","payloads":[{}]}`,
 	`{"alias":null}`, `{`, `[]`, ``, `{"alias":"a","text":"x"} 1`,
+	`{"alias":"a","text":"x","mode":"debounce","debounce":"3s"}`, `{"alias":"a","text":"x","mode":"interrupt"}`,
+	`{"alias":"a","text":"x","mode":"debounce"}`, `{"alias":"a","text":"x","debounce":"1s"}`,
 }
 
 // FuzzParseDelivery: the parser never panics; what it accepts has exactly
@@ -47,7 +49,7 @@ func FuzzParseDelivery(f *testing.F) {
 			}
 		}
 		if r.Kind != wire.KindDeliver || len(r.Payloads) == 0 || len(r.Payloads) > DefaultMaxPayloads ||
-			r.Mode != wire.ModeQueue && r.Mode != wire.ModeSteer {
+			r.Mode != "" && !wire.ValidMode(r.Mode) || (r.Mode == wire.ModeDebounce) != (r.DebounceMs != 0) {
 			t.Fatalf("delivery: %+v", r)
 		}
 		checkCommand(t, r)

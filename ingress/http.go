@@ -32,6 +32,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "PATCH /v1/sessions/{id}", s.user(s.httpTag))
 	s.route(mux, "DELETE /v1/sessions/{id}", s.user(s.httpDelete))
 	s.route(mux, "GET /v1/sessions/{id}/events", s.user(s.events))
+	s.route(mux, "GET /v1/sessions/{id}/commands/{seq}", s.user(s.httpCommand))
 	s.adminRoutes(mux)
 	s.route(mux, "GET /v1/ingress", s.httpInfo)
 	s.route(mux, "GET /healthz", func(w http.ResponseWriter, _ *http.Request) error {
@@ -167,8 +168,9 @@ func (s *Server) httpInput(w http.ResponseWriter, r *http.Request) error {
 	return s.sessionOp(w, r, func(b []byte, id string) (Request, error) { return ParseInput(b, id, s.cfg.Limits) })
 }
 
-// httpTag is PATCH /v1/sessions/{id}: a tag command, 202 like every
-// command (applied at the owner's next boundary: session.tagged).
+// httpTag is PATCH /v1/sessions/{id}: a tag command (or a configure
+// command, for a defaultMode), 202 like every command (applied at the
+// owner's next boundary: session.tagged).
 func (s *Server) httpTag(w http.ResponseWriter, r *http.Request) error {
 	return s.sessionOp(w, r, func(b []byte, id string) (Request, error) { return ParseTag(b, id, s.cfg.Limits) })
 }

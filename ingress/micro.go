@@ -58,7 +58,7 @@ func (ss Services) Stop() error {
 const Version = "1.0.0"
 
 // Operations lists the micro endpoints, in order.
-var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "end", "delete", "status"}
+var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "end", "delete", "status", "command"}
 
 // RuntimeOnlyOperations are the endpoints (baton.ingress.<kind>) of the
 // runtime-internal command kinds: each answers every request 400
@@ -190,6 +190,14 @@ func (s *Server) microOp(op string) microHandler {
 				return nil, err
 			}
 			return s.Status(ctx, id)
+		}
+	case "command":
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := ParseCommandRequest(b)
+			if err != nil {
+				return nil, err
+			}
+			return s.CommandOutcome(ctx, r)
 		}
 	}
 	return send(func(b []byte) (Request, error) { return ParseControl(b, wire.Kind(op), "", lim) })

@@ -28,10 +28,14 @@ import (
 // session's deployment has no live owner process and no live deployment
 // adopts its sessions (the command waits in the inbox until one does). A
 // repeat of an idempotent request returns the first receipt's session,
-// created and deploymentId.
+// created and deploymentId. CommandID is the id the ingress gave the
+// command (a ULID; with an idempotencyKey the id derived from the key, so
+// a repeat carries the first command's id); "" when nothing went to the
+// inbox (seq 0). GET /v1/sessions/{id}/commands/{seq} tells its outcome.
 type Receipt struct {
 	SessionID    string `json:"sessionId"`
 	Seq          uint64 `json:"seq"`
+	CommandID    string `json:"commandId"`
 	Created      bool   `json:"created"`
 	DeploymentID string `json:"deploymentId"`
 	OwnerLive    bool   `json:"ownerLive"`
@@ -41,12 +45,14 @@ type Receipt struct {
 }
 
 // Created answers POST /v1/sessions: 201 {"sessionId","deploymentId",
-// "created":true}, plus "seq" when the request carried a first message.
+// "created":true}, plus "seq" and "commandId" (as Receipt's) when the
+// request carried a first message.
 type Created struct {
 	SessionID         string `json:"sessionId"`
 	DeploymentID      string `json:"deploymentId"`
 	Created           bool   `json:"created"`
 	Seq               uint64 `json:"seq,omitempty"`
+	CommandID         string `json:"commandId,omitempty"`
 	PreviousSessionID string `json:"previousSessionId,omitempty"` // as Receipt's
 }
 
@@ -68,6 +74,9 @@ func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 	if err := s.aliasFree(ctx, a, r.Alias); err != nil {
 		return Created{}, err
 	}
+	if err := s.checkStartMode(ctx, a, cmd.AcceptedDeploymentID, r.Configure); err != nil {
+		return Created{}, err
+	}
 	rep, err := s.start(ctx, a, r.Alias, r.Timeout, r.Tags, s.replacesEnded())
 	if err != nil {
 		return Created{}, err
@@ -78,16 +87,19 @@ func (s *Server) Create(ctx context.Context, r Request) (Created, error) {
 	s.met.created.Inc()
 	out := Created{SessionID: rep.SessionID, DeploymentID: cmp.Or(rep.DeploymentID, cmd.AcceptedDeploymentID), Created: true,
 		PreviousSessionID: rep.Replaced}
+	t := target{sessionID: rep.SessionID, token: subjects.StableToken(rep.SessionID), wireV: versionOr(rep.WireV), deployment: out.DeploymentID, created: true}
+	if err := s.configureNew(ctx, a, t, r); err != nil {
+		return Created{}, err
+	}
 	if data == nil {
 		return out, nil
 	}
-	t := target{sessionID: rep.SessionID, token: subjects.StableToken(rep.SessionID), wireV: versionOr(rep.WireV), deployment: out.DeploymentID, created: true}
 	rc, err := s.publish(ctx, a, t, cmd, data)
 	if err != nil {
 		e := asError(err)
 		return Created{}, fail(e.Err, "%s (session %s was created; deliver the first message to it again)", e.Message, rep.SessionID)
 	}
-	out.Seq = rc.Seq
+	out.Seq, out.CommandID = rc.Seq, rc.CommandID
 	return out, nil
 }
 
@@ -212,8 +224,11 @@ func (s *Server) publish(ctx context.Context, a *attached, t target, cmd wire.Co
 		}
 	}
 	data = s.forSuccessor(a, t, cmd, data)
-	rc := Receipt{SessionID: t.sessionID, Created: t.created, DeploymentID: cmd.AcceptedDeploymentID, PreviousSessionID: t.previous,
-		OwnerLive: s.ownerLive(a, t.deployment, cmd.AcceptedDeploymentID)}
+	// An idempotent command's id is derived from its key, and its receipt
+	// is stored under <sessionID>.<commandID>: a repeat that finds the
+	// first receipt has the first command's id already.
+	rc := Receipt{SessionID: t.sessionID, CommandID: cmd.ID, Created: t.created, DeploymentID: cmd.AcceptedDeploymentID,
+		PreviousSessionID: t.previous, OwnerLive: s.ownerLive(a, t.deployment, cmd.AcceptedDeploymentID)}
 	msgID := cmd.ID
 	if cmd.IdempotencyKey != "" {
 		msgID = t.sessionID + "/" + cmd.ID

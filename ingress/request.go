@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,10 +46,14 @@ func (l Limits) withDefaults() Limits {
 // carries. Parsing does no I/O; a Request that parses can still be refused
 // later (unknown session, ended session, no owner).
 type Request struct {
-	SessionID      string    // the target by session ID, or
-	Alias          string    // the target by alias (raw address)
-	Kind           wire.Kind // the command; "" for a create without a first message
-	Mode           string    // deliver: queue or steer
+	SessionID  string    // the target by session ID, or
+	Alias      string    // the target by alias (raw address)
+	Kind       wire.Kind // the command; "" for a create without a first message
+	Mode       string    // deliver: one of wire.Modes(); "" for the session's default
+	DebounceMs int64     // deliver with mode debounce: its window
+	// Configure is the session's default mode: a configure command (PATCH
+	// /v1/sessions/{id}), or, on a create, sent before the first message.
+	Configure      *wire.Configure
 	Payloads       []wire.Payload
 	Input          *wire.InputResponse
 	Auth           *wire.AuthCallback
@@ -68,28 +73,31 @@ type Request struct {
 // body is the union of every request member. Pointers tell an absent
 // member from an empty one.
 type body struct {
-	SessionID      *string           `json:"sessionId"`
-	Alias          *string           `json:"alias"`
-	Text           *string           `json:"text"`
-	Payloads       []json.RawMessage `json:"payloads"`
-	Mode           *string           `json:"mode"`
-	Caller         *string           `json:"caller"`
-	IdempotencyKey *string           `json:"idempotencyKey"`
-	Timeout        *string           `json:"timeout"`
-	RequestID      *string           `json:"requestId"`
-	Value          json.RawMessage   `json:"value"`
-	AttemptID      *string           `json:"attemptId"`
-	Result         *string           `json:"result"`
-	Data           json.RawMessage   `json:"data"`
-	Tags           json.RawMessage   `json:"tags"`
-	Message        *string           `json:"message"`
+	SessionID       *string           `json:"sessionId"`
+	Alias           *string           `json:"alias"`
+	Text            *string           `json:"text"`
+	Payloads        []json.RawMessage `json:"payloads"`
+	Mode            *string           `json:"mode"`
+	Caller          *string           `json:"caller"`
+	IdempotencyKey  *string           `json:"idempotencyKey"`
+	Timeout         *string           `json:"timeout"`
+	RequestID       *string           `json:"requestId"`
+	Value           json.RawMessage   `json:"value"`
+	AttemptID       *string           `json:"attemptId"`
+	Result          *string           `json:"result"`
+	Data            json.RawMessage   `json:"data"`
+	Tags            json.RawMessage   `json:"tags"`
+	Message         *string           `json:"message"`
+	Debounce        *string           `json:"debounce"`
+	DefaultMode     *string           `json:"defaultMode"`
+	DefaultDebounce *string           `json:"defaultDebounce"`
 }
 
 // Member sets of each request body.
 var (
-	createKeys    = []string{"alias", "text", "payloads", "timeout", "caller", "tags"}
-	deliverKeys   = []string{"sessionId", "alias", "text", "payloads", "mode", "caller", "idempotencyKey", "timeout", "tags"}
-	tagKeys       = []string{"tags", "caller", "idempotencyKey"}
+	createKeys    = []string{"alias", "text", "payloads", "timeout", "caller", "tags", "defaultMode", "defaultDebounce"}
+	deliverKeys   = []string{"sessionId", "alias", "text", "payloads", "mode", "debounce", "caller", "idempotencyKey", "timeout", "tags"}
+	tagKeys       = []string{"tags", "defaultMode", "defaultDebounce", "caller", "idempotencyKey"}
 	controlKeys   = []string{"caller", "idempotencyKey"}
 	inputKeys     = []string{"requestId", "value", "caller", "idempotencyKey"}
 	authorizeKeys = []string{"attemptId", "result", "data", "caller", "idempotencyKey"}
@@ -150,6 +158,11 @@ func ParseCreate(b []byte, lim Limits) (Request, error) {
 			return Request{}, err
 		}
 	}
+	c, err := parseConfigure(v.DefaultMode, v.DefaultDebounce)
+	if err != nil {
+		return Request{}, err
+	}
+	r.Configure = c
 	return r, r.common(v)
 }
 
@@ -295,13 +308,12 @@ func (r *Request) message(v body, lim Limits) error {
 		}
 		r.Payloads = ps
 	}
-	r.Kind, r.Mode = wire.KindDeliver, wire.ModeQueue
-	if v.Mode != nil {
-		if *v.Mode != wire.ModeQueue && *v.Mode != wire.ModeSteer {
-			return bad("mode %q: want %q or %q", *v.Mode, wire.ModeQueue, wire.ModeSteer)
-		}
-		r.Mode = *v.Mode
+	r.Kind = wire.KindDeliver
+	m, ms, err := parseMode(v.Mode, v.Debounce)
+	if err != nil {
+		return err
 	}
+	r.Mode, r.DebounceMs = m, ms
 	return nil
 }
 
@@ -394,7 +406,10 @@ func (r *Request) command(dep string, now time.Time) wire.Command {
 		InputResponse: r.Input, AuthCallback: r.Auth, Move: r.Move, Tag: r.Tag,
 	}
 	if r.Kind == wire.KindDeliver {
-		c.Deliver = &wire.Deliver{Mode: r.Mode, Payloads: r.Payloads}
+		c.Deliver = &wire.Deliver{Mode: r.Mode, DebounceMs: r.DebounceMs, Payloads: r.Payloads}
+	}
+	if r.Kind == wire.KindConfigure {
+		c.Configure = r.Configure
 	}
 	if r.Kind == wire.KindTerminate && r.EndMessage != "" {
 		c.Terminate = &wire.Terminate{Message: r.EndMessage}
@@ -414,6 +429,8 @@ func encode(v int, owner string, c wire.Command) ([]byte, error) {
 		return b, nil
 	case errors.Is(err, wire.ErrTooLarge):
 		return nil, fail(ErrTooLarge, "the command encodes to more than %d bytes", wire.MaxCommandBytes)
+	case errors.Is(err, wire.ErrUnsupportedTarget) && modeOf(c) != "":
+		return nil, unsupportedMode(v, cmp.Or(owner, "(unknown)"), modeOf(c), "owns the session")
 	case errors.Is(err, wire.ErrUnsupportedTarget):
 		return nil, unsupported(v, owner, c.Kind)
 	case errors.Is(err, wire.ErrInvalid), errors.Is(err, wire.ErrUnknownKind):

@@ -42,8 +42,9 @@ func parseTags(raw json.RawMessage) (map[string]string, error) {
 }
 
 // ParseTag parses PATCH /v1/sessions/{id}: {"tags": {key: value | null}}, a
-// merge (null removes the key), plus the optional caller and
-// idempotencyKey.
+// merge (null removes the key), or {"defaultMode", "defaultDebounce"}, the
+// session's default busy mode (a configure command), plus the optional
+// caller and idempotencyKey.
 func ParseTag(b []byte, sessionID string, lim Limits) (Request, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return Request{}, invalidTags("the body must be {\"tags\": {key: value | null}}")
@@ -51,6 +52,17 @@ func ParseTag(b []byte, sessionID string, lim Limits) (Request, error) {
 	r, v, err := parseSessionOp(b, sessionID, lim, tagKeys)
 	if err != nil {
 		return Request{}, err
+	}
+	if v.DefaultMode != nil || v.DefaultDebounce != nil { // the default mode: a configure command
+		if v.Tags != nil {
+			return Request{}, bad("give tags or defaultMode, not both (send two requests)")
+		}
+		c, err := parseConfigure(v.DefaultMode, v.DefaultDebounce)
+		if err != nil {
+			return Request{}, err
+		}
+		r.Kind, r.Configure = wire.KindConfigure, c
+		return r, r.common(v)
 	}
 	if v.Tags == nil {
 		return Request{}, invalidTags("tags is required: {\"tags\": {key: value | null}}")

@@ -59,3 +59,21 @@ func ByID(applied []wire.CommandApplied) map[string]uint64 {
 	}
 	return out
 }
+
+// TerminalOutcomes lists each command's terminal outcome events, by
+// command ID: command.applied, command.rejected, command.superseded or
+// wire.rejected. Every accepted command ends with exactly one.
+func TerminalOutcomes(evs []wire.Event) map[string][]string {
+	out := map[string][]string{}
+	for _, ev := range evs {
+		switch ev.Kind {
+		case wire.EventCommandApplied, wire.EventCommandRejected, wire.EventCommandSuperseded, wire.EventWireRejected:
+			var d struct {
+				CommandID string `json:"commandId"`
+			}
+			_ = json.Unmarshal(ev.Data, &d)
+			out[d.CommandID] = append(out[d.CommandID], ev.Kind)
+		}
+	}
+	return out
+}
