@@ -115,6 +115,9 @@ func TestMixedBuilds(t *testing.T) {
 	}
 	t.Logf("a user's end on green: session %s ended by user, checkpoint at state version %d", endedID, wire.EndStateVersion)
 
+	// Busy modes (inbox version 5): refused for blue, accepted on green.
+	busyID := f.busyModes()
+
 	// A delete beside blue's owners, which serve baton.finish too (and
 	// know no delete: one they answer is refused and asked again): green's
 	// owner carries it out; both builds' ingresses answer 410 for the
@@ -178,6 +181,9 @@ func TestMixedBuilds(t *testing.T) {
 	f.onDeployment(parent, "green")
 	t.Logf("refused rollback: session %s stays on green and answered the delivery; handoff.failed %s", parent, failed.Data)
 
+	// A session that used a busy mode is refused the same way.
+	f.busyRollbackRefused(busyID)
+
 	// The tagged session's rollback is refused the same way: it stays on
 	// green with its tags.
 	f.deliver(f.green, "up.tagged", "tagged stays")
@@ -192,7 +198,7 @@ func TestMixedBuilds(t *testing.T) {
 		t.Fatalf("status of the tagged session: %+v %v", st.Tags, err)
 	}
 	t.Logf("refused rollback of a tagged session: %s stays on green with tags %v", taggedID, st.Tags)
-	for _, id := range append(ids, parent, taggedID) {
+	for _, id := range append(ids, parent, taggedID, busyID) {
 		f.contiguous(id)
 	}
 }
