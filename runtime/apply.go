@@ -121,7 +121,9 @@ func (m *Machine) decline(c Command, b wire.EventBody) {
 	m.st.dirty = true
 }
 
-func (m *Machine) startTurn(c Command) {
+// startTurn starts a turn with c and more as its first step's inputs (a
+// debounce window's deliveries), then holds it to the session's limit.
+func (m *Machine) startTurn(c Command, more ...Command) {
 	m.snap.Turns++
 	t := &Turn{ID: "t" + strconv.FormatUint(m.snap.Turns, 10), Caller: c.Caller, Open: true,
 		Before: &Before{State: m.snap.State, HistoryLen: len(m.snap.History)}}
@@ -129,6 +131,9 @@ func (m *Machine) startTurn(c Command) {
 	m.adoptParent(t, c)
 	m.emit(wire.TurnStarted{TurnID: t.ID, Caller: t.Caller, CommandID: c.ID})
 	m.join(c)
+	for _, x := range more {
+		m.join(x)
+	}
 	if hit, ok := m.sessionLimitHit(t); ok { // no tokens left: no step runs
 		m.limitReached(t, hit)
 	}

@@ -56,6 +56,22 @@ var bodyCases = map[string]bodyCase{
 			return wire.CommandRejected{CommandID: v.id, Seq: v.seq, Reason: v.d}
 		},
 	},
+	"command.superseded": {
+		func(v bodyValues) (string, Fields) {
+			return EventCommandSuperseded, Fields{"commandId": v.id, "seq": v.seq, "by": v.epoch}
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.CommandSuperseded{CommandID: v.id, Seq: v.seq, By: v.epoch}
+		},
+	},
+	"turn.rolled_back": {
+		func(v bodyValues) (string, Fields) {
+			return EventTurnRolledBack, Fields{"turnId": v.turn, "calls": []wire.CallRef{{Name: v.a, Step: uint64(v.step), Position: int(v.epoch % 64)}}}
+		},
+		func(v bodyValues) wire.EventBody {
+			return wire.TurnRolledBack{TurnID: v.turn, Calls: []wire.CallRef{{Name: v.a, Step: uint64(v.step), Position: int(v.epoch % 64)}}}
+		},
+	},
 	"turn.started": {
 		func(v bodyValues) (string, Fields) {
 			return EventTurnStarted, Fields{"turnId": v.turn, "caller": v.caller, "commandId": v.id}

@@ -51,6 +51,10 @@ func (m *Machine) busyMode(c *Command) {
 		}
 	case ModeLatest:
 		m.supersede(c)
+	case ModeInterrupt, ModeRollback:
+		if t := m.snap.Turn; t != nil && t.Caller == c.Caller && c.Parent == nil {
+			c.Interrupts = t.ID
+		}
 	}
 }
 
@@ -65,26 +69,29 @@ func (m *Machine) busyFor(c *Command) bool {
 }
 
 // supersede marks the queued deliveries of c's caller that no turn has
-// started yet (all but steers, which join their caller's turn, and the
-// pending handoff trigger) as superseded by c.
+// started yet as superseded by c: all but steers and the interrupts and
+// rollbacks of the live turn (which act on that turn, and may have reached
+// its step already), and the pending handoff trigger.
 func (m *Machine) supersede(c *Command) {
 	for i := range m.queue {
 		q := &m.queue[i]
 		if q.Seq >= c.Seq || q.Kind != KindDeliver || declined(q) || q.Caller != c.Caller || q.Parent != nil ||
-			q.Mode == ModeSteer || m.handoff != nil && m.handoff.Seq == q.Seq {
+			q.Mode == ModeSteer || m.interrupting(q) || m.handoff != nil && m.handoff.Seq == q.Seq {
 			continue
 		}
 		q.Superseded = c.Seq
 	}
 }
 
-// interrupting reports an interrupt or rollback delivery of the live
-// turn's caller. Another caller's waits for its own turn (R7). An
-// interrupt joins only a turn that is open or parked on an input or
-// authorization wait; one that waits for its children keeps it in the FIFO.
+// interrupting reports an interrupt or rollback delivery that acts on
+// the live turn: its caller's turn, live when the owner received it
+// (Interrupts). Another caller's, or one received while no turn of its
+// caller was live, waits in the FIFO like queue (R7). An interrupt joins
+// only a turn that is open or parked on an input or authorization wait;
+// one that waits for its children keeps it in the FIFO.
 func (m *Machine) interrupting(c *Command) bool {
 	t := m.snap.Turn
-	if t == nil || c.Kind != KindDeliver || declined(c) || c.Parent != nil || c.Caller != t.Caller {
+	if t == nil || c.Kind != KindDeliver || declined(c) || c.Interrupts != t.ID {
 		return false
 	}
 	switch c.Mode {
@@ -268,10 +275,7 @@ func (m *Machine) closeWindow() {
 		}
 		return
 	}
-	m.startTurn(w.Inputs[0])
-	for _, c := range w.Inputs[1:] {
-		m.join(c)
-	}
+	m.startTurn(w.Inputs[0], w.Inputs[1:]...)
 }
 
 // configure sets the session's default mode (configure command).

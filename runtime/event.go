@@ -22,36 +22,38 @@ type Event struct {
 // Event kinds the machine emits (the wire package owns the vocabulary). An agent may emit EventMessageOutput and
 // the kinds it registers; every other built-in kind is reserved.
 const (
-	EventSessionStarted   = wire.EventSessionStarted
-	EventCommandApplied   = wire.EventCommandApplied
-	EventCommandRejected  = wire.EventCommandRejected
-	EventTurnStarted      = wire.EventTurnStarted
-	EventTurnStep         = wire.EventTurnStep
-	EventTurnStepRetried  = wire.EventTurnStepRetried
-	EventMessageOutput    = wire.EventMessageOutput
-	EventInputRequested   = wire.EventInputRequested
-	EventAuthRequested    = wire.EventAuthRequested
-	EventTaskStarted      = wire.EventTaskStarted
-	EventTaskCompleted    = wire.EventTaskCompleted
-	EventTurnCompleted    = wire.EventTurnCompleted
-	EventTurnCancelled    = wire.EventTurnCancelled
-	EventSessionWaiting   = wire.EventSessionWaiting
-	EventSessionPaused    = wire.EventSessionPaused
-	EventSessionResumed   = wire.EventSessionResumed
-	EventHandoffStarted   = wire.EventHandoffStarted
-	EventHandoffSkipped   = wire.EventHandoffSkipped
-	EventHandoffCompleted = wire.EventHandoffCompleted
-	EventHandoffFailed    = wire.EventHandoffFailed
-	EventWaitCancelled    = wire.EventWaitCancelled
-	EventStepInterrupted  = wire.EventStepInterrupted
-	EventLimitReached     = wire.EventLimitReached
-	EventWireRejected     = wire.EventWireRejected
-	EventSessionEnded     = wire.EventSessionEnded
-	EventError            = wire.EventErrorKind
-	EventChildStarted     = wire.EventChildStarted
-	EventChildCompleted   = wire.EventChildCompleted
-	EventChildWaiting     = wire.EventChildWaiting
-	EventChildClosed      = wire.EventChildClosed
+	EventSessionStarted    = wire.EventSessionStarted
+	EventCommandApplied    = wire.EventCommandApplied
+	EventCommandRejected   = wire.EventCommandRejected
+	EventTurnStarted       = wire.EventTurnStarted
+	EventTurnStep          = wire.EventTurnStep
+	EventTurnStepRetried   = wire.EventTurnStepRetried
+	EventMessageOutput     = wire.EventMessageOutput
+	EventInputRequested    = wire.EventInputRequested
+	EventAuthRequested     = wire.EventAuthRequested
+	EventTaskStarted       = wire.EventTaskStarted
+	EventTaskCompleted     = wire.EventTaskCompleted
+	EventTurnCompleted     = wire.EventTurnCompleted
+	EventTurnCancelled     = wire.EventTurnCancelled
+	EventSessionWaiting    = wire.EventSessionWaiting
+	EventSessionPaused     = wire.EventSessionPaused
+	EventSessionResumed    = wire.EventSessionResumed
+	EventHandoffStarted    = wire.EventHandoffStarted
+	EventHandoffSkipped    = wire.EventHandoffSkipped
+	EventHandoffCompleted  = wire.EventHandoffCompleted
+	EventHandoffFailed     = wire.EventHandoffFailed
+	EventWaitCancelled     = wire.EventWaitCancelled
+	EventStepInterrupted   = wire.EventStepInterrupted
+	EventLimitReached      = wire.EventLimitReached
+	EventWireRejected      = wire.EventWireRejected
+	EventSessionEnded      = wire.EventSessionEnded
+	EventError             = wire.EventErrorKind
+	EventChildStarted      = wire.EventChildStarted
+	EventChildCompleted    = wire.EventChildCompleted
+	EventChildWaiting      = wire.EventChildWaiting
+	EventChildClosed       = wire.EventChildClosed
+	EventCommandSuperseded = wire.EventCommandSuperseded
+	EventTurnRolledBack    = wire.EventTurnRolledBack
 )
 
 // BuiltinEvents lists every event kind the machine knows.
@@ -66,6 +68,7 @@ func BuiltinEvents() []string {
 		EventWaitCancelled, EventStepInterrupted, EventWireRejected,
 		EventSessionEnded, EventError, EventLimitReached,
 		EventChildStarted, EventChildCompleted, EventChildWaiting, EventChildClosed,
+		EventCommandSuperseded, EventTurnRolledBack,
 	}
 }
 

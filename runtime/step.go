@@ -99,7 +99,8 @@ func (m *Machine) limitReached(t *Turn, hit wire.LimitReached) {
 func (m *Machine) validate(r StepResult) StepResult {
 	for _, e := range r.Events {
 		if !m.kinds[e.Kind] {
-			return StepResult{Error: fmt.Sprintf("%v: %q", ErrEventKind, e.Kind), Code: CodeEventInvalid, Fatal: r.Fatal}
+			// A failed step's usage still counts (R4).
+			return StepResult{Error: fmt.Sprintf("%v: %q", ErrEventKind, e.Kind), Code: CodeEventInvalid, Fatal: r.Fatal, Usage: r.Usage}
 		}
 	}
 	if r.Fatal && r.Error == "" {

@@ -328,6 +328,10 @@ type TurnInput struct {
 	// Superseded is set by the machine, never stored: the sequence of the
 	// newer latest-mode delivery that superseded this queued one.
 	Superseded uint64 `json:"-"`
+	// Interrupts is set by the machine, never stored: the live turn an
+	// interrupt or rollback delivery acts on (its caller's turn, live when
+	// the owner received it).
+	Interrupts string `json:"-"`
 }
 
 // Writer identifies the write that produced a checkpoint: the owner run and
