@@ -150,9 +150,9 @@ func TestBusyDebounce(t *testing.T) {
 	if !slices.ContainsFunc(st.WaitingFor, func(w record.Wait) bool { return w.Kind == "debounce" && w.Until != nil }) {
 		t.Fatalf("waitingFor %+v, want the open debounce window", st.WaitingFor)
 	}
-	evs := e.waitEvents(id, "the window's turn", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventTurnCompleted) == 1 })
-	time.Sleep(300 * time.Millisecond)
-	evs = e.events(id, 0)
+	e.waitEvents(id, "the window's turn", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventTurnCompleted) == 1 })
+	time.Sleep(300 * time.Millisecond) // a second turn would be on the stream by now
+	evs := e.events(id, 0)
 	if n := harness.Count(evs, wire.EventTurnStarted); n != 1 {
 		t.Fatalf("%d turns, want one for the three debounced deliveries: %v", n, kindsOf(evs))
 	}

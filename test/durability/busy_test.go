@@ -46,9 +46,9 @@ func TestKillInsideDebounceWindow(t *testing.T) {
 	})
 	c.kill(a)
 	c.waitOwner(id, "b")
-	evs := c.waitFor(id, "the window's turn", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "three") })
+	c.waitFor(id, "the window's turn", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "three") })
 	time.Sleep(500 * time.Millisecond) // a second turn would be on the stream by now
-	evs = c.events(id)
+	evs := c.events(id)
 	if n := harness.Count(evs, wire.EventTurnStarted); n != 2 {
 		t.Fatalf("%d turns, want the warm-up's and one for the window: %v", n, harness.Kinds(evs))
 	}
