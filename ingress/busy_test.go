@@ -1,12 +1,14 @@
 package ingress_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/ingress"
 	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
@@ -179,9 +181,10 @@ func TestBusyLatestAndReject(t *testing.T) {
 	id := e.create(`{"alias":"busy.latest","text":"/sleep 3s","caller":"ann"}`).SessionID
 	e.waitEvents(id, "the step running", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventTurnStarted) == 1 })
 	var latest []string
+	var seqs []uint64
 	for _, text := range []string{"v1", "v2", "v3"} {
 		rc := e.deliver(fmt.Sprintf(`{"sessionId":%q,"text":%q,"mode":"latest","caller":"ann"}`, id, text))
-		latest = append(latest, rc.CommandID)
+		latest, seqs = append(latest, rc.CommandID), append(seqs, rc.Seq)
 	}
 	rej := e.deliver(fmt.Sprintf(`{"sessionId":%q,"text":"busy?","mode":"reject","caller":"bob"}`, id))
 	evs := e.waitEvents(id, "v3's output", func(evs []wire.Event) bool { return slices.Contains(harness.Outputs(evs), "v3") })
@@ -200,6 +203,14 @@ func TestBusyLatestAndReject(t *testing.T) {
 	s := harness.AllData[wire.CommandSuperseded](t, evs, wire.EventCommandSuperseded)
 	if len(s) != 2 || s[0].By != s[1].Seq || s[1].By == 0 {
 		t.Fatalf("command.superseded %+v: v1 by v2, v2 by v3", s)
+	}
+	// The outcome lookup tells each status.
+	for i, want := range map[uint64]string{seqs[0]: "superseded", seqs[2]: "applied", rej.Seq: "rejected"} {
+		var o ingress.CommandOutcome
+		code, b := e.call(http.MethodGet, fmt.Sprintf("/v1/sessions/%s/commands/%d", id, i), "", testToken)
+		if code != http.StatusOK || json.Unmarshal(b, &o) != nil || o.Status != want {
+			t.Fatalf("GET commands/%d = %d %s, want status %s", i, code, b, want)
+		}
 	}
 	if slices.Contains(harness.Outputs(evs), "v1") || slices.Contains(harness.Outputs(evs), "v2") || slices.Contains(harness.Outputs(evs), "busy?") {
 		t.Fatalf("a superseded or rejected delivery ran: %q", harness.Outputs(evs))
