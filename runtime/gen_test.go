@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
 	"pgregory.net/rapid"
 )
 
@@ -19,6 +20,7 @@ var genKinds = []runtime.Kind{
 	runtime.KindInputResponse, runtime.KindInputResponse, runtime.KindAuthCallback,
 	runtime.KindAuthCallback, runtime.KindTaskResult, runtime.KindTaskResult,
 	runtime.KindTimeout, runtime.KindPause, runtime.KindResume, runtime.KindMove,
+	runtime.KindConfigure,
 }
 
 // genCommand draws a command; answers mostly target the live waits.
@@ -31,8 +33,12 @@ func (w *world) genCommand() runtime.Command {
 	c.Caller = rapid.SampledFrom([]string{"", "", "bob"}).Draw(t, "caller")
 	switch c.Kind {
 	case runtime.KindDeliver:
-		c.Mode = rapid.SampledFrom([]string{runtime.ModeQueue, runtime.ModeSteer, ""}).Draw(t, "mode")
-		c.Text = "hi"
+		c.Mode, c.Text = w.genMode(), "hi"
+		if c.Mode == runtime.ModeDebounce {
+			c.DebounceMs = genDebounceMs(t, "debounceMs")
+		}
+	case runtime.KindConfigure:
+		w.genConfigure(&c)
 	case runtime.KindInputResponse:
 		c.RequestID, c.Value = pick(t, v.Waits.Input != nil, func() string { return v.Waits.Input.RequestID }), json.RawMessage(`"yes"`)
 	case runtime.KindAuthCallback:
@@ -47,6 +53,11 @@ func (w *world) genCommand() runtime.Command {
 	return w.mangle(c)
 }
 
+var floodModes = []string{
+	runtime.ModeSteer, runtime.ModeSteer, runtime.ModeSteer, runtime.ModeSteer, runtime.ModeSteer,
+	runtime.ModeSteer, runtime.ModeSteer, runtime.ModeLatest, runtime.ModeInterrupt, runtime.ModeDebounce,
+}
+
 var floodKinds = []runtime.Kind{
 	runtime.KindPause, runtime.KindResume, runtime.KindPause, runtime.KindResume,
 	runtime.KindPause, runtime.KindResume, runtime.KindDeliver, runtime.KindDeliver,
@@ -55,13 +66,17 @@ var floodKinds = []runtime.Kind{
 }
 
 // genFlood draws one command of a flood: mostly pause and resume, steering
-// deliveries, answers, and now and then a cancel, reset, clear or compact.
+// deliveries (now and then a latest, interrupt or debounce one), answers,
+// and now and then a cancel, reset, clear or compact.
 func (w *world) genFlood() runtime.Command {
 	t, v := w.t, w.view()
 	c := w.command(rapid.SampledFrom(floodKinds).Draw(t, "floodKind"), nil)
 	switch c.Kind {
 	case runtime.KindDeliver:
-		c.Mode, c.Text = runtime.ModeSteer, "flood"
+		c.Mode, c.Text = rapid.SampledFrom(floodModes).Draw(t, "floodMode"), "flood"
+		if c.Mode == runtime.ModeDebounce {
+			c.DebounceMs = wire.MinDebounceMs
+		}
 		c.Caller = rapid.SampledFrom([]string{"", "", "bob"}).Draw(t, "floodCaller")
 		if rapid.IntRange(0, 19).Draw(t, "floodRefused") == 10 {
 			refuse(&c)
@@ -122,9 +137,8 @@ func (w *world) genResult() runtime.StepResult {
 		r.Events = append(r.Events, runtime.Output("out"))
 		r.History = append(r.History, runtime.AssistantText("out"))
 	}
-	if n := rapid.IntRange(0, 20).Draw(t, "tokens"); n > 0 {
-		r.Usage = runtime.Usage{InputTokens: int64(n), OutputTokens: int64(n / 2), CostUSD: 0.25}
-	}
+	n := rapid.IntRange(1, 20).Draw(t, "tokens") // never zero: the usage invariants need it
+	r.Usage = runtime.Usage{InputTokens: int64(n), OutputTokens: int64(n / 2), CachedTokens: int64(n % 3), CostUSD: 0.25 * float64(n%4+1)}
 	switch o {
 	case "input":
 		r.Question = "q?"

@@ -24,11 +24,22 @@ type scan struct {
 	ended      bool
 	open       []*runtime.Command // the stream's fed commands prev had not processed
 	caughtUp   bool               // every immediate fed before the boundary is processed
+	// busy modes (busy_property_test.go)
+	turnID, caller string               // the live turn at this point of the commit
+	window         bool                 // a debounce window is open at this point
+	started        []string             // the turns started in this commit
+	rolled         string               // the turn the commit's last turn.rolled_back names
+	restored       *turnStart           // what that rollback restored (nil: unknown)
+	restarted      string               // the turn the last rollback started
+	startsIn       map[string]turnStart // turns started in this commit by a rollback
+	configured     *runtime.Command     // the commit's last applied configure
 }
 
 type appliedData struct {
 	CommandID string `json:"commandId"`
 	Seq       uint64 `json:"seq"`
+	By        uint64 `json:"by"`     // command.superseded
+	Caller    string `json:"caller"` // turn.started
 	TurnID    string `json:"turnId"`
 	Step      int    `json:"step"`
 	Reason    string `json:"reason"`
@@ -53,7 +64,11 @@ func (w *world) checkCommit(prev runtime.Snapshot, c runtime.Commit) {
 	post := c.Snapshot
 	w.require(prev.Ended == "", "commit after the session ended")
 	w.require(post.EventSeq == prev.EventSeq+uint64(len(post.Outbox)), "event seq jumps")
-	sc := &scan{w: w, prev: prev, post: post, events: post.Outbox, turn: prev.Turn != nil, done: map[uint64]bool{}}
+	sc := &scan{w: w, prev: prev, post: post, events: post.Outbox, turn: prev.Turn != nil, done: map[uint64]bool{}, startsIn: map[string]turnStart{}}
+	if t := prev.Turn; t != nil {
+		sc.turnID, sc.caller = t.ID, t.Caller
+	}
+	sc.window = prev.Debounce != nil
 	tail := w.unprocessed(prev)
 	for i := range tail {
 		if c := &tail[i]; w.fedAt[c.Seq] && !w.done(prev, c.Seq) && !w.isDup(*c) {
@@ -80,6 +95,7 @@ func (w *world) checkCommit(prev runtime.Snapshot, c runtime.Commit) {
 	sc.checkBound()
 	sc.checkPriority()
 	sc.checkDeferred()
+	sc.checkBusy()
 }
 
 // slackBytes is what a property-test commit may carry besides its
@@ -150,7 +166,7 @@ func (sc *scan) checkPriority() {
 // next boundary (coverage: the generator reaches the budget).
 func (sc *scan) checkDeferred() {
 	for _, c := range sc.open {
-		if !fifo(*c) && !sc.w.done(sc.post, c.Seq) && sc.post.Ended == "" {
+		if !sc.fifo(*c) && !sc.w.done(sc.post, c.Seq) && sc.post.Ended == "" {
 			coverage.add("deferred")
 			return
 		}
@@ -166,7 +182,7 @@ func (sc *scan) immediatesFirst(x runtime.Command) {
 		return
 	}
 	for _, y := range sc.open {
-		if !fifo(*y) && (x.Kind != runtime.KindClear || y.Seq < x.Seq) {
+		if !sc.fifo(*y) && (x.Kind != runtime.KindClear || y.Seq < x.Seq) {
 			sc.w.require(sc.processed(y.Seq), "%s %d admitted while immediate %d (%s) waits", x.Kind, x.Seq, y.Seq, y.Kind)
 		}
 	}
@@ -177,6 +193,10 @@ func (sc *scan) event(i int, e runtime.Event) {
 	d := decode(e)
 	coverage.add(e.Kind)
 	switch e.Kind {
+	case runtime.EventCommandApplied, runtime.EventWireRejected, runtime.EventCommandRejected, wire.EventCommandSuperseded:
+		sc.terminal(e, d)
+	}
+	switch e.Kind {
 	case runtime.EventCommandApplied:
 		sc.applied(i, sc.w.cmd(d.Seq))
 	case runtime.EventWireRejected:
@@ -184,13 +204,19 @@ func (sc *scan) event(i int, e runtime.Event) {
 		sc.done[d.Seq] = true
 	case runtime.EventCommandRejected:
 		sc.refused(i, d)
+	case wire.EventCommandSuperseded:
+		sc.superseded(i, d)
 	case runtime.EventTurnStarted:
-		sc.turn = true
+		sc.turnStarted(i, d)
 	case runtime.EventTurnCompleted, runtime.EventTurnCancelled:
-		sc.turn = false
+		sc.turn, sc.turnID, sc.caller = false, "", ""
 		if e.Kind == runtime.EventTurnCompleted {
 			sc.turnCompleted(i, e, d)
 		}
+	case wire.EventTurnRolledBack:
+		sc.rolledBack(i, d)
+	case runtime.EventStepInterrupted:
+		sc.stepInterrupted(d)
 	case runtime.EventLimitReached:
 		sc.limit(i, d)
 	case runtime.EventTurnStepRetried:
@@ -199,11 +225,12 @@ func (sc *scan) event(i int, e runtime.Event) {
 		key := d.TurnID + "/" + strconv.Itoa(d.Step)
 		sc.w.require(!sc.w.steps[key], "step %s committed twice", key)
 		sc.w.require(!sc.w.aborted[key], "cancelled step %s was not rolled back", key)
+		sc.w.require(!sc.w.skipped[key], "step %s committed after it was interrupted", key)
 		sc.w.steps[key] = true
 	case runtime.EventSessionEnded:
 		sc.w.ends++
 		sc.w.require(sc.w.ends == 1 && sc.post.Ended == d.Reason, "finalized twice or inconsistently")
-		sc.ended = true
+		sc.ended, sc.window = true, false // an end discards the window
 	}
 }
 
@@ -258,7 +285,11 @@ func (sc *scan) limit(i int, d appliedData) {
 // (never as a handoff's skipped trigger), processed in immediate order.
 func (sc *scan) refused(i int, d appliedData) {
 	w, x := sc.w, sc.w.cmd(d.Seq)
-	w.require(x.Refused != "" && x.Rejected == "", "command.rejected for %d (%s), which was not refused", x.Seq, x.Kind)
+	if x.Refused == "" && w.refusedBusy[x.Seq] {
+		x.Refused = wire.RejectBusy // refused by the machine on receipt (R9b)
+		coverage.add("busy rejected")
+	}
+	w.require(x.Refused != "" && x.Rejected == "", "command.rejected for %d (%s %s), which was not refused", x.Seq, x.Kind, w.modes[x.Seq])
 	w.require(d.CommandID == x.ID && d.Reason == x.Refused, "command.rejected %s %q, want %s %q", d.CommandID, d.Reason, x.ID, x.Refused)
 	w.require(w.firstSeq[x.ID] == x.Seq, "duplicate %s (seq %d) rejected", x.ID, x.Seq)
 	w.require(w.refused[x.ID] == 0 && w.applied[x.ID] == 0, "command %s recorded again", x.ID)
@@ -276,6 +307,8 @@ func (sc *scan) applied(i int, x runtime.Command) {
 	w.require(w.firstSeq[x.ID] == x.Seq, "duplicate %s (seq %d) applied", x.ID, x.Seq)
 	w.require(w.applied[x.ID] == 0, "command %s applied twice", x.ID)
 	w.require(sc.post.Applied.Has(x.Seq), "applied %d missing from the record", x.Seq)
+	w.require(!w.refusedBusy[x.Seq], "delivery %d applied, but it found the session busy (mode reject)", x.Seq)
+	w.require(w.supBy[x.Seq] == 0, "delivery %d applied, but %d superseded it", x.Seq, w.supBy[x.Seq])
 	w.applied[x.ID]++
 	sc.checkSkip(i, x)
 	switch {
@@ -285,9 +318,15 @@ func (sc *scan) applied(i int, x runtime.Command) {
 	case x.Kind == runtime.KindClear || x.Kind == runtime.KindCompact:
 		sc.immediatesFirst(x)
 		sc.fifoOrder(x)
+		w.fifoApplied(x)
 		w.require(!sc.turn, "%s applied while a turn is open", x.Kind)
+		w.require(!sc.window, "%s applied while a debounce window is open", x.Kind)
 	default:
 		sc.immediateOrder(x)
+		sc.timeout(i, x)
+		if x.Kind == runtime.KindConfigure {
+			sc.configured = &x
+		}
 	}
 	sc.done[x.Seq] = true
 }
@@ -312,14 +351,37 @@ func (sc *scan) checkSkip(i int, x runtime.Command) {
 }
 
 // delivery: a delivery either starts the next turn in FIFO order while no
-// turn is open, or (steer) joins the open turn of its caller.
+// turn is live, opens or joins the debounce window in FIFO order (mode
+// debounce), rolls back its caller's live turn and starts a fresh one
+// (rollback), or joins the live turn of its caller (steer, interrupt).
 func (sc *scan) delivery(i int, x runtime.Command) {
 	w, t := sc.w, sc.post.Turn
+	mode := w.modes[x.Seq]
+	w.require(mode != "", "delivery %d applied, never received by this run", x.Seq)
 	starts := i+1 < len(sc.events) && sc.events[i+1].Kind == runtime.EventTurnStarted &&
 		decode(sc.events[i+1]).CommandID == x.ID
+	own := sc.turn && w.binds[x.Seq] == sc.turnID // an interrupt or rollback of the live turn
+	switch {
+	case !starts && mode == runtime.ModeRollback && own:
+		sc.rollsBack(i, x)
+		return
+	case !starts && mode == runtime.ModeDebounce:
+		sc.gathered(x)
+		return
+	case !starts && mode == runtime.ModeInterrupt && own:
+		coverage.add("interrupt joined")
+		if t != nil && t.ID == sc.turnID { // not rolled back later in the commit
+			w.require(t.Open && slices.ContainsFunc(t.Inputs, func(c runtime.Command) bool { return c.ID == x.ID }),
+				"interrupt %d joined turn %s: not open with it among its inputs", x.Seq, t.ID)
+		}
+		return
+	}
 	if starts {
 		sc.fifoOrder(x)
+		w.fifoApplied(x)
 		w.require(!sc.turn, "delivery %d started a turn while one is open", x.Seq)
+		w.require(mode != runtime.ModeDebounce, "debounce delivery %d started a turn of its own", x.Seq)
+		w.require(!sc.window, "delivery %d started a turn while a debounce window is open", x.Seq)
 		if i+2 < len(sc.events) && sc.events[i+2].Kind == runtime.EventLimitReached { // no tokens left
 			w.require(decode(sc.events[i+2]).Limit == "tokens_per_session", "turn of %d ended at once by %s", x.Seq, decode(sc.events[i+2]).Limit)
 			return
@@ -328,7 +390,7 @@ func (sc *scan) delivery(i int, x runtime.Command) {
 		return
 	}
 	coverage.add("steer joined")
-	w.require(x.Mode == runtime.ModeSteer, "queued delivery %d joined a turn", x.Seq)
+	w.require(mode == runtime.ModeSteer, "queued delivery %d (%s) joined a turn", x.Seq, mode)
 	w.require(t != nil && t.Open && t.Caller == x.Caller && !sc.post.Paused, "steer %d joined no open turn of its caller", x.Seq)
 	w.require(slices.ContainsFunc(t.Inputs, func(c runtime.Command) bool { return c.ID == x.ID }), "steer %d not in the turn inputs", x.Seq)
 }
@@ -339,7 +401,7 @@ func (sc *scan) fifoOrder(x runtime.Command) {
 		if y.Seq >= x.Seq {
 			return
 		}
-		if fifo(*y) {
+		if sc.fifo(*y) {
 			sc.w.require(sc.processed(y.Seq), "FIFO: %d (%s) applied before earlier %d (%s)", x.Seq, x.Kind, y.Seq, y.Kind)
 		}
 	}
@@ -353,7 +415,7 @@ func (sc *scan) immediateOrder(x runtime.Command) {
 		if y.Seq >= x.Seq {
 			return
 		}
-		if fifo(*y) || sc.processed(y.Seq) {
+		if sc.fifo(*y) || sc.processed(y.Seq) {
 			continue
 		}
 		sc.w.require(priority(x) && !priority(*y), "immediate: %d (%s) applied before earlier %d (%s)", x.Seq, x.Kind, y.Seq, y.Kind)
@@ -372,6 +434,10 @@ func (sc *scan) processed(seq uint64) bool { return sc.w.done(sc.prev, seq) || s
 func fifo(c runtime.Command) bool {
 	return !declined(c) && (c.Kind == runtime.KindDeliver || c.Kind == runtime.KindClear || c.Kind == runtime.KindCompact)
 }
+
+// fifo: x was a FIFO command when the commit formed — not declined by the
+// driver, and not refused busy or superseded on receipt by then.
+func (sc *scan) fifo(x runtime.Command) bool { return fifo(x) && !sc.w.declinedAt(x, sc.w.fedAt) }
 
 // declined: a command the machine records (wire.rejected, command.rejected)
 // and never applies — undecodable, or refused by the driver.

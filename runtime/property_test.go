@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"errors"
 	"flag"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,18 +11,25 @@ import (
 	"time"
 
 	"github.com/baton-rt/baton/runtime"
+	"github.com/baton-rt/baton/wire"
 	"pgregory.net/rapid"
 )
 
 // TestMachineProperties drives the machine with random command streams
-// (every kind, modes, callers, deployments, duplicates, undecodable
-// commands), step results, commit outcomes, crashes, handoffs and ticks,
-// and checks every effect against the rules after every action.
+// (every kind, every busy mode and configured default modes, callers,
+// deployments, duplicates, undecodable commands), step results, commit
+// outcomes, crashes, handoffs, ticks and debounce timers firing, and
+// checks every effect against the rules after every action (the busy
+// modes' invariants: busy_property_test.go).
 func TestMachineProperties(t *testing.T) {
 	setFlag(t, "rapid.checks", "1000")
 	rapid.Check(t, property(nil))
-	for _, k := range append(runtime.BuiltinEvents(), "x.custom", "steer joined", "crash", "flood", "deferred", "priority ahead", "forget", "forgotten", "conflict", "moved", "uncertain",
-		"refused mid-step", "refused move", "refused steer") {
+	kinds := append(runtime.BuiltinEvents(), "x.custom", wire.EventCommandSuperseded, wire.EventTurnRolledBack,
+		"steer joined", "crash", "flood", "deferred", "priority ahead", "forget", "forgotten", "conflict", "moved", "uncertain",
+		"refused mid-step", "refused move", "refused steer")
+	kinds = append(kinds, busyCoverage...)
+	slices.Sort(kinds)
+	for _, k := range slices.Compact(kinds) {
 		switch k {
 		case runtime.EventMessageOutput:
 		case runtime.EventChildStarted, runtime.EventChildCompleted, runtime.EventChildWaiting, runtime.EventChildClosed:
@@ -90,7 +98,7 @@ func property(broken func(*runtime.Machine)) func(*rapid.T) {
 
 var actions = []string{
 	"accept", "accept", "accept", "accept", "feed", "feed", "feed", "feed",
-	"step", "step", "step", "commit", "commit", "commit", "handoff", "crash", "tick", "flood",
+	"step", "step", "step", "commit", "commit", "commit", "handoff", "crash", "tick", "flood", "fire",
 }
 
 func (w *world) act(a string) {
@@ -98,7 +106,10 @@ func (w *world) act(a string) {
 	case a == "accept":
 		w.accept(w.genCommand())
 	case a == "feed" && w.cursor < len(w.stream) && w.view().Ended == "":
+		w.now = w.now.Add(time.Duration(rapid.IntRange(0, 1500).Draw(w.t, "elapsed")) * time.Millisecond)
 		w.feed()
+	case a == "fire":
+		w.fire(rapid.IntRange(0, 3).Draw(w.t, "staleFire") == 2)
 	case a == "step" && w.step != nil:
 		w.stepDone(w.genResult())
 	case a == "commit" && w.pending != nil:
@@ -148,11 +159,15 @@ func (w *world) feed() {
 	if w.deleted[c.Seq] {
 		return // deleted from the inbox: no cursor delivers it
 	}
-	dup, reason, target := w.dup(c), w.idleReason(), w.target(c)
+	dup := w.dup(c)
+	if !dup {
+		w.decide(c)
+	}
+	reason, target := w.idleReason(), w.target(c)
 	w.fed[c.Seq] = true
 	interrupt, was := w.interrupts(c) && !dup, w.cancelled
 	w.coverRefused(c, dup)
-	effs := w.handle(runtime.Received{Cmd: c})
+	effs := w.handle(runtime.Received{Cmd: c, Now: w.now})
 	w.require(!interrupt || w.cancelled, "%s %d did not reach the running step", c.Kind, c.Seq)
 	w.require(interrupt || w.cancelled == was, "%s %d (refused %q) cancelled the running step", c.Kind, c.Seq, c.Refused)
 	got := len(effs) > 0 && isHandoff(effs[0])
@@ -182,7 +197,9 @@ func (w *world) coverRefused(c runtime.Command, dup bool) {
 
 func isHandoff(e runtime.Effect) bool { _, ok := e.(runtime.Handoff); return ok }
 
-// interrupts reports whether c must cancel the running step at once.
+// interrupts reports whether c must cancel the running step at once:
+// cancel, reset, the armed timer's timeout, and an interrupt or rollback
+// delivery of the live turn's caller.
 func (w *world) interrupts(c runtime.Command) bool {
 	v := w.view()
 	switch {
@@ -190,15 +207,23 @@ func (w *world) interrupts(c runtime.Command) bool {
 		return false
 	case c.Kind == runtime.KindCancel || c.Kind == runtime.KindReset:
 		return true
+	case c.Kind == runtime.KindDeliver:
+		return w.interrupting(c)
 	}
 	return c.Kind == runtime.KindTimeout && v.Timer != nil && v.Timer.ID == c.TimerID
 }
 
+// stepDone finishes the running step with r. The boundary it runs folds
+// r into the commit it forms at once, or discards it (cancelled), and
+// adds what foldUsage says to the session's usage.
 func (w *world) stepDone(r runtime.StepResult) {
 	in := w.step.Input
 	w.aborted[in.Key()] = w.cancelled
+	u := w.foldUsage(r, w.cancelled)
+	w.nextFold = &u
 	w.step = nil
 	w.handle(runtime.StepDone{TurnID: in.TurnID, Step: in.Step, Result: r})
+	w.require(w.nextFold == nil, "the finished step %s formed no commit", in.Key())
 }
 
 // commitDone lands the commit (ok, or an uncertain write resolved as
@@ -211,8 +236,9 @@ func (w *world) commitDone(dice int) {
 	case dice < 70 || dice >= 76:
 		c := *w.pending
 		w.checkCommit(w.committed, c)
+		prev := w.committed
 		w.committed, w.pending, w.uncertain = c.Snapshot, nil, false
-		w.handle(runtime.CommitDone{Outcome: runtime.CommitOK})
+		w.checkArmed(prev, c.Snapshot, w.handle(runtime.CommitDone{Outcome: runtime.CommitOK}))
 	default:
 		coverage.add("conflict")
 		w.pending = nil
@@ -255,13 +281,15 @@ func (w *world) drain() {
 		w.checkIdle()
 	}
 	w.require(w.pending == nil && w.step == nil && w.handoff == nil, "drain did not settle")
+	w.checkOutcomes()
 	if w.committed.Ended != "" {
 		return
 	}
 	for _, c := range w.stream {
 		if !w.isDup(c) {
 			w.require(w.done(w.committed, c.Seq), "command %d (%s) never processed", c.Seq, c.Kind)
-			w.require(declined(c) || w.applied[c.ID] == 1, "command %d applied %d times", c.Seq, w.applied[c.ID])
+			applied := w.outcomes[c.Seq] == runtime.EventCommandApplied
+			w.require(declined(c) || !applied || w.applied[c.ID] == 1, "command %d applied %d times", c.Seq, w.applied[c.ID])
 			w.require(c.Refused == "" || c.Rejected != "" || w.refused[c.ID] == 1, "refused command %d recorded %d times", c.Seq, w.refused[c.ID])
 		}
 	}
@@ -280,6 +308,8 @@ func (w *world) drainOne() bool {
 		return false
 	case w.cursor < len(w.stream):
 		w.feed()
+	case w.dtimer != nil: // the debounce window's timer fires
+		w.fire(false)
 	case v.Waits.Input != nil:
 		w.accept(w.command(runtime.KindInputResponse, func(c *runtime.Command) { c.RequestID = v.Waits.Input.RequestID }))
 	case v.Waits.Auth != nil:

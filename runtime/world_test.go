@@ -3,9 +3,11 @@ package runtime_test
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/baton-rt/baton/runtime"
@@ -50,11 +52,36 @@ type world struct {
 	landed    int      // commits landed in this run
 	lastNew   int      // commands the last landed commit processed
 	mustDrop  []uint64 // reported before the pending commit formed
+
+	// Busy modes (busy_property_test.go). This run's receipt decisions:
+	modes       map[uint64]string // each fed delivery's effective mode
+	binds       map[uint64]string // interrupts and rollbacks → the turn they act on
+	refusedBusy map[uint64]bool   // reject-mode deliveries refused busy
+	supBy       map[uint64]uint64 // queued deliveries a latest one superseded → its seq
+	// The scheduler's one debounce schedule (a new arm replaces it), and
+	// every debounce timer ID armed so far (for stale fires).
+	dtimer    *runtime.Timer
+	dtimerIDs []string
+	// Across runs, from landed commits only:
+	outcomes map[uint64]string    // stream sequence → its terminal outcome event
+	lastFIFO uint64               // the last command applied through the FIFO
+	skipped  map[string]bool      // step keys committed as step.interrupted
+	starts   map[string]turnStart // turn → what it found when it started
+	// Usage: what folding the finished step adds (set by stepDone until
+	// its commit forms) and what the pending commit must add.
+	nextFold *runtime.Usage
+	foldAdds runtime.Usage
+	// trace holds the last inputs and effects, formatted on a failure.
+	trace  [traceLen]any
+	traced int
 }
+
+const traceLen = 60
 
 func newWorld(t *rapid.T, broken func(*runtime.Machine)) *world {
 	w := &world{t: t, broken: broken, now: epoch, firstSeq: map[string]uint64{},
-		applied: map[string]int{}, refused: map[string]int{}, steps: map[string]bool{}, deleted: map[uint64]bool{}}
+		applied: map[string]int{}, refused: map[string]int{}, steps: map[string]bool{}, deleted: map[uint64]bool{},
+		outcomes: map[uint64]string{}, skipped: map[string]bool{}, starts: map[string]turnStart{}}
 	w.cfg = runtime.Config{SessionID: "s", Deployment: "A", EventKinds: []string{"x.custom"},
 		MaxAppliedAbove: rapid.SampledFrom([]int{2, 8, 0}).Draw(t, "maxAbove")}
 	if rapid.Bool().Draw(t, "timeout") {
@@ -70,6 +97,7 @@ func newWorld(t *rapid.T, broken func(*runtime.Machine)) *world {
 	if rapid.Bool().Draw(t, "retries") {
 		w.cfg.Retry = runtime.RetryPolicy{Retries: rapid.IntRange(0, 2).Draw(t, "retryN"), Backoff: []time.Duration{time.Second}}
 	}
+	w.cfg.MaxDebounce = rapid.SampledFrom([]time.Duration{0, 3 * time.Second}).Draw(t, "maxDebounce")
 	w.boot(runtime.BootNew)
 	return w
 }
@@ -92,6 +120,8 @@ func (w *world) bootWith(b runtime.Boot) {
 	w.m, w.pending, w.uncertain, w.step, w.cancelled, w.handoff = m, nil, false, nil, false, nil
 	w.fed, w.triggers, w.wantSkip = map[uint64]bool{}, map[uint64]string{}, map[uint64]string{}
 	w.aborted, w.retried = map[string]bool{}, map[string]int{}
+	w.modes, w.refusedBusy, w.supBy, w.binds = map[uint64]string{}, map[uint64]bool{}, map[uint64]uint64{}, map[uint64]string{}
+	w.nextFold, w.foldAdds = nil, runtime.Usage{}
 	w.reported, w.forgets = nil, runtime.Forgotten{}
 	w.kept, w.landed, w.lastNew = false, 0, 0
 	w.cursor = 0
@@ -105,11 +135,13 @@ func (w *world) bootWith(b runtime.Boot) {
 
 // handle feeds one input and performs the effects like a driver.
 func (w *world) handle(in runtime.Input) []runtime.Effect {
+	w.record(in)
 	effs, err := w.m.Handle(in)
 	if err != nil {
 		w.t.Fatalf("Handle(%T): %v", in, err)
 	}
 	for _, e := range effs {
+		w.record(e)
 		w.perform(e)
 	}
 	if f := w.forgets; len(f.Seqs)+len(f.Kept) > 0 {
@@ -164,6 +196,10 @@ func (w *world) perform(e runtime.Effect) {
 	case runtime.ResolveCommit:
 		w.require(w.pending != nil, "ResolveCommit without commit")
 		w.uncertain = true
+	case runtime.ArmTimer:
+		if e.Debounce {
+			w.onArmWindow(e.Timer)
+		}
 	}
 }
 
@@ -171,6 +207,10 @@ func (w *world) onCommit(c runtime.Commit) {
 	w.require(w.pending == nil && w.step == nil && w.handoff == nil, "commit while something is in flight")
 	w.pending, w.fedAt = &c, maps.Clone(w.fed)
 	w.mustDrop = slices.Clone(w.reported)
+	w.foldAdds = runtime.Usage{}
+	if w.nextFold != nil { // the commit of the boundary that folds the finished step
+		w.foldAdds, w.nextFold = *w.nextFold, nil
+	}
 }
 
 // onPublish checks that only committed events are published, contiguously
@@ -200,14 +240,56 @@ func (w *world) onRunStep(r runtime.RunStep) {
 	w.require(r.Input.TurnID == t.ID && r.Input.Step == t.Steps+1, "step %s is not the next step", r.Input.Key())
 	w.require(len(r.Input.Inputs) == len(t.Inputs), "step inputs differ from committed inputs")
 	w.require(!w.steps[r.Input.Key()], "committed step %s runs again", r.Input.Key())
+	w.require(!w.skipped[r.Input.Key()], "interrupted step %s: its key runs again", r.Input.Key())
 	w.step, w.cancelled = &r, false
 }
 
 func (w *world) require(ok bool, format string, args ...any) {
 	if !ok {
 		w.t.Helper()
-		w.t.Fatalf(format, args...)
+		w.t.Fatalf(format+"\n%s", append(args, w.traceText())...)
 	}
+}
+
+func (w *world) record(x any) {
+	w.trace[w.traced%traceLen] = x
+	w.traced++
+}
+
+// traceText formats the trace: the last inputs and effects, oldest first.
+func (w *world) traceText() string {
+	var b strings.Builder
+	b.WriteString("last inputs (>) and effects (<), oldest first:\n")
+	for i := max(0, w.traced-traceLen); i < w.traced; i++ {
+		switch x := w.trace[i%traceLen].(type) {
+		case runtime.Received:
+			c := x.Cmd
+			fmt.Fprintf(&b, "> recv %d %s %s mode=%q caller=%q dep=%s timer=%q refused=%q rejected=%q\n",
+				c.Seq, c.ID, c.Kind, c.Mode, c.Caller, c.Deployment, c.TimerID, c.Refused, c.Rejected)
+		case runtime.StepDone:
+			fmt.Fprintf(&b, "> step done %s/%d %s err=%q usage=%+v\n", x.TurnID, x.Step, x.Result.Outcome, x.Result.Error, x.Result.Usage)
+		case runtime.Commit:
+			fmt.Fprintf(&b, "< commit %s#%d next=%d turn=%s debounce=%v usage=%+v\n", x.Snapshot.Writer.RunID, x.Snapshot.Writer.Write,
+				x.Snapshot.Applied.Next, turnText(x.Snapshot.Turn), x.Snapshot.Debounce != nil, x.Snapshot.Usage)
+			for _, e := range x.Snapshot.Outbox {
+				fmt.Fprintf(&b, "    %d %s %s\n", e.Seq, e.Kind, e.Data)
+			}
+		case runtime.RunStep:
+			fmt.Fprintf(&b, "< run %s inputs=%d\n", x.Input.Key(), len(x.Input.Inputs))
+		default:
+			fmt.Fprintf(&b, "%s %T %+v\n", map[bool]string{true: ">", false: "<"}[isInput(x)], x, x)
+		}
+	}
+	return b.String()
+}
+
+func isInput(x any) bool { _, ok := x.(runtime.Input); return ok }
+
+func turnText(t *runtime.Turn) string {
+	if t == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s(caller=%q steps=%d open=%v inputs=%d)", t.ID, t.Caller, t.Steps, t.Open, len(t.Inputs))
 }
 
 // view is the machine's working state as the world knows it.
@@ -234,6 +316,19 @@ func (w *world) queued() bool {
 	return false
 }
 
+// inQueue is the machine's queue as the world knows it: the fed commands,
+// not duplicates, it has not processed yet, in sequence order.
+func (w *world) inQueue() []runtime.Command {
+	v := w.view()
+	var q []runtime.Command
+	for _, c := range w.unprocessed(v) {
+		if w.fed[c.Seq] && w.firstSeq[c.ID] == c.Seq && !w.done(v, c.Seq) {
+			q = append(q, c)
+		}
+	}
+	return q
+}
+
 // unprocessed is the stream from the first command at or above v's
 // Applied.Next: everything before it is processed.
 func (w *world) unprocessed(v runtime.Snapshot) []runtime.Command {
@@ -258,7 +353,7 @@ func (w *world) idleReason() string {
 		return runtime.SkipTask
 	case w.queued():
 		return runtime.SkipQueued
-	case w.step != nil || w.pending != nil || w.handoff != nil || v.Turn != nil:
+	case w.step != nil || w.pending != nil || w.handoff != nil || v.Turn != nil || v.Debounce != nil:
 		return runtime.SkipBusy
 	}
 	return ""
@@ -268,7 +363,7 @@ func (w *world) idleReason() string {
 func (w *world) target(c runtime.Command) string {
 	t := ""
 	switch {
-	case declined(c):
+	case declined(c) || w.refusedBusy[c.Seq]: // a busy reject is refused before the handoff decision
 	case c.Kind == runtime.KindDeliver:
 		t = c.Deployment
 	case c.Kind == runtime.KindMove:
