@@ -44,6 +44,9 @@ func (m *Machine) busyMode(c *Command) {
 			c.DebounceMs = m.snap.DefaultDebounceMs
 		}
 	}
+	if !wire.LegacyMode(c.Mode) {
+		m.snap.BusyModes = true
+	}
 	switch c.Mode {
 	case ModeReject:
 		if m.busyFor(c) {
@@ -280,6 +283,7 @@ func (m *Machine) closeWindow() {
 
 // configure sets the session's default mode (configure command).
 func (m *Machine) configure(c Command) {
+	m.snap.BusyModes = true
 	m.snap.DefaultMode, m.snap.DefaultDebounceMs = c.DefaultMode, 0
 	if c.DefaultMode == ModeQueue {
 		m.snap.DefaultMode = ""

@@ -53,6 +53,12 @@ type Snapshot struct {
 	DefaultMode       string  `json:"defaultMode,omitempty"`
 	DefaultDebounceMs int64   `json:"defaultDebounceMs,omitempty"`
 	Debounce          *Window `json:"debounce,omitempty"`
+	// BusyModes marks a session that used a busy mode (a delivery of
+	// another mode than queue and steer, or a configure): from then on
+	// the driver keeps its live turn's Before and Calls in the checkpoint
+	// (state version 9). Before it, they live in the machine only, so a
+	// session that never used one keeps checkpoints an older build reads.
+	BusyModes bool `json:"busyModes,omitempty"`
 }
 
 // Window is an open debounce window: the debounced deliveries gathered so

@@ -127,6 +127,12 @@ type Checkpoint struct {
 	DefaultMode       string          `json:"defaultMode,omitempty" jsonschema:"enum=queue,enum=steer,enum=reject,enum=interrupt,enum=rollback,enum=debounce,enum=latest"`
 	DefaultDebounceMs int64           `json:"defaultDebounceMs,omitempty" jsonschema:"minimum=250,maximum=600000"`
 	Debounce          *DebounceWindow `json:"debounce,omitempty"`
+	// BusyModes marks a session that used a busy mode (a delivery of
+	// another mode than queue and steer, or a configure command): from
+	// then on its live turn's Before and Calls are kept (state version 9).
+	// A session that never did keeps checkpoints an older build reads,
+	// mid-turn too.
+	BusyModes bool `json:"busyModes,omitempty"`
 
 	// Started is set by the first commit (session.started recorded); Ended
 	// names the end reason once finalized: done, expired, failed, closed

@@ -24,6 +24,8 @@ func (c *Checkpoint) usesBusy() bool { return c.busyContent() != "" }
 // none).
 func (c *Checkpoint) busyContent() string {
 	switch {
+	case c.BusyModes:
+		return "busyModes"
 	case c.DefaultMode != "":
 		return "defaultMode"
 	case c.DefaultDebounceMs != 0:

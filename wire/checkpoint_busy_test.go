@@ -30,7 +30,7 @@ func stepInterrupted(step string) HistoryEntry {
 // step the interrupt aborted.
 func fullCheckpointV9() Checkpoint {
 	c := fullCheckpoint()
-	c.DefaultMode, c.DefaultDebounceMs = ModeDebounce, 2000
+	c.DefaultMode, c.DefaultDebounceMs, c.BusyModes = ModeDebounce, 2000, true
 	opened := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("x", 3600))
 	c.Debounce = &DebounceWindow{OpenedAt: opened, Until: opened.Add(2 * time.Second), TimerID: "debounce-c20", Inputs: busyInputs()}
 	c.History = append(c.History, stepInterrupted("2"))
@@ -72,7 +72,7 @@ func TestCheckpointV9Fixture(t *testing.T) {
 
 // withoutBusy is c without any content of state version 9.
 func withoutBusy(c Checkpoint) Checkpoint {
-	c.DefaultMode, c.DefaultDebounceMs, c.Debounce = "", 0, nil
+	c.DefaultMode, c.DefaultDebounceMs, c.Debounce, c.BusyModes = "", 0, nil, false
 	c.Turn.Before, c.Turn.Calls = nil, nil
 	var inputs []TurnInput
 	for _, in := range c.Turn.Inputs {
@@ -126,6 +126,7 @@ func TestBusyLowestVersion(t *testing.T) {
 	}
 	v9 := fullCheckpointV9()
 	for name, change := range map[string]func(*Checkpoint){
+		"busy modes used":    func(c *Checkpoint) { c.BusyModes = true },
 		"default mode":       func(c *Checkpoint) { c.DefaultMode = ModeLatest },
 		"default mode queue": func(c *Checkpoint) { c.DefaultMode = ModeQueue },
 		"default debounce":   func(c *Checkpoint) { c.DefaultMode, c.DefaultDebounceMs = ModeDebounce, 2000 },

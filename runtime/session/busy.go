@@ -14,7 +14,7 @@ import (
 
 // toWireBusy sets cp's busy-mode members from snap.
 func toWireBusy(cp *wire.Checkpoint, snap runtime.Snapshot) {
-	cp.DefaultMode, cp.DefaultDebounceMs = snap.DefaultMode, snap.DefaultDebounceMs
+	cp.DefaultMode, cp.DefaultDebounceMs, cp.BusyModes = snap.DefaultMode, snap.DefaultDebounceMs, snap.BusyModes
 	if w := snap.Debounce; w != nil {
 		dw := &wire.DebounceWindow{OpenedAt: w.OpenedAt.UTC(), Until: w.Until.UTC(), TimerID: w.TimerID}
 		for _, in := range w.Inputs { // a copy: blobStore.externalise edits the checkpoint's
@@ -22,7 +22,7 @@ func toWireBusy(cp *wire.Checkpoint, snap runtime.Snapshot) {
 		}
 		cp.Debounce = dw
 	}
-	if t := snap.Turn; t != nil {
+	if t := snap.Turn; t != nil && snap.BusyModes { // see runtime.Snapshot.BusyModes
 		if b := t.Before; b != nil {
 			cp.Turn.Before = &wire.TurnBefore{State: b.State, HistoryLen: b.HistoryLen}
 		}
@@ -33,7 +33,7 @@ func toWireBusy(cp *wire.Checkpoint, snap runtime.Snapshot) {
 // fromWireBusy sets snap's busy-mode members from cp (out-of-line content
 // is read by blobStore.hydrateBusy).
 func fromWireBusy(snap *runtime.Snapshot, cp wire.Checkpoint) {
-	snap.DefaultMode, snap.DefaultDebounceMs = cp.DefaultMode, cp.DefaultDebounceMs
+	snap.DefaultMode, snap.DefaultDebounceMs, snap.BusyModes = cp.DefaultMode, cp.DefaultDebounceMs, cp.BusyModes
 	if w := cp.Debounce; w != nil {
 		rw := &runtime.Window{OpenedAt: w.OpenedAt, Until: w.Until, TimerID: w.TimerID}
 		for _, in := range w.Inputs {
