@@ -12,6 +12,7 @@ import (
 	"github.com/baton-rt/baton/kv"
 	"github.com/baton-rt/baton/protocol"
 	"github.com/baton-rt/baton/record"
+	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
@@ -173,12 +174,12 @@ func (s *Server) deletable(ctx context.Context, a *attached, id string, force bo
 	case cur.Record.IsDeleted():
 		return record.Session{}, deletedErr(id)
 	}
-	if cp, err := wire.DecodeCheckpoint(cur.Record.Checkpoint); err == nil && cp.Parent != nil {
-		p, err := a.store.LeaderSession(ctx, cp.Parent.SessionID)
+	if parent := s.parentOf(ctx, cur.Record); parent != "" {
+		p, err := a.store.LeaderSession(ctx, parent)
 		switch {
 		case err == nil && p.Record.State != record.StateEnded:
 			return record.Session{}, &Error{Err: ErrConflict, Detail: CodeChildOfLiveParent,
-				Message: "session " + id + " is a child of session " + cp.Parent.SessionID + ", which has not ended: end or delete the parent"}
+				Message: "session " + id + " is a child of session " + parent + ", which has not ended: end or delete the parent"}
 		case err != nil && !errors.Is(err, record.ErrNotFound):
 			return record.Session{}, fail(ErrUnavailable, "read the parent of session %s: %v", id, err)
 		}
@@ -245,4 +246,31 @@ func (s *Server) awaitDelete(ctx context.Context, id string) (protocol.FinishRep
 // deletedErr is 410 deleted.
 func deletedErr(id string) *Error {
 	return &Error{Err: ErrGone, Detail: CodeDeleted, Message: "session " + id + " was deleted"}
+}
+
+// parentOf is the parent session of rec's session ("" for none): its
+// checkpoint's, or, for a child whose first command (the parent's
+// delivery) is not applied yet, the parentSessionId of the first command
+// in its inbox — so a child just created is never deleted alone.
+func (s *Server) parentOf(ctx context.Context, rec record.SessionRecord) string {
+	cp, err := wire.DecodeCheckpoint(rec.Checkpoint)
+	switch {
+	case err != nil:
+		return ""
+	case cp.Parent != nil:
+		return cp.Parent.SessionID
+	case cp.Turn.Count > 0:
+		return "" // a child's first turn is its parent's delivery, which records the parent
+	}
+	m, err := kv.NewStream(s.cfg.JS, s.cfg.Names.InboxStream()).Next(ctx, s.cfg.Names.Inbox(subjects.StableToken(rec.SessionID)), max(cp.Applied.Low, 1))
+	if err != nil {
+		return ""
+	}
+	var first struct {
+		ParentSessionID string `json:"parentSessionId"`
+	}
+	if json.Unmarshal(m.Data, &first) != nil {
+		return ""
+	}
+	return first.ParentSessionID
 }

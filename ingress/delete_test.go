@@ -362,3 +362,28 @@ func TestDeletedAliasNew(t *testing.T) {
 	gone.deleteSession(id, "?force=true")
 	checkError(t, gone, http.MethodPost, "/v1/deliveries", `{"alias":"del.gone","text":"again"}`, testToken, http.StatusGone, "gone")
 }
+
+// TestDeleteChildBeforeItsFirstTurn: a child whose parent's delivery is
+// still in its inbox (its checkpoint does not name the parent yet) is a
+// child all the same: 409 child_of_live_parent, forced too.
+func TestDeleteChildBeforeItsFirstTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stop := e.owner("v1", "p1")
+	parent := e.create(`{"alias":"del.early.parent"}`).SessionID
+	child := e.create(`{"alias":"del.early.child"}`).SessionID
+	stop() // the child's first command stays unapplied
+	cmd := harness.Deliver("from the parent")
+	cmd.ID, cmd.AcceptedDeploymentID, cmd.AcceptedAt = "p1/t1/kid", "v1", time.Now()
+	cmd.ParentSessionID, cmd.Handle, cmd.Depth = parent, "kid", 1
+	data, err := wire.Encode(wire.Current(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.JS.Publish(t.Context(), e.Names.Inbox(subjects.StableToken(child)), data); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"", "?force=true"} {
+		checkError(t, e, http.MethodDelete, "/v1/sessions/"+child+q, ``, testToken, http.StatusConflict, ingress.CodeChildOfLiveParent)
+	}
+}
