@@ -167,10 +167,8 @@ func (s *Server) DeleteSession(ctx context.Context, req DeleteRequest) (DeleteRe
 func (s *Server) deletable(ctx context.Context, a *attached, id string, force bool) (record.Session, error) {
 	cur, err := a.store.LeaderSession(ctx, id)
 	switch {
-	case errors.Is(err, record.ErrNotFound):
-		return record.Session{}, fail(ErrNotFound, "no session %s", id)
 	case err != nil:
-		return record.Session{}, fail(ErrUnavailable, "read session %s: %v", id, err)
+		return record.Session{}, sessionReadErr(id, err)
 	case cur.Record.IsDeleted():
 		return record.Session{}, deletedErr(id)
 	}

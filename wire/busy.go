@@ -113,6 +113,13 @@ const EntryStepInterrupted = "step_interrupted"
 // RejectBusy: a reject-mode delivery that found the session busy.
 const RejectBusy = "busy"
 
+// TerminalKinds are the event kinds that end a command, exactly one per
+// accepted command: command.applied, command.rejected, command.superseded
+// and wire.rejected (undecodable).
+func TerminalKinds() []string {
+	return []string{EventCommandApplied, EventCommandRejected, EventCommandSuperseded, EventWireRejected}
+}
+
 // command.superseded and turn.rolled_back.
 const (
 	EventCommandSuperseded = "command.superseded"

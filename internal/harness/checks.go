@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/baton-rt/baton/wire"
 )
@@ -66,8 +67,7 @@ func ByID(applied []wire.CommandApplied) map[string]uint64 {
 func TerminalOutcomes(evs []wire.Event) map[string][]string {
 	out := map[string][]string{}
 	for _, ev := range evs {
-		switch ev.Kind {
-		case wire.EventCommandApplied, wire.EventCommandRejected, wire.EventCommandSuperseded, wire.EventWireRejected:
+		if slices.Contains(wire.TerminalKinds(), ev.Kind) {
 			var d struct {
 				CommandID string `json:"commandId"`
 			}
