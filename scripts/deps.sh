@@ -36,6 +36,8 @@ check ./record "^$mod/(subjects|wire)\$"
 check ./kv "^$mod/(subjects|wire|record|internal/stages)\$"
 check ./handoff "^$mod/(record|subjects|protocol|internal/failpoint)\$"
 check ./protocol "^$mod/(wire|subjects)\$"
+# the API description (docs/openapi.yaml, embedded): a leaf
+check ./docs '^$'
 # failpoints: a leaf the owner side names its fault points in
 check ./internal/failpoint '^$'
 # the delivery's stage marks (make bench's breakdown, -tags batonstages): a leaf
