@@ -22,7 +22,11 @@ import (
 // on baton.ingress.<op> in the queue group "baton-ingress" — deprecated,
 // kept for one release.
 // Request and answer bodies are the HTTP ones; operations on one session
-// carry its ID in the body ({"sessionId", ...}). A refusal carries the
+// carry its ID in the body ({"sessionId", ...}). Two operations exist
+// only on NATS: events (pages of a session's events, long-polled) and
+// blob (out-of-line content by digest) — natsevents.go, natsblob.go. Each
+// endpoint's metadata carries its request, response and error JSON
+// Schemas from docs/openapi.yaml (microschema.go). A refusal carries the
 // headers Nats-Service-Error-Code (the HTTP status, e.g. "404") and
 // Nats-Service-Error (the message), and the same JSON error body
 // {"error":{"code","message"}}. Authorization is NATS's: see docs/api.md
@@ -58,7 +62,7 @@ func (ss Services) Stop() error {
 const Version = "1.0.0"
 
 // Operations lists the micro endpoints, in order.
-var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "end", "delete", "status", "command"}
+var Operations = []string{"create", "deliver", "cancel", "reset", "clear", "compact", "input", "authorize", "tag", "end", "delete", "status", "command", "events", "blob"}
 
 // RuntimeOnlyOperations are the endpoints (baton.ingress.<kind>) of the
 // runtime-internal command kinds: each answers every request 400
@@ -116,9 +120,12 @@ func (s *Server) service(ctx context.Context, name, description string, subject 
 	}
 	for _, op := range append(slices.Clone(Operations), RuntimeOnlyOperations...) {
 		h := s.microOp(op)
-		err := svc.AddEndpoint(strings.ReplaceAll(op, ".", "-"), micro.ContextHandler(ctx, func(ctx context.Context, req micro.Request) {
-			s.serveMicro(ctx, op, req, h)
-		}), micro.WithEndpointSubject(subject(op)), micro.WithEndpointQueueGroup(name))
+		md, err := schemaMetadata(op)
+		if err == nil {
+			err = svc.AddEndpoint(strings.ReplaceAll(op, ".", "-"), micro.ContextHandler(ctx, func(ctx context.Context, req micro.Request) {
+				s.serveMicro(ctx, op, req, h)
+			}), micro.WithEndpointSubject(subject(op)), micro.WithEndpointQueueGroup(name), micro.WithEndpointMetadata(md))
+		}
 		if err != nil {
 			_ = svc.Stop()
 			return nil, err
@@ -185,11 +192,30 @@ func (s *Server) microOp(op string) microHandler {
 		}
 	case "status":
 		return func(ctx context.Context, b []byte) (any, error) {
-			id, err := ParseStatus(b, lim)
+			r, err := ParseStatusRequest(b)
 			if err != nil {
 				return nil, err
 			}
-			return s.Status(ctx, id)
+			if r.Alias != "" {
+				return s.StatusByAlias(ctx, r.Alias)
+			}
+			return s.Status(ctx, r.SessionID)
+		}
+	case "events":
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := ParseEventsRequest(b)
+			if err != nil {
+				return nil, err
+			}
+			return s.Events(ctx, r)
+		}
+	case "blob":
+		return func(ctx context.Context, b []byte) (any, error) {
+			r, err := ParseBlobRequest(b)
+			if err != nil {
+				return nil, err
+			}
+			return s.Blob(ctx, r)
 		}
 	case "command":
 		return func(ctx context.Context, b []byte) (any, error) {
@@ -249,7 +275,7 @@ func (s *Server) adminService(ctx context.Context) (micro.Service, error) {
 		if err == nil {
 			var list SessionList
 			if list, err = s.ListSessions(ctx, lr); err == nil {
-				b, err = list.Bounded(s.replyBound())
+				b, err = list.Bounded(s.replyBound(MaxAdminReplyBytes))
 			}
 		}
 		if err == nil {
@@ -262,8 +288,12 @@ func (s *Server) adminService(ctx context.Context) (micro.Service, error) {
 		}
 		s.met.requests.WithLabelValues("nats", "admin.sessions", strconv.Itoa(status)).Inc()
 	}
-	if err := svc.AddEndpoint("sessions", micro.ContextHandler(ctx, h), micro.WithEndpointSubject(s.cfg.Names.Admin("sessions")),
-		micro.WithEndpointQueueGroup(s.cfg.Names.AdminQueueGroup())); err != nil {
+	md, err := schemaMetadata("admin.sessions")
+	if err == nil {
+		err = svc.AddEndpoint("sessions", micro.ContextHandler(ctx, h), micro.WithEndpointSubject(s.cfg.Names.Admin("sessions")),
+			micro.WithEndpointQueueGroup(s.cfg.Names.AdminQueueGroup()), micro.WithEndpointMetadata(md))
+	}
+	if err != nil {
 		_ = svc.Stop()
 		return nil, err
 	}
@@ -274,8 +304,10 @@ func (s *Server) adminService(ctx context.Context) (micro.Service, error) {
 // server's maximum payload is smaller).
 const MaxAdminReplyBytes = 512 << 10
 
-func (s *Server) replyBound() int {
-	bound := MaxAdminReplyBytes
+// replyBound is the largest reply over NATS: max, less when the server's
+// maximum payload is smaller.
+func (s *Server) replyBound(max int) int {
+	bound := max
 	if mp := int(s.cfg.NC.MaxPayload()); mp > 0 {
 		bound = min(bound, mp-4096)
 	}

@@ -108,6 +108,7 @@ func req(t *testing.T, e *env, op, body string, v any) {
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		t.Fatalf("%s %s: error %s %s", op, body, code, msg.Data)
 	}
+	checkExchange(t, e, ingress.ServiceName, e.Names.Ingress(op), []byte(body), msg.Data, false)
 	if err := json.Unmarshal(msg.Data, v); err != nil {
 		t.Fatalf("%s: %v: %s", op, err, msg.Data)
 	}
@@ -121,6 +122,7 @@ func microError(t *testing.T, e *env, op, body, status, code string) {
 	}
 	var eb ingress.ErrorBody
 	_ = json.Unmarshal(msg.Data, &eb)
+	checkExchange(t, e, ingress.ServiceName, e.Names.Ingress(op), []byte(body), msg.Data, true)
 	if msg.Header.Get(micro.ErrorCodeHeader) != status || msg.Header.Get(micro.ErrorHeader) == "" || eb.Error.Code != code {
 		t.Fatalf("%s %s: headers %v body %s, want %s %s", op, body, msg.Header, msg.Data, status, code)
 	}

@@ -63,25 +63,32 @@ func newRefs(obs jetstream.ObjectStore, log *slog.Logger, met *metrics, now func
 type view struct {
 	refs      *refs
 	sessionID string
+	// inlineMax is the largest out-of-line content inlined (0:
+	// MaxInlineOutput); larger content is served with its ref.
+	inlineMax int64
 }
 
 // envelope returns the envelope to serve for ev.
 func (v view) envelope(ctx context.Context, ev event) []byte {
+	limit := v.inlineMax
+	if limit <= 0 {
+		limit = MaxInlineOutput
+	}
 	switch ev.kind {
 	case wire.EventMessageOutput:
-		return v.refs.inline(ctx, v.sessionID, ev.data)
+		return v.refs.inline(ctx, v.sessionID, ev.data, limit)
 	case wire.EventTaskCompleted:
-		return v.refs.inlineResult(ctx, v.sessionID, ev.data)
+		return v.refs.inlineResult(ctx, v.sessionID, ev.data, limit)
 	}
 	return ev.data
 }
 
 // inlineResult returns a task.completed envelope with its resultRef
 // resolved (the result as "result", JSON), or the envelope unchanged if it
-// has none or it does not resolve to JSON.
-func (r *refs) inlineResult(ctx context.Context, sessionID string, envelope []byte) []byte {
+// has none, it is larger than limit or it does not resolve to JSON.
+func (r *refs) inlineResult(ctx context.Context, sessionID string, envelope []byte, limit int64) []byte {
 	out, ok := parseRef(envelope, "resultRef")
-	if !ok || out.ref.Size > MaxInlineOutput {
+	if !ok || out.ref.Size > limit {
 		return envelope
 	}
 	name := wire.BlobName(sessionID, out.ref)
@@ -99,10 +106,11 @@ func (r *refs) inlineResult(ctx context.Context, sessionID string, envelope []by
 }
 
 // inline returns a message.output envelope with its ref resolved, or the
-// envelope unchanged if it has no ref or the ref does not resolve.
-func (r *refs) inline(ctx context.Context, sessionID string, envelope []byte) []byte {
+// envelope unchanged if it has no ref, the content is larger than limit or
+// the ref does not resolve.
+func (r *refs) inline(ctx context.Context, sessionID string, envelope []byte, limit int64) []byte {
 	out, ok := parseOutput(envelope)
-	if !ok || out.ref.Size > MaxInlineOutput {
+	if !ok || out.ref.Size > limit {
 		return envelope
 	}
 	name := wire.BlobName(sessionID, out.ref)

@@ -259,6 +259,30 @@ func ParseStatus(b []byte, lim Limits) (string, error) {
 	return r.SessionID, err
 }
 
+// StatusRequest is the NATS status body: {"sessionId"} or {"alias"} (the
+// session that holds the alias, as GET /v1/sessions?alias=…).
+type StatusRequest struct {
+	SessionID string
+	Alias     string
+}
+
+// ParseStatusRequest parses the NATS status body: exactly one of
+// sessionId and alias.
+func ParseStatusRequest(b []byte) (StatusRequest, error) {
+	var v struct {
+		SessionID *string `json:"sessionId"`
+		Alias     *string `json:"alias"`
+	}
+	if err := decodeStrict(b, &v, []string{"sessionId", "alias"}); err != nil {
+		return StatusRequest{}, bad("%v", err)
+	}
+	var e EventsRequest
+	if err := e.address(v.SessionID, v.Alias); err != nil {
+		return StatusRequest{}, err
+	}
+	return StatusRequest{SessionID: e.SessionID, Alias: e.Alias}, nil
+}
+
 // parseSessionOp parses the body of an operation on one session: the ID
 // comes from the path, or (pathID "") from the body's sessionId.
 func parseSessionOp(b []byte, pathID string, lim Limits, keys []string) (Request, body, error) {
