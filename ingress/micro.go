@@ -151,6 +151,9 @@ func (s *Server) microOp(op string) microHandler {
 	if slices.Contains(RuntimeOnlyOperations, op) {
 		return func(context.Context, []byte) (any, error) { return nil, runtimeOnly(wire.Kind(op)) }
 	}
+	if h := s.readOp(op); h != nil {
+		return h
+	}
 	switch op {
 	case "create":
 		return func(ctx context.Context, b []byte) (any, error) {
@@ -190,6 +193,14 @@ func (s *Server) microOp(op string) microHandler {
 			}
 			return s.DeleteSession(ctx, r)
 		}
+	}
+	return send(func(b []byte) (Request, error) { return ParseControl(b, wire.Kind(op), "", lim) })
+}
+
+// readOp is the handler of a read operation (status, command, events,
+// blob); nil for any other.
+func (s *Server) readOp(op string) microHandler {
+	switch op {
 	case "status":
 		return func(ctx context.Context, b []byte) (any, error) {
 			r, err := ParseStatusRequest(b)
@@ -226,7 +237,7 @@ func (s *Server) microOp(op string) microHandler {
 			return s.CommandOutcome(ctx, r)
 		}
 	}
-	return send(func(b []byte) (Request, error) { return ParseControl(b, wire.Kind(op), "", lim) })
+	return nil
 }
 
 func (s *Server) serveMicro(ctx context.Context, op string, req micro.Request, h microHandler) {
