@@ -543,6 +543,8 @@ var refused = map[string][][]byte{
 		j(`{"sessionId":"bad id"}`),
 		j(`{"sessionId":5}`),
 		j(`[]`),
+		j(`{"sessionId":$S,"force":null}`),
+		j(`{"SESSIONID":$S}`),
 	},
 	"NatsStatusRequest": {
 		j(`{"sessionId":$S,"alias":"a"}`),
@@ -563,6 +565,7 @@ var refused = map[string][][]byte{
 		j(`{"sessionId":$S,"seq":null}`),
 		j(`{"sessionId":$S,"seq":2,"x":1}`),
 		j(`{"sessionId":"bad id","seq":2}`),
+		j(`{"SessionId":$S,"Seq":3}`),
 	},
 	"NatsEventsRequest": {
 		j(`{}`),
@@ -652,13 +655,6 @@ var beyond = map[string][][]byte{
 var lenient = map[string][][]byte{
 	"DeliveryRequest": {
 		j(`{"alias":"a","payloads":[{"message":"x","context":[null]}]}`),
-	},
-	"NatsDeleteRequest": {
-		j(`{"sessionId":$S,"force":null}`),
-		j(`{"SESSIONID":$S}`),
-	},
-	"NatsCommandRequest": {
-		j(`{"SessionId":$S,"Seq":3}`),
 	},
 	"ListRequest": {
 		j(`{"tags":{"a":null}}`),

@@ -1,7 +1,6 @@
 package ingress
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,10 +75,8 @@ func (d DeleteResult) MarshalJSON() ([]byte, error) {
 // ParseDelete parses the NATS delete's body: {"sessionId", "force"}.
 func ParseDelete(b []byte) (DeleteRequest, error) {
 	var r DeleteRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return DeleteRequest{}, bad("the body is not {\"sessionId\",\"force\"}: %v", err)
+	if err := decodeStrict(b, &r, []string{"sessionId", "force"}); err != nil {
+		return DeleteRequest{}, bad("%v", err)
 	}
 	if r.SessionID == "" {
 		return DeleteRequest{}, bad("sessionId is required")

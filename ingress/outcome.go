@@ -1,7 +1,6 @@
 package ingress
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,13 +104,8 @@ func ParseCommandRequest(b []byte) (CommandRequest, error) {
 		SessionID *string          `json:"sessionId"`
 		Seq       *json.RawMessage `json:"seq"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return CommandRequest{}, bad("the body is not {\"sessionId\",\"seq\"}: %v", err)
-	}
-	if dec.More() {
-		return CommandRequest{}, bad("the body is not one JSON object")
+	if err := decodeStrict(b, &v, []string{"sessionId", "seq"}); err != nil {
+		return CommandRequest{}, bad("%v", err)
 	}
 	if v.SessionID == nil {
 		return CommandRequest{}, bad("sessionId is required")
