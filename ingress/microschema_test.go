@@ -112,3 +112,58 @@ func validate(t *testing.T, what string, s *valschema.Schema, b []byte) {
 		t.Fatalf("%s does not match its published schema: %v\n%s", what, err, b)
 	}
 }
+
+// nats micro info shows every endpoint's schemas: each endpoint of the
+// agent's service, of the deprecated one and of the admin service carries
+// a request, a response and an error schema that compile, dereferenced;
+// a runtime-only endpoint's answer is the error body.
+func TestMicroSchemas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, service := range []string{ingress.AgentServiceName("default"), ingress.ServiceName, ingress.AdminServiceName} {
+		msg, err := e.NC.Request("$SRV.INFO."+service, nil, 10*time.Second)
+		if err != nil {
+			t.Fatalf("$SRV.INFO.%s: %v", service, err)
+		}
+		var info micro.Info
+		if err := json.Unmarshal(msg.Data, &info); err != nil {
+			t.Fatal(err)
+		}
+		want := len(ingress.Operations) + len(ingress.RuntimeOnlyOperations)
+		if service == ingress.AdminServiceName {
+			want = len(ingress.AdminOperations)
+		}
+		if len(info.Endpoints) != want {
+			t.Fatalf("%s: %d endpoints, want %d", service, len(info.Endpoints), want)
+		}
+		for _, ep := range info.Endpoints {
+			md, what := ep.Metadata, service+" "+ep.Name
+			req := compileSchema(t, what+" request", md[ingress.MetaRequestSchema])
+			resp := compileSchema(t, what+" response", md[ingress.MetaResponseSchema])
+			errs := compileSchema(t, what+" error", md[ingress.MetaErrorSchema])
+			errBody := []byte(`{"error":{"code":"not_found","message":"no session x"}}`)
+			validate(t, what+" error", errs, errBody)
+			refuses(t, what+" error", errs, []byte(`{"error":5}`))
+			if strings.HasPrefix(ep.Name, "child") { // runtime-only: any body, always the error
+				validate(t, what+" request", req, []byte(`{"anything":[1]}`))
+				validate(t, what+" answer", resp, errBody)
+				refuses(t, what+" answer", resp, []byte(`{}`))
+				continue
+			}
+			refuses(t, what+" request", req, []byte(`{"noSuchMember":1}`))
+			refuses(t, what+" answer", resp, errBody)
+		}
+	}
+}
+
+// refuses checks that schema s refuses b.
+func refuses(t *testing.T, what string, s *valschema.Schema, b []byte) {
+	t.Helper()
+	v, err := valschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Validate(v) == nil {
+		t.Fatalf("%s: the published schema accepts %s", what, b)
+	}
+}
