@@ -192,3 +192,22 @@ func byCode(code protocol.Code) error {
 	}
 	return ErrUnavailable
 }
+
+// Codes of the browser support (docs/api.md, "Browsers: CORS and stream
+// tokens"). Each is the Detail of an *Error of the sentinel named.
+const (
+	// CodeCORSOriginRefused (403, ErrForbidden): a CORS preflight from an
+	// origin that is not one of Config.CORSOrigins (--cors-origin).
+	CodeCORSOriginRefused = "cors_origin_refused"
+	// CodeStreamTokensDisabled (404, ErrNotFound): POST
+	// /v1/sessions/{id}/stream-token on an ingress without stream token
+	// keys (--stream-token-key-file).
+	CodeStreamTokensDisabled = "stream_tokens_disabled"
+	// CodeTokenExpired (401, ErrUnauthorized): a ?token= on the events
+	// route whose expiry has passed; mint a new one.
+	CodeTokenExpired = "token_expired"
+	// CodeTokenInvalid (401, ErrUnauthorized): a ?token= on the events
+	// route that is malformed, tampered with, signed by a key this ingress
+	// does not hold, or minted for another session.
+	CodeTokenInvalid = "token_invalid"
+)

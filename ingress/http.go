@@ -14,7 +14,9 @@ import (
 
 // Handler returns the HTTP API of docs/api.md (see docs/api.md): every
 // /v1/ route, /healthz and /readyz. /metrics is the process's: it serves
-// the registry given as Config.Registerer (cmd/ingress does).
+// the registry given as Config.Registerer (cmd/ingress does). With
+// Config.CORSOrigins it answers CORS preflights (cors.go); every request
+// is logged at DEBUG (accesslog.go).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.route(mux, "POST /v1/sessions", s.user(s.httpCreate))
@@ -31,7 +33,8 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/sessions/{id}", s.user(s.httpStatus))
 	s.route(mux, "PATCH /v1/sessions/{id}", s.user(s.httpTag))
 	s.route(mux, "DELETE /v1/sessions/{id}", s.user(s.httpDelete))
-	s.route(mux, "GET /v1/sessions/{id}/events", s.user(s.events))
+	s.route(mux, "GET /v1/sessions/{id}/events", s.streamUser(s.events))
+	s.route(mux, "POST /v1/sessions/{id}/stream-token", s.user(s.httpStreamToken))
 	s.route(mux, "GET /v1/sessions/{id}/commands/{seq}", s.user(s.httpCommand))
 	s.adminRoutes(mux)
 	s.route(mux, "GET /v1/ingress", s.httpInfo)
@@ -47,7 +50,7 @@ func (s *Server) Handler() http.Handler {
 		return err
 	})
 	s.route(mux, "/", noRoute(mux, "route"))
-	return mux
+	return s.accessLog(s.withCORS(mux))
 }
 
 // noRoute answers a request no route took: 405 with an Allow header when

@@ -73,6 +73,18 @@ type Config struct {
 	// catches up from the stream instead.
 	HubRing     int
 	ClientQueue int
+	// CORSOrigins are the browser origins allowed to call the API
+	// (scheme://host[:port] exactly as a browser sends Origin, see
+	// CheckCORSOrigin; never "*"). None: no CORS at all (docs/api.md,
+	// "Browsers: CORS and stream tokens").
+	CORSOrigins []string
+	// StreamTokenKeys sign (the first) and verify (each) the stream tokens
+	// of the events route's ?token= (at most MaxStreamTokenKeys, each at
+	// least MinStreamTokenKeyBytes). None: stream tokens are disabled.
+	StreamTokenKeys [][]byte
+	// StreamTokenTTL is a stream token's lifetime (default
+	// DefaultStreamTokenTTL, at most MaxStreamTokenTTL).
+	StreamTokenTTL time.Duration
 	// Registerer receives the metrics (nil: a private registry).
 	Registerer prometheus.Registerer
 	Log        *slog.Logger
@@ -106,6 +118,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClientQueue <= 0 {
 		c.ClientQueue = DefaultClientQueue
+	}
+	if c.StreamTokenTTL <= 0 {
+		c.StreamTokenTTL = DefaultStreamTokenTTL
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -170,6 +185,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.EndedAlias != "" && cfg.EndedAlias != EndedAliasGone && cfg.EndedAlias != EndedAliasNew {
 		return nil, fmt.Errorf("ingress: ended alias %q: want %s or %s", cfg.EndedAlias, EndedAliasGone, EndedAliasNew)
+	}
+	if err := checkCORSOrigins(cfg.CORSOrigins); err != nil {
+		return nil, err
+	}
+	if err := checkStreamTokens(cfg.StreamTokenKeys, cfg.StreamTokenTTL); err != nil {
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	met, err := newMetrics(cfg.Registerer)

@@ -40,6 +40,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&cfg.FinishWait, "finish-wait", ingress.DefaultFinishWait, "how long the admin end or retry of a quarantined session waits for an owner to carry it out; then it answers 202 {\"pending\":true} and an owner finishes it when one runs")
 	fs.StringVar(&cfg.EndedAlias, "ended-alias", ingress.EndedAliasGone, "a delivery to the alias of an ended session: gone (410 gone) or new (a new session takes the alias over; the answer names the ended one as previousSessionId)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", ingress.DefaultMaxBodyBytes, "largest request body; larger is 413 too_large (capped below the server's max_payload)")
+	cfg.Browser.register(fs)
 	if err := app.ParseFlags(fs, args, about); err != nil {
 		return cfg, err
 	}
@@ -79,5 +80,50 @@ func parseFlags(args []string) (Config, error) {
 			return cfg, fmt.Errorf("%w: --admin-token-file: %w", app.ErrUsage, err)
 		}
 	}
-	return cfg, nil
+	return cfg, cfg.Browser.load()
+}
+
+// Browser is what lets browsers use the HTTP API (docs/api.md, "Browsers:
+// CORS and stream tokens").
+type Browser struct {
+	CORSOrigins        []string // --cors-origin, each checked when parsed
+	StreamTokenKeyFile string
+	StreamTokenTTL     time.Duration
+	StreamTokenKeys    [][]byte // read from StreamTokenKeyFile
+}
+
+func (b *Browser) register(fs *flag.FlagSet) {
+	fs.Var((*originsFlag)(&b.CORSOrigins), "cors-origin", "a browser `origin` allowed to call the HTTP API (CORS), exactly as browsers send it: scheme://host[:port], e.g. https://app.example.com; repeat the flag for several; none: no CORS")
+	fs.StringVar(&b.StreamTokenKeyFile, "stream-token-key-file", "", "file with the keys of the stream tokens (?token= on GET /v1/sessions/{id}/events, for EventSource): one or two keys, one per line, each at least 32 bytes; the first signs, both verify (rotation by restart); without it POST /v1/sessions/{id}/stream-token answers 404 stream_tokens_disabled")
+	fs.DurationVar(&b.StreamTokenTTL, "stream-token-ttl", ingress.DefaultStreamTokenTTL, "lifetime of a stream token (at most 1h)")
+}
+
+// load checks the stream token TTL and reads the key file.
+func (b *Browser) load() error {
+	if b.StreamTokenTTL <= 0 || b.StreamTokenTTL > ingress.MaxStreamTokenTTL {
+		return fmt.Errorf("%w: --stream-token-ttl %s: want a positive duration of at most %s", app.ErrUsage, b.StreamTokenTTL, ingress.MaxStreamTokenTTL)
+	}
+	if b.StreamTokenKeyFile == "" {
+		return nil
+	}
+	keys, err := ingress.LoadStreamTokenKeys(b.StreamTokenKeyFile)
+	if err != nil {
+		return fmt.Errorf("%w: --stream-token-key-file: %w", app.ErrUsage, err)
+	}
+	b.StreamTokenKeys = keys
+	return nil
+}
+
+// originsFlag is the repeatable --cors-origin.
+type originsFlag []string
+
+func (o *originsFlag) String() string { return strings.Join(*o, " ") }
+
+// Set checks and adds one origin.
+func (o *originsFlag) Set(v string) error {
+	if err := ingress.CheckCORSOrigin(v); err != nil {
+		return err
+	}
+	*o = append(*o, v)
+	return nil
 }

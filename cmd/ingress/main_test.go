@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/app"
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/baton-rt/baton/internal/topology"
@@ -182,4 +184,55 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+}
+
+// The browser flags: --cors-origin (repeatable, checked), the stream token
+// key file (one or two keys of at least 32 bytes) and --stream-token-ttl
+// (0 < ttl <= 1h). Each bad value is a usage error naming its flag.
+func TestBrowserFlags(t *testing.T) {
+	long := strings.Repeat("k", 32)
+	keyFile := func(content string) string {
+		path := filepath.Join(t.TempDir(), "stream-keys")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := []string{"--deployment-id", "v1", "--insecure-dev"}
+	cfg, err := parseFlags(append(base, "--cors-origin", "https://app.example.com", "--cors-origin", "http://localhost:3000",
+		"--stream-token-key-file", keyFile("# signing\n"+long+"\n"+long+"-previous\n"), "--stream-token-ttl", "90s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.Browser; strings.Join(b.CORSOrigins, " ") != "https://app.example.com http://localhost:3000" ||
+		len(b.StreamTokenKeys) != 2 || string(b.StreamTokenKeys[0]) != long || string(b.StreamTokenKeys[1]) != long+"-previous" ||
+		b.StreamTokenTTL != 90*time.Second {
+		t.Fatalf("browser config %+v", b)
+	}
+	if cfg, err := parseFlags(append(base, "--stream-token-key-file", keyFile(long+"\n"))); err != nil ||
+		len(cfg.Browser.StreamTokenKeys) != 1 || cfg.Browser.StreamTokenTTL != 5*time.Minute || len(cfg.Browser.CORSOrigins) != 0 {
+		t.Fatalf("one key: %+v %v", cfg.Browser, err)
+	}
+	if cfg, err := parseFlags(base); err != nil || cfg.Browser.StreamTokenKeys != nil || cfg.Browser.CORSOrigins != nil {
+		t.Fatalf("no browser flags: %+v %v", cfg.Browser, err)
+	}
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+	}{
+		{"three keys", "want 1 or 2", []string{"--stream-token-key-file", keyFile(long + "\n" + long + "\n" + long + "\n")}},
+		{"short key", "key 1 is 31 bytes: want at least 32", []string{"--stream-token-key-file", keyFile(long[1:] + "\n")}},
+		{"no key", "holds no key", []string{"--stream-token-key-file", keyFile("# none\n")}},
+		{"missing key file", "--stream-token-key-file", []string{"--stream-token-key-file", "/nonexistent/keys"}},
+		{"zero ttl", "--stream-token-ttl 0s", []string{"--stream-token-ttl", "0"}},
+		{"long ttl", "--stream-token-ttl 2h0m0s: want a positive duration of at most 1h0m0s", []string{"--stream-token-ttl", "2h"}},
+		{"wildcard origin", "-cors-origin", []string{"--cors-origin", "*"}},
+		{"origin with a path", "no path", []string{"--cors-origin", "https://app.example.com/"}},
+		{"upper-case origin", `"https://app.example.com"`, []string{"--cors-origin", "https://APP.example.com"}},
+	} {
+		_, err := parseFlags(append(base, tc.args...))
+		if !errors.Is(err, app.ErrUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a usage error with %q", tc.name, err, tc.want)
+		}
+	}
 }

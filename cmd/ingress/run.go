@@ -32,6 +32,7 @@ type Config struct {
 	EndedAlias     string
 	Tokens         []string // read from AuthTokenFile
 	AdminTokens    []string // read from AdminTokenFile
+	Browser        Browser  // --cors-origin, --stream-token-key-file, --stream-token-ttl (main.go)
 }
 
 // Run connects to NATS, serves the HTTP API and the baton-ingress micro
@@ -56,8 +57,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ing, err := ingress.New(ingress.Config{
 		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID, Agent: cfg.AgentName,
 		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev, FinishWait: cfg.FinishWait,
-		EndedAlias: cfg.EndedAlias,
-		Limits:     ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
+		EndedAlias: cfg.EndedAlias, CORSOrigins: cfg.Browser.CORSOrigins,
+		StreamTokenKeys: cfg.Browser.StreamTokenKeys, StreamTokenTTL: cfg.Browser.StreamTokenTTL,
+		Limits: ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
 	})
 	if err != nil {
 		return err
