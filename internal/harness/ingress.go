@@ -25,7 +25,13 @@ func StartIngress(cfg ingress.Config) (*Ingress, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := srv.Micro(ctx)
+	if err == nil {
+		// The server has the service's subscriptions when StartIngress
+		// returns: a request from another connection finds a responder.
+		err = cfg.NC.Flush()
+	}
 	if err != nil {
+		_ = svc.Stop()
 		cancel()
 		srv.Close()
 		return nil, err
