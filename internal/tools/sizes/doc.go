@@ -2,7 +2,9 @@
 // 600 lines and no function over 80 (docs/architecture.md, "Sizes" in the
 // house style). It walks the module's non-test Go files (it skips
 // *_test.go, testdata, vendor and directories whose names begin with "." or
-// "_", as the go tool does), parses each with go/parser and measures
+// "_", as the go tool does, and generated files: those with the standard
+// "Code generated … DO NOT EDIT." line), parses each with go/parser and
+// measures
 //
 //   - every file, by its number of lines;
 //   - every function and method (ast.FuncDecl), from the func keyword to
