@@ -106,3 +106,44 @@ func deref(schemas map[string]any, v any, depth int) (any, error) {
 	}
 	return v, nil
 }
+
+// JSON returns the document as JSON (what GET /v1/openapi.json serves):
+// the YAML as written, converted once. Mapping keys that YAML reads as
+// numbers (status codes) become strings.
+func JSON() ([]byte, error) { return asJSON() }
+
+var asJSON = sync.OnceValues(func() ([]byte, error) {
+	var doc any
+	if err := yaml.Unmarshal(openapi, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDocument, err)
+	}
+	b, err := json.Marshal(stringKeys(doc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDocument, err)
+	}
+	return b, nil
+})
+
+// stringKeys converts the maps YAML decodes with non-string keys into
+// maps with string keys, recursively.
+func stringKeys(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = stringKeys(x)
+		}
+		return v
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[fmt.Sprint(k)] = stringKeys(x)
+		}
+		return out
+	case []any:
+		for i, x := range v {
+			v[i] = stringKeys(x)
+		}
+		return v
+	}
+	return v
+}

@@ -44,7 +44,7 @@ func newEnv(t *testing.T, mutate ...func(*ingress.Config)) *env {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	e.ing = h.Ingress(e.URL, cfg)
+	e.ing = h.IngressWith(e.URL, cfg, conformant(t))
 	return e
 }
 

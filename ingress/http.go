@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/baton-rt/baton/docs"
 	"github.com/baton-rt/baton/wire"
 )
 
@@ -38,6 +40,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/sessions/{id}/commands/{seq}", s.user(s.httpCommand))
 	s.adminRoutes(mux)
 	s.route(mux, "GET /v1/ingress", s.httpInfo)
+	s.route(mux, "GET /v1/openapi.json", httpOpenAPI)
 	s.route(mux, "GET /healthz", func(w http.ResponseWriter, _ *http.Request) error {
 		_, err := w.Write([]byte("ok\n"))
 		return err
@@ -86,6 +89,11 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // route registers h under pattern, counting requests by route and status.
 // A refusal is written as {"error":{"code","message"}}.
 func (s *Server) route(mux *http.ServeMux, pattern string, h handlerFunc) {
+	s.routesMu.Lock()
+	if !slices.Contains(s.routes, pattern) {
+		s.routes = append(s.routes, pattern)
+	}
+	s.routesMu.Unlock()
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		defer s.busy.begin(Pending{Via: "http", Op: pattern, Path: r.URL.Path, SessionID: r.PathValue("id"), Since: s.cfg.Now()})()
 		sw := &statusWriter{ResponseWriter: w}
@@ -280,4 +288,28 @@ func (w *statusWriter) status() int {
 		return http.StatusOK
 	}
 	return w.code
+}
+
+// Routes lists the patterns of the routes Handler serves (as
+// http.ServeMux reads them: "METHOD /path/{param}", or a path alone for a
+// route that takes every method), in the order registered; empty before
+// the first Handler call. The API description (docs/openapi.yaml) holds
+// every /v1/ route of this list.
+func (s *Server) Routes() []string {
+	s.routesMu.Lock()
+	defer s.routesMu.Unlock()
+	return slices.Clone(s.routes)
+}
+
+// httpOpenAPI serves the API description, docs/openapi.yaml as JSON,
+// without a token.
+func httpOpenAPI(w http.ResponseWriter, _ *http.Request) error {
+	b, err := docs.JSON()
+	if err != nil {
+		return fail(ErrUnavailable, "the API description: %v", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, err = w.Write(b)
+	return err
 }

@@ -144,6 +144,9 @@ type Server struct {
 	hubs *hubs
 	busy inflight // requests being served, for Drain
 
+	routesMu sync.Mutex
+	routes   []string // the patterns Handler registered (Routes)
+
 	attachMu sync.Mutex
 	att      atomic.Pointer[attached]
 

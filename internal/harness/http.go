@@ -56,11 +56,16 @@ func Headers(kv ...string) Option {
 	}
 }
 
-// Do sends a request with body as is (nil: none) and reads the answer.
+// Do sends a request with body as is (nil: none) and reads the answer. A
+// body goes as Content-Type application/json unless an option says
+// otherwise (the API's bodies are JSON).
 func (c *Client) Do(ctx context.Context, method, url string, body io.Reader, opts ...Option) (Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return Response{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for _, o := range opts {
 		o(req)

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 
 	"github.com/baton-rt/baton/ingress"
@@ -18,7 +19,11 @@ type Ingress struct {
 
 // StartIngress builds the ingress of cfg (cfg.NC and cfg.JS: a connection
 // of its own), serves its handler and starts its micro service.
-func StartIngress(cfg ingress.Config) (*Ingress, error) {
+func StartIngress(cfg ingress.Config) (*Ingress, error) { return StartIngressWith(cfg, nil) }
+
+// StartIngressWith is StartIngress with the handler wrapped by wrap (nil:
+// as it is): a test's view of every request and answer.
+func StartIngressWith(cfg ingress.Config, wrap func(http.Handler) http.Handler) (*Ingress, error) {
 	srv, err := ingress.New(cfg)
 	if err != nil {
 		return nil, err
@@ -36,7 +41,11 @@ func StartIngress(cfg ingress.Config) (*Ingress, error) {
 		srv.Close()
 		return nil, err
 	}
-	return &Ingress{Server: srv, HTTP: httptest.NewServer(srv.Handler()), svc: svc, cancel: cancel}, nil
+	h := srv.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	return &Ingress{Server: srv, HTTP: httptest.NewServer(h), svc: svc, cancel: cancel}, nil
 }
 
 // URL is the listener's base URL.

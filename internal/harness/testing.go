@@ -128,8 +128,15 @@ func (t T) Peer(e *Env) *Env {
 // cfg; it stops when the test ends.
 func (t T) Ingress(url string, cfg ingress.Config) *Ingress {
 	t.Helper()
+	return t.IngressWith(url, cfg, nil)
+}
+
+// IngressWith is Ingress with the handler wrapped by wrap
+// (StartIngressWith).
+func (t T) IngressWith(url string, cfg ingress.Config, wrap func(http.Handler) http.Handler) *Ingress {
+	t.Helper()
 	cfg.NC, cfg.JS = t.Connect(url)
-	i, err := StartIngress(cfg)
+	i, err := StartIngressWith(cfg, wrap)
 	t.Check(err)
 	t.Cleanup(i.Close)
 	return i
