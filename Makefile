@@ -30,7 +30,7 @@ RUNENV    = BIN='$(BIN)' DATA='$(DATA)' NATS_PORT='$(NATS_PORT)' HTTP_PORT='$(HT
 export BATON_IMAGE_TAG := $(IMAGE_TAG)
 DC = $(COMPOSE) -p $(COMPOSE_PROJECT) -f compose.yaml
 
-.PHONY: all build run deployment stop llm test test-upgrade soak bench bench-check lint staticcheck fmt-check vet deps sizes docimports fuzz clean images up down compose-check e2e-smoke e2e
+.PHONY: all build run deployment stop llm test test-upgrade soak bench bench-check lint staticcheck fmt-check vet deps sizes docimports apiclient-check fuzz clean images up down compose-check e2e-smoke e2e
 
 all: build
 
@@ -92,7 +92,7 @@ bench-check:
 	$(GO) run ./cmd/bench > $$out && cat $$out && \
 	$(GO) run ./internal/tools/benchref check docs/bench-reference.txt < $$out
 
-lint: fmt-check vet staticcheck deps sizes docimports
+lint: fmt-check vet staticcheck deps sizes docimports apiclient-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -115,6 +115,16 @@ deps:
 ## exceptions in internal/tools/sizes/allow.go
 sizes:
 	$(GO) run ./internal/tools/sizes
+
+## apiclient-check: test/apiclient/client.gen.go is what oapi-codegen (the
+## go.mod tool) generates from docs/openapi.yaml today (go generate
+## ./test/apiclient rewrites it)
+apiclient-check:
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	cd test/apiclient && sed "s|^output:.*|output: $$tmp/client.gen.go|" oapi-codegen.yaml > $$tmp/config.yaml && \
+	$(GO) tool oapi-codegen -config $$tmp/config.yaml ../../docs/openapi.yaml && \
+	if ! cmp -s $$tmp/client.gen.go client.gen.go; then \
+	  echo "test/apiclient/client.gen.go is stale: run go generate ./test/apiclient"; diff -u client.gen.go $$tmp/client.gen.go | head -40; exit 1; fi
 
 ## docimports: a package doc that says what the package imports is true
 docimports:

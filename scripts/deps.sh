@@ -38,6 +38,8 @@ check ./handoff "^$mod/(record|subjects|protocol|internal/failpoint)\$"
 check ./protocol "^$mod/(wire|subjects)\$"
 # the API description (docs/openapi.yaml, embedded): a leaf
 check ./docs '^$'
+# the generated client of docs/openapi.yaml: what another team's code is
+check ./test/apiclient '^$'
 # failpoints: a leaf the owner side names its fault points in
 check ./internal/failpoint '^$'
 # the delivery's stage marks (make bench's breakdown, -tags batonstages): a leaf
