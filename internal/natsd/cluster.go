@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -14,10 +15,37 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// clusterAttempts bounds StartCluster's starts; nodeReadyTimeout is how
+// long each node of an attempt may take to accept connections.
+var (
+	clusterAttempts  = 3
+	nodeReadyTimeout = 30 * time.Second
+)
+
 // StartCluster starts n in-process nodes in dirs under base, routed to each
 // other on free loopback ports, and waits for a JetStream meta leader.
+//
+// The free ports are found by listening and closing, so another process
+// (a second make test, say) can take one before its node binds it; the
+// node then never listens on it and is not ready. A node not ready starts
+// the whole cluster again on other ports, up to clusterAttempts times.
 func StartCluster(base string, n int, syncAlways bool) ([]*server.Server, error) {
-	ports, err := freePorts(n)
+	var err error
+	for range clusterAttempts {
+		var nodes []*server.Server
+		if nodes, err = startCluster(base, n, syncAlways); !errors.Is(err, ErrNotReady) {
+			return nodes, err
+		}
+		for i := range n { // a fresh store for the next attempt
+			_ = os.RemoveAll(NodeConfig(base, i, 0, nil, false).Dir)
+		}
+	}
+	return nil, err
+}
+
+// startCluster is one attempt of StartCluster.
+func startCluster(base string, n int, syncAlways bool) ([]*server.Server, error) {
+	ports, err := freePortsFn(n)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +124,12 @@ func ProbePlacement(url string, n int, storage jetstream.StorageType, inARow int
 // a test can restart one node with the same identity and store.
 func NodeConfig(base string, i, clusterPort int, routes []string, syncAlways bool) Config {
 	return Config{
-		Dir:        filepath.Join(base, fmt.Sprintf("n%d", i+1)),
-		Port:       -1,
-		Name:       fmt.Sprintf("n%d", i+1),
-		SyncAlways: syncAlways,
-		Cluster:    &Cluster{Name: "baton", Port: clusterPort, Routes: routes},
+		Dir:          filepath.Join(base, fmt.Sprintf("n%d", i+1)),
+		Port:         -1,
+		Name:         fmt.Sprintf("n%d", i+1),
+		SyncAlways:   syncAlways,
+		Cluster:      &Cluster{Name: "baton", Port: clusterPort, Routes: routes},
+		ReadyTimeout: nodeReadyTimeout,
 	}
 }
 
@@ -149,6 +178,9 @@ func Shutdown(nodes ...*server.Server) {
 		}
 	}
 }
+
+// freePortsFn finds a cluster's ports (a test stands in a taken one).
+var freePortsFn = freePorts
 
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, n)
