@@ -78,11 +78,43 @@ func (c *callCounter) during(t *testing.T, of *nats.Conn, f func()) map[string]i
 	if err := of.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the copies of the last requests reach the counter's connection
+	c.settle()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.on = false
 	return c.calls
+}
+
+// settle waits until the copies of the last requests reached the
+// counter's connection: every consumer counted as created is counted as
+// deleted (a watch f stopped may delete its consumer after f returned;
+// under load that came later than a fixed 100 ms wait), then no call for
+// a stretch. Bounded: an unbalanced count is then the caller's to see.
+func (c *callCounter) settle() {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		n, balanced := total(c.calls), consumersDeleted(c.calls)
+		c.mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		c.mu.Lock()
+		quiet := total(c.calls) == n
+		c.mu.Unlock()
+		if balanced && quiet || time.Now().After(deadline) {
+			return
+		}
+	}
+}
+
+// consumersDeleted reports whether calls deletes as many consumers of
+// each stream as it creates.
+func consumersDeleted(calls map[string]int) bool {
+	for kind, n := range calls {
+		if stream, ok := strings.CutPrefix(kind, "$JS.API.CONSUMER.CREATE."); ok && calls["$JS.API.CONSUMER.DELETE."+stream] != n {
+			return false
+		}
+	}
+	return true
 }
 
 func total(calls map[string]int) int {
