@@ -11,11 +11,13 @@ import (
 	"strings"
 
 	"github.com/baton-rt/baton/docs"
+	"github.com/baton-rt/baton/ingress/ui"
 	"github.com/baton-rt/baton/wire"
 )
 
 // Handler returns the HTTP API of docs/api.md (see docs/api.md): every
-// /v1/ route, /healthz and /readyz. /metrics is the process's: it serves
+// /v1/ route, /healthz and /readyz, and with Config.UI the inspector at
+// /ui/ (uiRoutes). /metrics is the process's: it serves
 // the registry given as Config.Registerer (cmd/ingress does). With
 // Config.CORSOrigins it answers CORS preflights (cors.go); every request
 // is logged at DEBUG (accesslog.go).
@@ -52,8 +54,26 @@ func (s *Server) Handler() http.Handler {
 		_, err := w.Write([]byte("ok\n"))
 		return err
 	})
+	s.uiRoutes(mux)
 	s.route(mux, "/", noRoute(mux, "route"))
 	return s.accessLog(s.withCORS(mux))
+}
+
+// uiRoutes serves the session inspector under /ui/ with Config.UI: its
+// files need no token (the app sends the tokens its user enters).
+func (s *Server) uiRoutes(mux *http.ServeMux) {
+	if !s.cfg.UI {
+		return
+	}
+	files := ui.Handler()
+	s.route(mux, "GET "+ui.Prefix, func(w http.ResponseWriter, r *http.Request) error {
+		files.ServeHTTP(w, r)
+		return nil
+	})
+	s.route(mux, "GET /ui", func(w http.ResponseWriter, r *http.Request) error {
+		http.Redirect(w, r, ui.Prefix, http.StatusMovedPermanently)
+		return nil
+	})
 }
 
 // noRoute answers a request no route took: 405 with an Allow header when

@@ -175,7 +175,7 @@ func (c *capture) status() int {
 // exemptRoutes are the routes the description leaves out by its written
 // rule (info.description): the non-API paths, and the catch-alls that
 // answer 404 or 405 for what no route takes.
-var exemptRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "/": true, "/v1/admin/": true}
+var exemptRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "/": true, "/v1/admin/": true, "GET /ui/": true, "GET /ui": true}
 
 // Every route the handler serves under /v1/ is described, and every
 // described operation is served: a route without a method (every method

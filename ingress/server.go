@@ -85,6 +85,10 @@ type Config struct {
 	// StreamTokenTTL is a stream token's lifetime (default
 	// DefaultStreamTokenTTL, at most MaxStreamTokenTTL).
 	StreamTokenTTL time.Duration
+	// UI serves the session inspector (package ui, docs/ui.md) at GET
+	// /ui/, without a token (the app asks its user for the tokens it
+	// sends), and redirects GET /ui there; off, both are 404.
+	UI bool
 	// Registerer receives the metrics (nil: a private registry).
 	Registerer prometheus.Registerer
 	Log        *slog.Logger

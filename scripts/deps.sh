@@ -40,6 +40,8 @@ check ./protocol "^$mod/(wire|subjects)\$"
 check ./docs '^$'
 # the generated client of docs/openapi.yaml: what another team's code is
 check ./test/apiclient '^$'
+# the ingress's session inspector (embedded static files): a leaf
+check ./ingress/ui '^$'
 # failpoints: a leaf the owner side names its fault points in
 check ./internal/failpoint '^$'
 # the delivery's stage marks (make bench's breakdown, -tags batonstages): a leaf

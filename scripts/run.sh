@@ -33,6 +33,7 @@ NATS_URL=nats://127.0.0.1:$NATS_PORT
 pidfile=$DATA/nats.pid
 natslog=$DATA/nats.log
 tokenfile=$DATA/admin-token
+keyfile=$DATA/stream-token-key
 
 say() { echo "baton: $*"; }
 die() { echo "baton: $*" >&2; exit 1; }
@@ -95,6 +96,16 @@ admin_token() {
     (umask 077 && echo "dev-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$tokenfile")
   fi
   cat "$tokenfile"
+}
+
+# stream_token_key: the development key of the ingress's stream tokens
+# (the inspector's EventSource), 64 hex digits generated once, kept in
+# $DATA; every ingress of make run and make deployment shares it.
+stream_token_key() {
+  if [ ! -s "$keyfile" ]; then
+    mkdir -p "$DATA"
+    (umask 077 && echo "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$keyfile")
+  fi
 }
 
 # running_instance DEP: the holder line of DEP's lock while its owner lives.
@@ -186,6 +197,7 @@ reap() {
 foreground() {
   local dep=$1 http=$2 metrics=$3 token holder orc irc export_url=
   token=$(admin_token)
+  stream_token_key
   # SIGINT: the terminal sent it to the whole group, owner and ingress have
   # it already. SIGTERM: on_term.
   start_sentinel
@@ -204,7 +216,7 @@ foreground() {
     nap 0.1
   done
   "$BIN/ingress" --deployment-id "$dep" --nats-url "$NATS_URL" --listen "127.0.0.1:$http" \
-    --insecure-dev --admin-token-file "$tokenfile" &
+    --insecure-dev --admin-token-file "$tokenfile" --ui --stream-token-key-file "$keyfile" &
   ingress=$!
   until [ -n "$stopping" ] || listening "$http" || ! kill -0 "$ingress" 2>/dev/null; do nap 0.1; done
   if [ -z "$stopping" ] && kill -0 "$ingress" 2>/dev/null; then
@@ -214,6 +226,7 @@ foreground() {
     cat <<EOF
 baton: deployment $dep is running
   ingress   http://127.0.0.1:$http   (--insecure-dev: no user token needed; admin routes on)
+  ui        http://127.0.0.1:$http/ui/   (the session inspector: paste the admin token below into its form)
   admin     export A='Authorization: Bearer $token'   (token in $tokenfile)
   metrics   http://127.0.0.1:$metrics/metrics
   NATS      $NATS_URL$export_url

@@ -36,6 +36,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file with the bearer tokens accepted on /v1/ (one per line)")
 	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file with the bearer tokens accepted on /v1/admin/ (one per line); without it the admin routes answer 403 admin_disabled")
 	fs.BoolVar(&cfg.InsecureDev, "insecure-dev", false, "accept requests without bearer tokens (development only)")
+	fs.BoolVar(&cfg.UI, "ui", false, "serve the session inspector, a browser app, at /ui/ (docs/ui.md): its files need no token; the app asks its user for the tokens it sends (stream tokens need --stream-token-key-file)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT/SIGHUP: stop taking requests (HTTP and NATS), end the event streams and let the requests in flight finish, for at most this long; requests still running then are logged and cut off, and the exit code is 1 (a second signal aborts)")
 	fs.DurationVar(&cfg.FinishWait, "finish-wait", ingress.DefaultFinishWait, "how long the admin end or retry of a quarantined session waits for an owner to carry it out; then it answers 202 {\"pending\":true} and an owner finishes it when one runs")
 	fs.StringVar(&cfg.EndedAlias, "ended-alias", ingress.EndedAliasGone, "a delivery to the alias of an ended session: gone (410 gone) or new (a new session takes the alias over; the answer names the ended one as previousSessionId)")

@@ -26,6 +26,7 @@ type Config struct {
 	AuthTokenFile  string
 	AdminTokenFile string
 	InsecureDev    bool
+	UI             bool // --ui: the session inspector at /ui/
 	MaxBodyBytes   int64
 	DrainTimeout   time.Duration
 	FinishWait     time.Duration
@@ -58,7 +59,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID, Agent: cfg.AgentName,
 		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev, FinishWait: cfg.FinishWait,
 		EndedAlias: cfg.EndedAlias, CORSOrigins: cfg.Browser.CORSOrigins,
-		StreamTokenKeys: cfg.Browser.StreamTokenKeys, StreamTokenTTL: cfg.Browser.StreamTokenTTL,
+		StreamTokenKeys: cfg.Browser.StreamTokenKeys, StreamTokenTTL: cfg.Browser.StreamTokenTTL, UI: cfg.UI,
 		Limits: ingress.Limits{MaxBodyBytes: bodyLimit(cfg.MaxBodyBytes, nc.MaxPayload())}, Registerer: reg, Log: log,
 	})
 	if err != nil {
@@ -79,7 +80,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	srv := &http.Server{Handler: handler(ing, reg), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("ingress ready", "listen", ln.Addr().String(), "nats", nc.ConnectedUrlRedacted(), "agent", cfg.AgentName,
-		"service", ingress.AgentServiceName(cfg.AgentName), "admin_routes", len(cfg.AdminTokens) > 0)
+		"service", ingress.AgentServiceName(cfg.AgentName), "admin_routes", len(cfg.AdminTokens) > 0, "ui", cfg.UI)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	// Attach as soon as the topology exists: a deployment of another agent
