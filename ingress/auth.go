@@ -13,12 +13,20 @@ import (
 // LoadTokens reads a token file: one bearer token per line; blank lines and
 // lines starting with '#' are ignored. A file without a token is an error.
 func LoadTokens(path string) ([]string, error) {
+	return readSecrets(path, "token file", "token")
+}
+
+// readSecrets reads a file of secrets, one per line, spaces around it
+// trimmed; blank lines and lines starting with '#' are ignored. A secret
+// with whitespace inside, or a file without one, is an error; file and
+// item name them in the messages ("token file", "token").
+func readSecrets(path, file, item string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("ingress: token file: %w", err)
+		return nil, fmt.Errorf("ingress: %s: %w", file, err)
 	}
 	defer f.Close()
-	var toks []string
+	var out []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -26,17 +34,17 @@ func LoadTokens(path string) ([]string, error) {
 			continue
 		}
 		if strings.ContainsAny(line, " \t") {
-			return nil, fmt.Errorf("ingress: token file %s: a token contains whitespace", path)
+			return nil, fmt.Errorf("ingress: %s %s: a %s contains whitespace", file, path, item)
 		}
-		toks = append(toks, line)
+		out = append(out, line)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("ingress: token file %s: %w", path, err)
+		return nil, fmt.Errorf("ingress: %s %s: %w", file, path, err)
 	}
-	if len(toks) == 0 {
-		return nil, fmt.Errorf("ingress: token file %s holds no token", path)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("ingress: %s %s holds no %s", file, path, item)
 	}
-	return toks, nil
+	return out, nil
 }
 
 // auth checks bearer tokens. Tokens are kept as SHA-256 digests and

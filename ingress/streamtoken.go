@@ -1,7 +1,6 @@
 package ingress
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -10,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -58,28 +56,13 @@ type StreamToken struct {
 // starting with '#' are ignored. It wants one or two keys (the first
 // signs), each at least MinStreamTokenKeyBytes long.
 func LoadStreamTokenKeys(path string) ([][]byte, error) {
-	f, err := os.Open(path)
+	lines, err := readSecrets(path, "stream token key file", "key")
 	if err != nil {
-		return nil, fmt.Errorf("ingress: stream token key file: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	var keys [][]byte
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if strings.ContainsAny(line, " \t") {
-			return nil, fmt.Errorf("ingress: stream token key file %s: a key contains whitespace", path)
-		}
-		keys = append(keys, []byte(line))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("ingress: stream token key file %s: %w", path, err)
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("ingress: stream token key file %s holds no key", path)
+	keys := make([][]byte, len(lines))
+	for i, l := range lines {
+		keys[i] = []byte(l)
 	}
 	if err := checkStreamTokenKeys(keys); err != nil {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
