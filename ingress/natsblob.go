@@ -75,12 +75,8 @@ func (s *Server) Blob(ctx context.Context, req BlobRequest) (BlobChunk, error) {
 	if err != nil {
 		return BlobChunk{}, err
 	}
-	cur, err := a.sessionRecord(ctx, req.SessionID)
-	if err != nil {
-		return BlobChunk{}, sessionReadErr(req.SessionID, err)
-	}
-	if cur.Record.IsDeleted() {
-		return BlobChunk{}, deletedErr(req.SessionID)
+	if _, err := a.liveRecord(ctx, req.SessionID); err != nil {
+		return BlobChunk{}, err
 	}
 	ref := wire.BlobRef{Digest: req.Digest}
 	name := wire.BlobName(req.SessionID, ref)

@@ -81,7 +81,8 @@ func ParseEventsRequest(b []byte) (EventsRequest, error) {
 		return EventsRequest{}, bad("%v", err)
 	}
 	r := EventsRequest{Limit: DefaultEventsLimit}
-	if err := r.address(v.SessionID, v.Alias); err != nil {
+	var err error
+	if r.SessionID, r.Alias, err = oneAddress(v.SessionID, v.Alias); err != nil {
 		return EventsRequest{}, err
 	}
 	if v.After != nil {
@@ -103,17 +104,16 @@ func ParseEventsRequest(b []byte) (EventsRequest, error) {
 	return r, nil
 }
 
-// address takes exactly one of a session ID and an alias.
-func (r *EventsRequest) address(id, alias *string) error {
+// oneAddress takes exactly one of a session ID and an alias (the NATS
+// events and status bodies), each checked.
+func oneAddress(id, alias *string) (sessionID, aliasOut string, err error) {
 	switch {
 	case (id == nil) == (alias == nil):
-		return bad("give exactly one of sessionId and alias")
+		return "", "", bad("give exactly one of sessionId and alias")
 	case id != nil:
-		r.SessionID = *id
-		return checkSessionID(*id)
+		return *id, "", checkSessionID(*id)
 	}
-	r.Alias = *alias
-	return checkAlias(*alias)
+	return "", *alias, checkAlias(*alias)
 }
 
 // errPageFull stops a page read.
@@ -207,12 +207,9 @@ func (s *Server) eventsSession(ctx context.Context, a *attached, req EventsReque
 // eventPage reads one page: the record first (ended, deleted), then the
 // events after req.After.
 func (s *Server) eventPage(ctx context.Context, a *attached, id string, req EventsRequest) (EventPage, error) {
-	cur, err := a.sessionRecord(ctx, id)
+	cur, err := a.liveRecord(ctx, id)
 	if err != nil {
-		return EventPage{}, sessionReadErr(id, err)
-	}
-	if cur.Record.IsDeleted() {
-		return EventPage{}, deletedErr(id)
+		return EventPage{}, err
 	}
 	page := EventPage{SessionID: id, Events: []json.RawMessage{}, Next: req.After}
 	bound := s.replyBound(MaxEventsReplyBytes) - 256 // the page's own members

@@ -172,12 +172,9 @@ func (s *Server) CommandOutcome(ctx context.Context, req CommandRequest) (Comman
 	if err != nil {
 		return CommandOutcome{}, err
 	}
-	cur, err := a.sessionRecord(ctx, id)
+	cur, err := a.liveRecord(ctx, id)
 	if err != nil {
-		return CommandOutcome{}, sessionReadErr(id, err)
-	}
-	if cur.Record.IsDeleted() {
-		return CommandOutcome{}, deletedErr(id)
+		return CommandOutcome{}, err
 	}
 	cp, _, err := readCheckpoint(cur.Record)
 	if err != nil {

@@ -276,11 +276,11 @@ func ParseStatusRequest(b []byte) (StatusRequest, error) {
 	if err := decodeStrict(b, &v, []string{"sessionId", "alias"}); err != nil {
 		return StatusRequest{}, bad("%v", err)
 	}
-	var e EventsRequest
-	if err := e.address(v.SessionID, v.Alias); err != nil {
+	id, alias, err := oneAddress(v.SessionID, v.Alias)
+	if err != nil {
 		return StatusRequest{}, err
 	}
-	return StatusRequest{SessionID: e.SessionID, Alias: e.Alias}, nil
+	return StatusRequest{SessionID: id, Alias: alias}, nil
 }
 
 // parseSessionOp parses the body of an operation on one session: the ID

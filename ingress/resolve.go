@@ -250,3 +250,17 @@ func (a *attached) sessionRecord(ctx context.Context, id string) (cur record.Ses
 	})
 	return cur, err
 }
+
+// liveRecord is sessionRecord for a request about a session that must
+// exist and not be deleted: 404 not_found, 503 when the record cannot be
+// read, 410 deleted.
+func (a *attached) liveRecord(ctx context.Context, id string) (record.Session, error) {
+	cur, err := a.sessionRecord(ctx, id)
+	switch {
+	case err != nil:
+		return cur, sessionReadErr(id, err)
+	case cur.Record.IsDeleted():
+		return cur, deletedErr(id)
+	}
+	return cur, nil
+}

@@ -37,14 +37,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cur, err := a.sessionRecord(r.Context(), id)
-	switch {
-	case errors.Is(err, record.ErrNotFound):
-		return fail(ErrNotFound, "no session %s", id)
-	case err != nil:
-		return fail(ErrUnavailable, "read session %s: %v", id, err)
-	case cur.Record.IsDeleted():
-		return deletedErr(id)
+	cur, err := a.liveRecord(r.Context(), id)
+	if err != nil {
+		return err
 	}
 	rd := &reader{stream: a.events, subject: s.cfg.Names.Events(id)}
 	v := view{refs: a.refs, sessionID: id}

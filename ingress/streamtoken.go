@@ -2,18 +2,14 @@ package ingress
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/baton-rt/baton/record"
 )
 
 // Stream tokens (docs/api.md, "Browsers: CORS and stream tokens"): an
@@ -113,30 +109,14 @@ func (s *Server) httpStreamToken(w http.ResponseWriter, r *http.Request) error {
 			return bad("%v (the body is empty or {})", err)
 		}
 	}
-	if _, err := s.eventSession(r.Context(), id); err != nil {
+	a, err := s.topology(r.Context())
+	if err != nil {
+		return err
+	}
+	if _, err := a.liveRecord(r.Context(), id); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, mintStreamToken(s.cfg.StreamTokenKeys[0], id, s.cfg.Now().Add(s.cfg.StreamTokenTTL)))
-}
-
-// eventSession reads the record of a session whose events are served:
-// 404 for an unknown session, 410 deleted for a deleted one (as the events
-// route answers).
-func (s *Server) eventSession(ctx context.Context, id string) (record.Session, error) {
-	a, err := s.topology(ctx)
-	if err != nil {
-		return record.Session{}, err
-	}
-	cur, err := a.sessionRecord(ctx, id)
-	switch {
-	case errors.Is(err, record.ErrNotFound):
-		return cur, fail(ErrNotFound, "no session %s", id)
-	case err != nil:
-		return cur, fail(ErrUnavailable, "read session %s: %v", id, err)
-	case cur.Record.IsDeleted():
-		return cur, deletedErr(id)
-	}
-	return cur, nil
 }
 
 // mintStreamToken signs a token for session id that expires at exp
