@@ -203,7 +203,7 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	checkError(t, e, http.MethodDelete, "/v1/sessions/"+one, ``, testToken, http.StatusConflict, ingress.CodeSessionLive)
 	e.endSession(one, `{"message":"bye"}`)
 	e.waitState(one, record.StateEnded)
-	evs := e.events(one, 0)
+	evs := e.published(one)
 	d := e.deleteSession(one, "")
 	if d.SessionID != one || d.Events != uint64(len(evs)) || d.Blobs < ownBlobs+len(alone) || d.Bytes < 140000+9000 {
 		t.Fatalf("report %+v, want %d events, at least %d blobs and 149 kB", d, len(evs), ownBlobs+len(alone))

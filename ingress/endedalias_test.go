@@ -29,7 +29,7 @@ func TestEndedAliasNew(t *testing.T) {
 	e.deliver(`{"alias":"thread-9","text":"never applied"}`)
 	e.endSession(first, `{"message":"/done"}`)
 	e.waitState(first, record.StateEnded)
-	firstEvents := len(e.events(first, 0))
+	firstEvents := len(e.published(first))
 
 	rc := e.deliver(`{"alias":"thread-9","text":"starting over"}`)
 	if !rc.Created || rc.SessionID == first || rc.PreviousSessionID != first {

@@ -149,6 +149,18 @@ func (e *env) waitEvents(id string, what string, pred func([]wire.Event) bool) [
 	return evs
 }
 
+// published waits until the session's event stream holds every event its
+// record has committed (through the status's eventSeq) and returns them. A
+// commit writes the record first and publishes its outbox after, so a
+// state read from the record can be ahead of the stream.
+func (e *env) published(id string) []wire.Event {
+	e.t.Helper()
+	return e.waitEvents(id, "the events "+id+" committed", func(evs []wire.Event) bool {
+		seq := e.status(id).EventSeq
+		return seq > 0 && len(evs) > 0 && evs[len(evs)-1].Seq == seq
+	})
+}
+
 func (e *env) eventually(timeout time.Duration, what string, cond func() bool) {
 	e.t.Helper()
 	e.h.Eventually(timeout, what, cond)
