@@ -65,9 +65,11 @@ const (
 	// "Quarantine"); no owner runs it until an operator retries or ends it.
 	// The replying process may have quarantined it just now.
 	WakeQuarantined WakeOutcome = "quarantined"
-	// WakeDeferred: the session's last boot attempts failed, and the next
-	// is not due yet (the quarantine backoff); the replying process tries
-	// it then, and the sweepers do if that process dies first.
+	// WakeDeferred: the session does not run yet and the replying process
+	// is on it: its last boot attempts failed and the next is not due yet
+	// (the quarantine backoff; the replying process tries it then), or a
+	// claim of it is in progress there. Ask again to learn where it runs;
+	// the sweepers take it on if that process dies first.
 	WakeDeferred WakeOutcome = "deferred"
 )
 

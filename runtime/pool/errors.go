@@ -41,4 +41,8 @@ var (
 	// its deployment ran (record.FinishPending): no owner runs it, the
 	// finisher ends it (the wake outcome "ended").
 	errEndPending = errors.New("pool: session's end pending")
+	// errClaiming: another claim of the session is in progress in this
+	// process; it may still be deferred or fail, so the session does not
+	// run here yet (the wake outcome "deferred", never "running").
+	errClaiming = errors.New("pool: a claim of the session is in progress here")
 )

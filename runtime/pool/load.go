@@ -21,13 +21,18 @@ import (
 // already running (or being claimed) here is left alone.
 func (o *Owner) Load(ctx context.Context, id string, reason runtime.BootReason) error {
 	_, err := o.load(ctx, id, reason, nil, nil)
+	if errors.Is(err, errClaiming) {
+		return nil
+	}
 	return err
 }
 
-// load is Load; it reports whether it claimed the session. seen is the
-// record as the caller just read it from the leader (nil: read it here,
-// after the index entry); the claim is a CAS at its revision either way, so
-// a record that moved on meanwhile makes the claim conflict, never succeed.
+// load is Load; it reports whether it claimed the session: false with no
+// error when the session runs here already, errClaiming while another
+// claim of it here is in progress. seen is the record as the caller just
+// read it from the leader (nil: read it here, after the index entry); the
+// claim is a CAS at its revision either way, so a record that moved on
+// meanwhile makes the claim conflict, never succeed.
 // adopt, for BootAdopt only, takes a session of a retired deployment
 // (retired.go); its ID, source and epoch are filled in from the claim.
 func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, seen *record.Session, adopt *runtime.AdoptInfo) (bool, error) {
@@ -35,6 +40,12 @@ func (o *Owner) load(ctx context.Context, id string, reason runtime.BootReason, 
 		return false, ErrFenced
 	}
 	if ok, err := o.reg.reserve(ctx, id); !ok {
+		if err == nil && !o.reg.isLoaded(id) {
+			// Another claim here has not run the session yet: it may still
+			// be deferred or fail. Answered "running", an adopter would drop
+			// the dead process's index entry of a session nobody runs.
+			err = errClaiming
+		}
 		return false, err
 	}
 	defer o.reg.endLoad(id)

@@ -281,8 +281,9 @@ func (h *hold) renew(ctx context.Context, stop context.CancelFunc) {
 	}
 }
 
-// errWakeDeferred is a wake answered "deferred": tried again.
-var errWakeDeferred = errors.New("pool: wake deferred by the quarantine backoff")
+// errWakeDeferred is a wake answered "deferred" (the quarantine backoff,
+// or a claim in progress): tried again.
+var errWakeDeferred = errors.New("pool: wake deferred (quarantine backoff or a claim in progress)")
 
 // wakeParallel bounds the wakes one adoption has in flight; wakeGiveUp
 // bounds the retries of one session's wake.
@@ -327,7 +328,8 @@ func (o *adopter) wakeUntilDone(ctx context.Context, id, dead string) bool {
 			err = rep.Error
 		}
 		if err == nil && rep.Outcome == protocol.WakeDeferred {
-			// Not claimed yet (its boot waits for the quarantine backoff):
+			// Not claimed yet (its boot waits for the quarantine backoff, or
+			// a claim is in progress that may still be deferred or fail):
 			// the dead process's index entry stays until a claim, so a
 			// sweep still finds the session if the deferring process dies.
 			err = errWakeDeferred

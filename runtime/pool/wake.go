@@ -179,7 +179,7 @@ func (o *Owner) loadReply(rep protocol.WakeReply, loaded bool, err error) (proto
 	case errors.Is(err, errTerminated), errors.Is(err, errEndPending):
 		rep.Outcome = protocol.WakeEnded
 		return rep, false
-	case errors.Is(err, ErrDeferred):
+	case errors.Is(err, ErrDeferred), errors.Is(err, errClaiming):
 		rep.Outcome, rep.ProcessID = protocol.WakeDeferred, o.cfg.ProcessID
 		return rep, false
 	case err == nil && loaded:
