@@ -121,7 +121,15 @@ func (r SessionRecord) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the record and keeps the members this build does
 // not know in Extra.
 func (r *SessionRecord) UnmarshalJSON(data []byte) error {
-	return decodeInto(data, (*sessionRecord)(r), &r.Extra)
+	rest, cp, ok := splitCheckpoint(data)
+	if !ok {
+		return decodeInto(data, (*sessionRecord)(r), &r.Extra)
+	}
+	if err := decodeInto(rest, (*sessionRecord)(r), &r.Extra); err != nil {
+		return err
+	}
+	r.Checkpoint = cp
+	return nil
 }
 
 // EncodeSession is json.Marshal of the record without encoding/json's
