@@ -157,6 +157,7 @@ func (s *Server) Send(ctx context.Context, r Request) (Receipt, error) {
 
 func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, error) {
 	start := time.Now()
+	stages.Mark(r.SessionID, "ingress.parsed")
 	a, err := s.topology(ctx)
 	if err != nil {
 		return Receipt{}, err
@@ -172,6 +173,7 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	if err != nil {
 		return Receipt{}, err
 	}
+	stages.Mark(t.sessionID, "ingress.resolved")
 	if r.Kind == wire.KindDeliver && !t.created {
 		if err := s.agentMismatch(ctx, a, t.sessionID, t.deployment, s.agent()); err != nil {
 			return Receipt{}, err
@@ -185,6 +187,7 @@ func (s *Server) send(ctx context.Context, r Request, create bool) (Receipt, err
 	if t, err = s.expect(ctx, a, t, &r, cmd.ID); err != nil {
 		return Receipt{}, err
 	}
+	stages.Mark(t.sessionID, "ingress.checked")
 	rc, err := s.publish(ctx, a, t, cmd, data)
 	if err == nil {
 		s.met.command.WithLabelValues(string(cmd.Kind)).Observe(time.Since(start).Seconds())
