@@ -26,26 +26,11 @@ import (
 // content (structured history, full payloads, usage), else 2 when
 // something is out of line (stateRef, an input's textRef), else 1. The
 // commands it stores are written at inbox version StoredCommandVersion.
+//
+// A session's successive checkpoints are cheaper to encode with a
+// CheckpointEncoder, which gives the same bytes.
 func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
-	c = normalizeCheckpoint(c)
-	c.StateV = c.lowestVersion()
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	c.stampStored(StoredCommandVersion)
-	b, err := marshal(c)
-	if err != nil {
-		return nil, stateFail(c.StateV, ErrInvalid, "marshal: %v", err)
-	}
-	if len(b) > MaxCheckpointBytes {
-		return nil, stateFail(c.StateV, ErrTooLarge, "%d bytes, limit %d (move history or state to the object store)", len(b), MaxCheckpointBytes)
-	}
-	if debugSchema {
-		if err := debugCheck(checkpointContract(c.StateV), b); err != nil {
-			return nil, stateFail(c.StateV, ErrInvalid, "schema (debug check): %v", err)
-		}
-	}
-	return b, nil
+	return encodeCheckpoint(c, encodeHistory)
 }
 
 // DecodeCheckpoint reads a checkpoint. The state version is checked first,
@@ -208,8 +193,12 @@ func stateFail(v int, sentinel error, format string, args ...any) *StateError {
 }
 
 // validate checks the rules a schema does not state.
-func (c *Checkpoint) validate() error {
-	if err := c.validateContent(); err != nil {
+func (c *Checkpoint) validate() error { return c.validateSized(-1) }
+
+// validateSized is validate with the inline history's encoded size
+// already known (histBytes; -1: encode the history to measure it).
+func (c *Checkpoint) validateSized(histBytes int) error {
+	if err := c.validateContent(histBytes); err != nil {
 		var se *StateError
 		if errors.As(err, &se) {
 			return se
@@ -219,7 +208,7 @@ func (c *Checkpoint) validate() error {
 	return nil
 }
 
-func (c *Checkpoint) validateContent() error {
+func (c *Checkpoint) validateContent(histBytes int) error {
 	if c.StateV < MinStateVersion || c.StateV > CurrentStateVersion {
 		return stateFail(c.StateV, ErrUnsupportedState, "this build reads state versions %d to %d", MinStateVersion, CurrentStateVersion)
 	}
@@ -247,7 +236,7 @@ func (c *Checkpoint) validateContent() error {
 	if !sessionRE.MatchString(c.SessionID) {
 		return fmt.Errorf("sessionId %q must match %s", c.SessionID, sessionRE)
 	}
-	if err := c.validateInline(); err != nil {
+	if err := c.validateInline(histBytes); err != nil {
 		return err
 	}
 	if c.OutputSchema != nil && !isObject(c.OutputSchema) {
@@ -394,8 +383,9 @@ func (w Waits) validate() error {
 }
 
 // validateInline enforces inline-or-reference for history and state (the
-// session's, and the state the live turn found, turn.before).
-func (c *Checkpoint) validateInline() error {
+// session's, and the state the live turn found, turn.before). histBytes is
+// the inline history's encoded size (-1: encode it to measure it).
+func (c *Checkpoint) validateInline(histBytes int) error {
 	if c.State != nil && c.StateRef != nil {
 		return errors.New("state is inline or referenced, not both")
 	}
@@ -425,8 +415,12 @@ func (c *Checkpoint) validateInline() error {
 			return stateFail(c.StateV, ErrTooLarge, "inline turn.before.state is %d bytes, limit %d (use StateRef)", n, MaxInlineBytes)
 		}
 	}
-	if h, _ := marshal(c.History); len(h) > MaxInlineBytes {
-		return stateFail(c.StateV, ErrTooLarge, "inline history is %d bytes, limit %d (seal it into HistorySegments)", len(h), MaxInlineBytes)
+	if histBytes < 0 {
+		h, _ := marshal(c.History)
+		histBytes = len(h)
+	}
+	if histBytes > MaxInlineBytes {
+		return stateFail(c.StateV, ErrTooLarge, "inline history is %d bytes, limit %d (seal it into HistorySegments)", histBytes, MaxInlineBytes)
 	}
 	return nil
 }

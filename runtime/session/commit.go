@@ -39,7 +39,7 @@ func (s *Session) record(ctx context.Context, snap runtime.Snapshot) (record.Ses
 	if err := s.env.blobs.externalise(ctx, &c); err != nil {
 		return record.SessionRecord{}, nil, err
 	}
-	cp, err := wire.EncodeCheckpoint(c)
+	cp, err := s.enc.Encode(c)
 	if err != nil {
 		return record.SessionRecord{}, nil, fmt.Errorf("session %s checkpoint: %w", s.id, err)
 	}

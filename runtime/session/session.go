@@ -32,9 +32,10 @@ type Session struct {
 	cur    cursor // the session's cursor over its inbox
 	pub    publisher
 	steps  chan runtime.StepDone
-	cancel context.CancelFunc // cancels the running step
-	prev   string             // the predecessor's cursor, deleted after boot
-	hist   *history           // sealed history segments
+	cancel context.CancelFunc     // cancels the running step
+	prev   string                 // the predecessor's cursor, deleted after boot
+	hist   *history               // sealed history segments
+	enc    wire.CheckpointEncoder // its checkpoints, the inline history's entries from cache
 
 	arrival       *runtime.HandoffInfo // the handoff that activated this run (BootHandoff)
 	adoption      *runtime.AdoptInfo   // the adoption that claimed it (BootAdopt)
