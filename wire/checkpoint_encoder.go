@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // CheckpointEncoder encodes the successive checkpoints of one session from
@@ -106,14 +107,19 @@ func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 		return nil, true
 	}
 	n := 1 + len(hs) // the brackets and the commas
-	var enc *entryEncoder
+	var enc *encoder
+	defer func() {
+		if enc != nil {
+			partEncoders.Put(enc)
+		}
+	}()
 	for i, h := range hs {
 		if i < len(x.entries) && x.entries[i].entry.same(h) {
 			n += len(x.entries[i].json)
 			continue
 		}
 		if enc == nil {
-			enc = newEntryEncoder()
+			enc = partEncoders.Get().(*encoder)
 		}
 		b, err := enc.encode(h)
 		if err != nil {
@@ -140,26 +146,34 @@ func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 	return append(out, ']'), true
 }
 
-// entryEncoder encodes entries as marshal does, through one buffer.
-type entryEncoder struct {
+// encoder encodes as marshal does, into a buffer it keeps. partEncoders
+// pools them: a checkpoint's parts and its new history entries are copied
+// out of the buffer at once.
+type encoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
 }
 
-func newEntryEncoder() *entryEncoder {
-	e := &entryEncoder{}
+var partEncoders = sync.Pool{New: func() any {
+	e := &encoder{}
 	e.enc = json.NewEncoder(&e.buf)
 	e.enc.SetEscapeHTML(false)
 	return e
-}
+}}
 
-// encode is marshal(h), in a slice of its own.
-func (e *entryEncoder) encode(h HistoryEntry) ([]byte, error) {
+// scratch is marshal(v) in e's buffer, valid until e's next use.
+func (e *encoder) scratch(v any) ([]byte, error) {
 	e.buf.Reset()
-	if err := e.enc.Encode(h); err != nil {
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
+	return bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), nil
+}
+
+// encode is marshal(v), in a slice of its own.
+func (e *encoder) encode(v any) ([]byte, error) {
+	b, err := e.scratch(v)
+	return bytes.Clone(b), err
 }
 
 // same reports whether h and o encode the same (both normalized: empty
@@ -222,20 +236,29 @@ func splitCheckpoint() [2]checkpointPart {
 // History's place: the members before it (stateV and sessionId are never
 // omitted), history unless empty, the members after it.
 func encodeAround(c *Checkpoint, hist []byte) ([]byte, error) {
-	var enc [2][]byte
+	var enc [2]*encoder
+	var parts [2][]byte
+	defer func() {
+		for _, e := range enc {
+			if e != nil {
+				partEncoders.Put(e)
+			}
+		}
+	}()
 	v := reflect.ValueOf(c).Elem()
 	for p, part := range checkpointSplit {
 		s := reflect.New(part.typ).Elem()
 		for j, i := range part.fields {
 			s.Field(j).Set(v.Field(i))
 		}
-		b, err := marshal(s.Interface())
+		enc[p] = partEncoders.Get().(*encoder)
+		b, err := enc[p].scratch(s.Addr().Interface())
 		if err != nil {
 			return nil, err
 		}
-		enc[p] = b
+		parts[p] = b
 	}
-	before, after := enc[0], enc[1]
+	before, after := parts[0], parts[1]
 	out := make([]byte, 0, len(before)+len(hist)+len(after)+len(`,"history":`))
 	out = append(out, before[:len(before)-1]...) // without its closing brace
 	if hist != nil {

@@ -100,7 +100,10 @@ func taskRefs(w wire.Waits) map[string]wire.BlobRef {
 // toWireHistory is the history as a checkpoint stores it: each entry in
 // the legacy shape when it fits (wire.HistoryEntry.Compact).
 func toWireHistory(es []runtime.Entry) []wire.HistoryEntry {
-	var out []wire.HistoryEntry
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]wire.HistoryEntry, 0, len(es))
 	for _, e := range es {
 		out = append(out, e.Wire().Compact())
 	}
