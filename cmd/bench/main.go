@@ -9,7 +9,9 @@
 // -mutexprofile P and -blockprofile P write P.<suite> after each suite
 // but the js baselines, counting contention from the first such suite
 // on (Go's contention profiles cannot be reset: run one suite with -only
-// for a profile of it alone). Read them with go tool pprof. -figureprofile P
+// for a profile of it alone); -memprofile P writes P.<suite>, the
+// allocations since the process started, after each suite (go tool pprof
+// -sample_index=alloc_space). Read them with go tool pprof. -figureprofile P
 // writes a CPU profile of each delivery_to_step_start figure alone to
 // P.<figure>; go run ./internal/tools/cpushare P.<figure> prints its share
 // by owner (server, client, each Baton package, GC).
@@ -72,6 +74,7 @@ func main() {
 	flag.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile of each suite to this path plus .<suite>")
 	flag.StringVar(&p.mutex, "mutexprofile", "", "write the mutex contention profile after each suite but js to this path plus .<suite>")
 	flag.StringVar(&p.block, "blockprofile", "", "write the blocking profile after each suite but js to this path plus .<suite>")
+	flag.StringVar(&p.mem, "memprofile", "", "write the allocation profile (counted from the start) after each suite to this path plus .<suite>")
 	flag.IntVar(&deleteTurns, "delete-turns", deleteTurns, "turns of each session the delete suite deletes")
 	flag.StringVar(&figureCPU, "figureprofile", "", "write a CPU profile of each delivery_to_step_start figure alone to this path plus .<figure> (not with -cpuprofile)")
 	flag.Parse()

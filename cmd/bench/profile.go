@@ -7,9 +7,10 @@ import (
 	"runtime/pprof"
 )
 
-// profiles are the profile paths of -cpuprofile, -mutexprofile and
-// -blockprofile ("": none); each suite's go to <path>.<suite>.
-type profiles struct{ cpu, mutex, block string }
+// profiles are the profile paths of -cpuprofile, -mutexprofile,
+// -blockprofile and -memprofile ("": none); each suite's go to
+// <path>.<suite>.
+type profiles struct{ cpu, mutex, block, mem string }
 
 // start starts profiling suite and returns what stops it and writes its
 // profiles. Contention is recorded from the first suite after the js
@@ -43,6 +44,7 @@ func (p profiles) start(suite string) (func() error, error) {
 		if contention {
 			errs = append(errs, writeProfile("mutex", p.mutex, suite), writeProfile("block", p.block, suite))
 		}
+		errs = append(errs, writeProfile("allocs", p.mem, suite))
 		return errors.Join(errs...)
 	}, nil
 }
