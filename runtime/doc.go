@@ -45,11 +45,8 @@
 //   - Nothing is visible before it is durable: Publish, ArmTimer, StartTask,
 //     ClaimAlias, Purge, Forget and Cleanup are emitted only after the Commit that
 //     records them returned CommitDone{CommitOK}, and in that order (publish
-//     first). That commit replaces the outbox: before the driver performs
-//     it, a Publish must have completed (retry with backoff), or the events
-//     it has not yet appended must be carried in the commit's outbox, before
-//     the commit's own (the outbox stays the contiguous run of events ending
-//     at EventSeq; a later Publish appends only what the stream lacks).
+//     first). A Publish must complete (retry with backoff) before the driver
+//     performs the next Commit, because that commit replaces the outbox.
 //   - At most one of {step, commit, handoff} is in flight. A step runs only
 //     against committed state; its result becomes durable in the commit of
 //     the next boundary, together with the commands that boundary applies and

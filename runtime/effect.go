@@ -13,10 +13,8 @@ type Commit struct {
 }
 
 // Publish appends committed events to the public stream. It is idempotent
-// (message ID <sessionID>/<seq>). Before the driver performs the next
-// [Commit] it must have completed, or the driver carries its events in
-// that commit's outbox, before the commit's own (see the package's
-// ordering contract).
+// (message ID <sessionID>/<seq>) and must complete before the driver
+// performs the next [Commit].
 type Publish struct{ Events []Event }
 
 // RunStep asks the driver to run one agent step. The driver answers with

@@ -24,10 +24,6 @@ const (
 	// AfterCommit (SessionID): right after a commit CAS succeeded, before
 	// any of the commit's events is published. Its error is ignored.
 	AfterCommit Name = "after-commit"
-	// BeforeAppend (SessionID, Detail: the first event's seq): in the
-	// goroutine that appends a commit's events, before the append; an
-	// error fails the append, as a stream that refused it would.
-	BeforeAppend Name = "before-append"
 	// BeforeCollect (SessionID): after a commit landed that no longer
 	// refers to some of the session's blobs, before they are deleted.
 	// Its error is ignored.

@@ -15,22 +15,20 @@ import (
 )
 
 // record builds the session record a commit writes: ownership unchanged, the
-// state derived from the snapshot, and the checkpoint with the outbox: the
-// carried events (those of the appends in flight, already stamped), then
-// the new ones stamped with this run's envelope. Content too large to keep
-// inline (a long message.output text, agent state, an admitted delivery's
-// text) is written to the session's blobs first, so the record stays small
-// and always fits the bucket. It returns the whole outbox.
-func (s *Session) record(ctx context.Context, snap runtime.Snapshot, carried []wire.Event) (record.SessionRecord, []wire.Event, error) {
+// state derived from the snapshot, and the checkpoint with the new outbox
+// stamped with this run's envelope. Content too large to keep inline (a
+// long message.output text, agent state, an admitted delivery's text) is
+// written to the session's blobs first, so the record stays small and
+// always fits the bucket.
+func (s *Session) record(ctx context.Context, snap runtime.Snapshot) (record.SessionRecord, []wire.Event, error) {
 	now := s.now()
-	outbox := make([]wire.Event, len(carried), len(carried)+len(snap.Outbox))
-	copy(outbox, carried)
-	for _, e := range snap.Outbox {
+	outbox := make([]wire.Event, len(snap.Outbox))
+	for i, e := range snap.Outbox {
 		w, err := s.restamp(ctx, e, now)
 		if err != nil {
 			return record.SessionRecord{}, nil, err
 		}
-		outbox = append(outbox, w)
+		outbox[i] = w
 	}
 	segs, tail, err := s.hist.layout(ctx, snap.History)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/baton-rt/baton/internal/stages"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/runtime"
-	"github.com/baton-rt/baton/wire"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -91,40 +90,14 @@ func (s *Session) forget(ctx context.Context, f runtime.Forget) ([]runtime.Input
 	return []runtime.Input{runtime.Forgotten{Seqs: f.Seqs}}, nil
 }
 
-// follows reports whether carried, the events of the appends in flight,
-// are the run of events right before the commit's own events (own of
-// them): the outbox is contiguous and ends at the snapshot's eventSeq.
-func follows(carried []wire.Event, own int, eventSeq uint64) bool {
-	n := len(carried)
-	return n == 0 || carried[n-1].Seq+uint64(own) == eventSeq && carried[0].Seq+uint64(n-1) == carried[n-1].Seq
-}
-
-// commit is the one CAS of the session record. Its outbox carries the
-// events of the appends still in flight (publisher.carry) before its own,
-// so it never waits for them: a crash before they land leaves them in the
-// record for the next owner, who appends what the stream lacks.
+// commit is the one CAS of the session record.
 func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input, error) {
 	stages.Mark(s.id, "machine")
-	carried, err := s.pub.carry()
-	if err != nil {
+	if err := s.pub.await(); err != nil {
 		return nil, err
 	}
-	if !follows(carried, len(c.Snapshot.Outbox), c.Snapshot.EventSeq) {
-		carried = nil
-		if err := s.pub.await(); err != nil {
-			return nil, err
-		}
-	}
 	stages.Mark(s.id, "outbox.awaited")
-	rec, outbox, err := s.record(ctx, c.Snapshot, carried)
-	if refusal(err) == record.CommitTooLarge && len(carried) > 0 {
-		// Too large with the events in flight: wait for them instead.
-		if err := s.pub.await(); err != nil {
-			return nil, err
-		}
-		carried = nil
-		rec, outbox, err = s.record(ctx, c.Snapshot, nil)
-	}
+	rec, outbox, err := s.record(ctx, c.Snapshot)
 	stages.Mark(s.id, "checkpoint")
 	if code := refusal(err); code != "" {
 		return nil, s.refused(ctx, code, err)
@@ -155,7 +128,7 @@ func (s *Session) commit(ctx context.Context, c runtime.Commit) ([]runtime.Input
 		}
 		s.committedState(ctx)
 		s.indexCommitted(rev)
-		s.env.Observer.Committed(outbox[len(carried):])
+		s.env.Observer.Committed(outbox)
 		s.env.Failpoints.Run(failpoint.AfterCommit, failpoint.Args{SessionID: s.id})
 		return []runtime.Input{runtime.CommitDone{Outcome: runtime.CommitOK}}, nil
 	case errors.Is(err, record.ErrConflict):

@@ -76,7 +76,7 @@ func New(env *Env, b Boot) (*Session, error) {
 		steps: make(chan runtime.StepDone, 1),
 		act:   newActivity(), journals: map[string]*journal{},
 		senders: newSenders(),
-		pub:     publisher{id: rec.SessionID, app: env.Appender(rec.SessionID), fp: env.Failpoints, outbox: b.Checkpoint.Outbox},
+		pub:     publisher{id: rec.SessionID, app: env.Appender(rec.SessionID), outbox: b.Checkpoint.Outbox},
 		cur:     cursor{inbox: env.Inbox, name: rec.Consumer, tokens: b.Tokens},
 		prev:    b.Predecessor, arrival: b.Arrival, adoption: b.Adoption, refs: b.Checkpoint.refs,
 	}
@@ -215,11 +215,7 @@ func (s *Session) loop(ctx context.Context) error {
 			// heartbeats. Check on the next ticks.
 			reconn, checkCursor = s.env.Process.Reconnected(), true
 		case now := <-tick.C:
-			// A failed append stops the run (the next one appends the
-			// record's outbox), even while no commit follows.
-			if err = s.pub.collect(); err == nil {
-				err = s.handle(ctx, runtime.Tick{Now: now})
-			}
+			err = s.handle(ctx, runtime.Tick{Now: now})
 			if err == nil && checkCursor {
 				checkCursor, err = s.verifyCursor(ctx)
 			}
