@@ -103,7 +103,7 @@ func checkEncoded(v int, b []byte) ([]byte, error) {
 // exactly hs afterwards.
 func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 	if len(hs) == 0 {
-		x.entries = x.entries[:0]
+		x.keep(0)
 		return nil, true
 	}
 	n := 1 + len(hs) // the brackets and the commas
@@ -123,7 +123,7 @@ func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 		}
 		b, err := enc.encode(h)
 		if err != nil {
-			x.entries = x.entries[:0]
+			x.keep(0)
 			return nil, false
 		}
 		e := encodedEntry{entry: h.clone(), json: b}
@@ -134,7 +134,7 @@ func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 		}
 		n += len(b)
 	}
-	x.entries = x.entries[:len(hs)]
+	x.keep(len(hs))
 	out := make([]byte, 0, n)
 	out = append(out, '[')
 	for i, e := range x.entries {
@@ -144,6 +144,13 @@ func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 		out = append(out, e.json...)
 	}
 	return append(out, ']'), true
+}
+
+// keep keeps the first n cached entries and lets the rest go (a sealed
+// tail's entries are not held by the cache's array).
+func (x *CheckpointEncoder) keep(n int) {
+	clear(x.entries[n:])
+	x.entries = x.entries[:n]
 }
 
 // encoder encodes as marshal does, into a buffer it keeps. partEncoders
