@@ -37,20 +37,19 @@ func (x *CheckpointEncoder) Encode(c Checkpoint) ([]byte, error) {
 }
 
 // encodeCheckpoint is EncodeCheckpoint with the inline history encoded by
-// history (nil for none; false when an entry does not encode): the
-// history is encoded once, measured for the inline limit and put in its
-// place between the other members' encodings.
-func encodeCheckpoint(c Checkpoint, history func([]HistoryEntry) ([]byte, bool)) ([]byte, error) {
+// history (nil for none): the history is encoded once, measured for the
+// inline limit and put in its place between the other members' encodings.
+func encodeCheckpoint(c Checkpoint, history func([]HistoryEntry) ([]byte, error)) ([]byte, error) {
 	c = normalizeCheckpoint(c)
 	c.StateV = c.lowestVersion()
-	hist, ok := history(c.History)
-	if !ok {
-		// An entry does not encode: the whole encoding fails below, as
-		// it always did (its error's wording included).
-		return encodeWhole(c)
-	}
+	hist, herr := history(c.History)
+	// A history that does not encode counts 0 bytes against the limit and
+	// fails the encoding after the rules, as the whole encoding always did.
 	if err := c.validateSized(len(hist)); err != nil {
 		return nil, err
+	}
+	if herr != nil {
+		return nil, stateFail(c.StateV, ErrInvalid, "marshal: %v", herr)
 	}
 	c.stampStored(StoredCommandVersion)
 	b, err := encodeAround(&c, hist)
@@ -61,26 +60,11 @@ func encodeCheckpoint(c Checkpoint, history func([]HistoryEntry) ([]byte, bool))
 }
 
 // encodeHistory is a history's encoding, whole (nil for none).
-func encodeHistory(hs []HistoryEntry) ([]byte, bool) {
+func encodeHistory(hs []HistoryEntry) ([]byte, error) {
 	if len(hs) == 0 {
-		return nil, true
+		return nil, nil
 	}
-	b, err := marshal(hs)
-	return b, err == nil
-}
-
-// encodeWhole is the encoding in one piece of a normalized checkpoint with
-// its state version set.
-func encodeWhole(c Checkpoint) ([]byte, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	c.stampStored(StoredCommandVersion)
-	b, err := marshal(c)
-	if err != nil {
-		return nil, stateFail(c.StateV, ErrInvalid, "marshal: %v", err)
-	}
-	return checkEncoded(c.StateV, b)
+	return marshal(hs)
 }
 
 // checkEncoded applies the limits of an encoded checkpoint (and, with
@@ -99,12 +83,12 @@ func checkEncoded(v int, b []byte) ([]byte, error) {
 
 // history is the encoding of a normalized inline history, as encoding the
 // slice whole gives it (nil for none), from the cached entries where they
-// are the same; false when an entry does not encode. The cache keeps
-// exactly hs afterwards.
-func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
+// are the same, or the error of an entry that does not encode. The cache
+// keeps exactly hs afterwards (none after an error).
+func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, error) {
 	if len(hs) == 0 {
 		x.keep(0)
-		return nil, true
+		return nil, nil
 	}
 	n := 1 + len(hs) // the brackets and the commas
 	var enc *encoder
@@ -124,7 +108,7 @@ func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 		b, err := enc.encode(h)
 		if err != nil {
 			x.keep(0)
-			return nil, false
+			return nil, err
 		}
 		e := encodedEntry{entry: h.clone(), json: b}
 		if i < len(x.entries) {
@@ -143,7 +127,7 @@ func (x *CheckpointEncoder) history(hs []HistoryEntry) ([]byte, bool) {
 		}
 		out = append(out, e.json...)
 	}
-	return append(out, ']'), true
+	return append(out, ']'), nil
 }
 
 // keep keeps the first n cached entries and lets the rest go (a sealed
