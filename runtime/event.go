@@ -38,6 +38,7 @@ const (
 	EventSessionWaiting    = wire.EventSessionWaiting
 	EventSessionPaused     = wire.EventSessionPaused
 	EventSessionResumed    = wire.EventSessionResumed
+	EventSessionTagged     = wire.EventSessionTagged
 	EventHandoffStarted    = wire.EventHandoffStarted
 	EventHandoffSkipped    = wire.EventHandoffSkipped
 	EventHandoffCompleted  = wire.EventHandoffCompleted
@@ -56,7 +57,9 @@ const (
 	EventTurnRolledBack    = wire.EventTurnRolledBack
 )
 
-// BuiltinEvents lists every event kind the machine knows.
+// BuiltinEvents lists the built-in kinds of the machine's turns, waits,
+// handoffs and children. [Reserved] refuses these and every other built-in
+// kind (session.tagged, the quarantine's).
 func BuiltinEvents() []string {
 	return []string{
 		EventSessionStarted, EventCommandApplied, EventCommandRejected, EventTurnStarted,
@@ -73,10 +76,14 @@ func BuiltinEvents() []string {
 }
 
 // Reserved reports whether an agent may not emit kind as its own durable
-// event: a built-in kind, or a live kind (message.delta and
-// message.discarded exist only live; see [Stream]).
+// event: a built-in kind — the machine's ([BuiltinEvents]) and those
+// recorded outside any owner's commit (session.quarantined,
+// session.retried), every kind [wire.IsBuiltinEvent] names — or a live
+// kind (message.delta and message.discarded exist only live; see
+// [Stream]).
 func Reserved(kind string) bool {
-	return slices.Contains(BuiltinEvents(), kind) || kind == wire.EventMessageDelta || kind == wire.EventMessageDiscarded
+	return wire.IsBuiltinEvent(kind) || slices.Contains(BuiltinEvents(), kind) ||
+		kind == wire.EventMessageDelta || kind == wire.EventMessageDiscarded
 }
 
 // Handoff skip reasons (handoff.skipped {reason}).

@@ -100,3 +100,36 @@ func TestCheckerAgentError(t *testing.T) {
 		t.Fatalf("fatal: %+v", got)
 	}
 }
+
+// Every built-in kind wire registers is the runtime's: an agent that
+// declares one may not emit it, even with a body the kind accepts. Before
+// Reserved asked wire, session.tagged and the quarantine's kinds were
+// missing from it, and an agent could commit a session.tagged event no tag
+// command made.
+func TestEveryBuiltinKindReserved(t *testing.T) {
+	builtins := wire.DefaultEvents().Kinds()
+	if len(builtins) < len(runtime.BuiltinEvents()) {
+		t.Fatalf("wire registers %d built-in kinds, the machine lists %d", len(builtins), len(runtime.BuiltinEvents()))
+	}
+	for _, k := range builtins {
+		if !runtime.Reserved(k) {
+			t.Errorf("runtime.Reserved(%q) = false for a built-in kind", k)
+		}
+	}
+	// Bodies each kind accepts (wire's own check), so only the
+	// reservation can refuse the step.
+	valid := map[string]string{
+		wire.EventSessionTagged:  `{"tags":{"team":"a"}}`,
+		wire.EventSessionRetried: `{"deploymentId":"v1"}`,
+	}
+	for kind, data := range valid {
+		if err := wire.DefaultEvents().ValidateData(kind, []byte(data)); err != nil {
+			t.Fatalf("%s %s is not a valid body: %v", kind, data, err)
+		}
+		c := runtime.NewChecker(nil, []string{kind})
+		r := c.Check(runtime.StepResult{Outcome: runtime.OutcomeDone, Events: []runtime.Event{{Kind: kind, Data: json.RawMessage(data)}}})
+		if r.Code != runtime.CodeEventInvalid {
+			t.Errorf("a step emitting %s %s: code %q, error %q; want %s", kind, data, r.Code, r.Error, runtime.CodeEventInvalid)
+		}
+	}
+}

@@ -137,6 +137,11 @@ func safeContract(name string, v any) (c *contract, err error) {
 	return newContract(name, v)
 }
 
+// IsBuiltinEvent reports whether kind is one of the built-in event kinds
+// (those [DefaultEvents] holds before agent code adds its own): events the
+// runtime records, which an agent may neither register nor emit.
+func IsBuiltinEvent(kind string) bool { return builtins().Has(kind) }
+
 // Has reports whether kind is registered.
 func (r *EventRegistry) Has(kind string) bool { return r.spec(kind) != nil }
 
