@@ -73,7 +73,7 @@ func serve(ctx context.Context, r resolved, agent runtime.Agent, x extras, base 
 	if err != nil {
 		return err
 	}
-	store, err := kv.Open(ctx, js, r.names)
+	store, err := openStore(ctx, js, r, log)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/baton-rt/baton/internal/lockfile"
 	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/topology"
+	"github.com/baton-rt/baton/kv"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -108,4 +110,32 @@ func ensureTopology(ctx context.Context, js jetstream.JetStream, r resolved, log
 		log.Info("topology", "change", c)
 	}
 	return nil
+}
+
+// openStore is kv.Open, retried with backoff for at most topologyWait
+// while no leader answers in time (kv.Leaderless, or a request's own
+// deadline): the topology has just been ensured, so an answer that does
+// not come is a cluster electing or too busy to answer, which passes, and
+// an owner started then waits for it instead of exiting. Any other error
+// (a bucket without the shape leases need) is final at once.
+func openStore(ctx context.Context, js jetstream.JetStream, r resolved, log *slog.Logger) (*kv.Store, error) {
+	var store *kv.Store
+	op := func() error {
+		var err error
+		if store, err = kv.Open(ctx, js, r.names); err == nil {
+			return nil
+		}
+		if !kv.Leaderless(err) && !errors.Is(err, context.DeadlineExceeded) {
+			return backoff.Permanent(err)
+		}
+		log.Warn("session store not ready; retrying", "err", err)
+		return err
+	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(5*time.Second),
+		backoff.WithMaxElapsedTime(topologyWait)), ctx)
+	if err := backoff.Retry(op, b); err != nil {
+		return nil, err
+	}
+	return store, nil
 }
