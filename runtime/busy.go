@@ -182,11 +182,14 @@ func (m *Machine) rollback(c Command) {
 	m.startTurn(c)
 }
 
-// interrupted records a step an interrupt or rollback of its caller
-// aborted: the step counter advances past it (no step key is reused),
-// its usage and journaled calls count, and, for an interrupt, the history
-// records it (a system entry of kind step_interrupted).
+// interrupted records a step whose result the boundary discards: its
+// usage counts whatever discarded it (a cancel, reset, end or timeout
+// too: what an agent spent is never taken back). For an interrupt or
+// rollback of its caller, the step counter also advances past it (no step
+// key is reused), its journaled calls count, and, for an interrupt, the
+// history records it (a system entry of kind step_interrupted).
 func (m *Machine) interrupted(t *Turn, d *StepDone) {
+	m.addUsage(t, d.Result.Usage)
 	i := slices.IndexFunc(m.queue, func(c Command) bool { return m.interrupting(&c) })
 	if i < 0 {
 		return
@@ -194,7 +197,6 @@ func (m *Machine) interrupted(t *Turn, d *StepDone) {
 	m.retry = nil
 	t.Steps++
 	t.Inputs = nil // in the history already: the next step's input is the new delivery
-	m.addUsage(t, d.Result.Usage)
 	m.recordCalls(t, d.Calls)
 	if m.queue[i].Mode == ModeInterrupt {
 		m.snap.History = append(m.snap.History, Entry{Role: RoleSystem, Kind: wire.EntryStepInterrupted,

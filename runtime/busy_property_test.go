@@ -78,7 +78,7 @@ import (
 // busyCoverage are the busy-mode scenarios the property runs must reach.
 var busyCoverage = []string{
 	"busy rejected", "interrupt joined", "rollback", "rollback restored", "rollback history",
-	"window joined", "window extended", "window closed", "stale timeout", "default mode", "interrupted usage",
+	"window joined", "window extended", "window closed", "stale timeout", "default mode", "interrupted usage", "cancelled usage",
 }
 
 // turnStart is what a turn found when it started: the agent state and the
@@ -185,19 +185,18 @@ func (w *world) interrupting(c runtime.Command) bool {
 
 // foldUsage is what folding the finished step's result r adds to the
 // session's usage (discarded: the step was cancelled, and the boundary
-// discards r): all it reported — a failed (an invalid one's too), retried
-// or interrupted step's — except for a step a cancel, reset or timeout
-// discarded alone (no interrupt or rollback of its turn queued): the
-// machine counts none of those (interrupted returns before addUsage).
+// discards r): all it reported — a failed (an invalid one's too), retried,
+// interrupted or discarded step's, whatever discarded it (an interrupt or
+// rollback of its turn, a cancel, reset or timeout).
 func (w *world) foldUsage(r runtime.StepResult, discarded bool) runtime.Usage {
-	if !discarded {
-		return r.Usage
-	}
-	if slices.ContainsFunc(w.inQueue(), w.interrupting) {
+	switch {
+	case !discarded:
+	case slices.ContainsFunc(w.inQueue(), w.interrupting):
 		coverage.add("interrupted usage")
-		return r.Usage
+	default:
+		coverage.add("cancelled usage")
 	}
-	return runtime.Usage{}
+	return r.Usage
 }
 
 // fire plays the scheduler: the debounce window's armed timer fires (its
