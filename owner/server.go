@@ -112,9 +112,9 @@ func ensureTopology(ctx context.Context, js jetstream.JetStream, r resolved, log
 	return nil
 }
 
-// openStore is kv.Open, retried with backoff for at most topologyWait
-// while no leader answers in time (kv.Leaderless, or a request's own
-// deadline): the topology has just been ensured, so an answer that does
+// openStore is kv.Open, retried as the topology is (topology.Retry, for
+// at most topologyWait) while no leader answers in time (kv.Leaderless, or
+// a request's own deadline): the topology has just been ensured, so an answer that does
 // not come is a cluster electing or too busy to answer, which passes, and
 // an owner started then waits for it instead of exiting. Any other error
 // (a bucket without the shape leases need) is final at once.
@@ -131,10 +131,7 @@ func openStore(ctx context.Context, js jetstream.JetStream, r resolved, log *slo
 		log.Warn("session store not ready; retrying", "err", err)
 		return err
 	}
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(5*time.Second),
-		backoff.WithMaxElapsedTime(topologyWait)), ctx)
-	if err := backoff.Retry(op, b); err != nil {
+	if err := topology.Retry(ctx, topologyWait, op); err != nil {
 		return nil, err
 	}
 	return store, nil

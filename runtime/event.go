@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/json"
-	"slices"
 
 	"github.com/baton-rt/baton/wire"
 )
@@ -76,14 +75,12 @@ func BuiltinEvents() []string {
 }
 
 // Reserved reports whether an agent may not emit kind as its own durable
-// event: a built-in kind — the machine's ([BuiltinEvents]) and those
-// recorded outside any owner's commit (session.quarantined,
-// session.retried), every kind [wire.IsBuiltinEvent] names — or a live
-// kind (message.delta and message.discarded exist only live; see
-// [Stream]).
+// event: a built-in kind — every kind [wire.IsBuiltinEvent] names: the
+// machine's ([BuiltinEvents]) and those recorded outside any owner's
+// commit (session.quarantined, session.retried) — or a live kind
+// (message.delta and message.discarded exist only live; see [Stream]).
 func Reserved(kind string) bool {
-	return wire.IsBuiltinEvent(kind) || slices.Contains(BuiltinEvents(), kind) ||
-		kind == wire.EventMessageDelta || kind == wire.EventMessageDiscarded
+	return wire.IsBuiltinEvent(kind) || kind == wire.EventMessageDelta || kind == wire.EventMessageDiscarded
 }
 
 // Handoff skip reasons (handoff.skipped {reason}).

@@ -28,11 +28,19 @@ func Await(ctx context.Context, js jetstream.JetStream, cfg Config, wait time.Du
 		}
 		return err
 	}
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(5*time.Second),
-		backoff.WithMaxElapsedTime(wait)), ctx)
-	if err := backoff.Retry(op, b); err != nil {
+	if err := Retry(ctx, wait, op); err != nil {
 		return nil, err
 	}
 	return top, nil
+}
+
+// Retry runs op until it succeeds, returns an error wrapped by
+// backoff.Permanent (its error is returned at once, unwrapped), ctx ends or
+// wait has passed, with the exponential backoff of the start-up waits:
+// 250 ms first, at most 5 s apart.
+func Retry(ctx context.Context, wait time.Duration, op func() error) error {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(5*time.Second),
+		backoff.WithMaxElapsedTime(wait)), ctx)
+	return backoff.Retry(op, b)
 }
