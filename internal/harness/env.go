@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,9 @@ type Env struct {
 	Deployment string // default DefaultDeployment
 
 	ids atomic.Uint64 // command IDs c1, c2, … for commands sent without one
+
+	eventsMu sync.Mutex
+	events   map[string]*eventsRead // Events' last read of each session
 }
 
 // Dial connects to url; the store is not opened (the topology may not

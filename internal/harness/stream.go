@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baton-rt/baton/wire"
@@ -10,37 +12,158 @@ import (
 )
 
 // Events reads the session's whole public stream straight from JetStream
-// (an ordered consumer; no ingress involved).
+// (no ingress involved). Waits call it every Interval, so it reads only
+// what changed since its last read of the session: two message gets
+// answered by the stream's leader (the subject's first and last
+// sequence) and, when the last has moved, an ordered consumer from the
+// last event read on. A stream whose first event changed (a delete, a
+// purge) is read whole again. Events are never removed from the middle
+// of a session's subject, so the two ends tell whether it changed.
 func (e *Env) Events(ctx context.Context, sessionID string) ([]wire.Event, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cons, err := e.JS.OrderedConsumer(ctx, e.Names.EventsStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{e.Names.Events(sessionID)}})
+	stream, subject := e.Names.EventsStream(), e.Names.Events(sessionID)
+	last, err := e.subjectEnd(ctx, stream, msgGet{LastBySubject: subject})
 	if err != nil {
 		return nil, fmt.Errorf("events of %s: %w", sessionID, err)
 	}
-	var out []wire.Event
+	first, err := e.subjectEnd(ctx, stream, msgGet{Seq: 1, NextBySubject: subject})
+	if err != nil {
+		return nil, fmt.Errorf("events of %s: %w", sessionID, err)
+	}
+	e.eventsMu.Lock()
+	prev := e.events[sessionID]
+	e.eventsMu.Unlock()
+	if last == 0 || first == 0 {
+		e.remember(sessionID, nil)
+		return nil, nil
+	}
+	if prev == nil || prev.first != first || last < prev.last {
+		prev = nil // read whole
+	} else if last == prev.last {
+		return slices.Clone(prev.events), nil
+	}
+	read := &eventsRead{}
+	from := uint64(1)
+	if prev != nil {
+		*read = eventsRead{first: prev.first, last: prev.last, events: slices.Clone(prev.events)}
+		from = prev.last + 1
+	}
+	if err := e.readEvents(ctx, stream, subject, from, read); err != nil {
+		return nil, fmt.Errorf("events of %s: %w", sessionID, err)
+	}
+	e.remember(sessionID, read)
+	return slices.Clone(read.events), nil
+}
+
+// eventsRead is what Events last read of one session: its events and the
+// stream sequences of the first and the last.
+type eventsRead struct {
+	first, last uint64
+	events      []wire.Event
+}
+
+// remember keeps r as the last read of the session (nil: none).
+func (e *Env) remember(sessionID string, r *eventsRead) {
+	e.eventsMu.Lock()
+	defer e.eventsMu.Unlock()
+	if r == nil || len(r.events) == 0 {
+		delete(e.events, sessionID)
+		return
+	}
+	if e.events == nil {
+		e.events = map[string]*eventsRead{}
+	}
+	e.events[sessionID] = r
+}
+
+// readEvents appends to r the events of subject from stream sequence from
+// on, through an ordered consumer that the server removes soon after.
+func (e *Env) readEvents(ctx context.Context, stream, subject string, from uint64, r *eventsRead) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: 30 * time.Second}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cons, err := e.JS.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return err
+	}
 	for {
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
-			return nil, fmt.Errorf("events of %s: %w", sessionID, err)
+			return err
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
 			ev, err := wire.DecodeEvent(nil, m.Data())
 			if err != nil {
-				return nil, fmt.Errorf("event does not decode: %w", err)
+				return fmt.Errorf("event does not decode: %w", err)
 			}
-			out = append(out, ev)
+			meta, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if r.first == 0 {
+				r.first = meta.Sequence.Stream
+			}
+			r.last = meta.Sequence.Stream
+			r.events = append(r.events, ev)
 		}
 		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("events of %s: %w", sessionID, err)
+			return err
 		}
 		if n == 0 {
-			return out, nil
+			return nil
 		}
 	}
 }
+
+// msgGet is a JetStream message get request ($JS.API.STREAM.MSG.GET).
+type msgGet struct {
+	Seq           uint64 `json:"seq,omitempty"`
+	LastBySubject string `json:"last_by_subj,omitempty"`
+	NextBySubject string `json:"next_by_subj,omitempty"`
+}
+
+// subjectEnd returns the stream sequence of the message req finds, 0 if
+// there is none. It asks the stream's leader through the JetStream API:
+// a direct get may be answered by a follower that is behind.
+func (e *Env) subjectEnd(ctx context.Context, stream string, req msgGet) (uint64, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, err
+	}
+	msg, err := e.NC.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return 0, err
+	}
+	var resp struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, fmt.Errorf("message get: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == errNoMessageFound:
+		return 0, nil
+	case resp.Error != nil:
+		return 0, fmt.Errorf("message get: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return 0, fmt.Errorf("message get: no message in %s", msg.Data)
+	}
+	return resp.Message.Seq, nil
+}
+
+// errNoMessageFound is JetStream's error code for a get that found none.
+const errNoMessageFound = 10037
 
 // WaitEvents polls the session's events (Events; a failed read is retried)
 // until pred holds for them. On timeout the error shows what the stream
