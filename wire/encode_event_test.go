@@ -62,8 +62,11 @@ func TestEncodeEventAgrees(t *testing.T) {
 	regs := agreeRegistries(t)
 	fast, slow := 0, 0
 	for i, b := range eventCorpus(t) {
+		if !checked(i) {
+			continue
+		}
 		e, ok := looseEvent(b)
-		if !ok || !checked(i) {
+		if !ok {
 			continue
 		}
 		if agreeEncodeEvent(t, regs, e) {

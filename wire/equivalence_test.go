@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,8 +164,31 @@ func agreeEncodeDown(t testing.TB, c Command, v int, expressible func(*Command) 
 }
 
 // commandCorpus is every fixture, every invalid table of the tests, and
-// mutations of each fixture of version 1 to 5 at every path.
-func commandCorpus(t testing.TB) [][]byte {
+// mutations of each fixture of version 1 to 5 at every path; built once
+// per test binary (corpus), its callers only read it.
+func commandCorpus(t testing.TB) [][]byte { return corpus(t, "commands", buildCommandCorpus) }
+
+// corpora holds each corpus built, by name.
+var corpora = struct {
+	sync.Mutex
+	built map[string][][]byte
+}{built: map[string][][]byte{}}
+
+// corpus returns the corpus of name, built by build on its first use;
+// its callers must not change it.
+func corpus(t testing.TB, name string, build func(testing.TB) [][]byte) [][]byte {
+	t.Helper()
+	corpora.Lock()
+	defer corpora.Unlock()
+	c, ok := corpora.built[name]
+	if !ok {
+		c = build(t)
+		corpora.built[name] = c
+	}
+	return c
+}
+
+func buildCommandCorpus(t testing.TB) [][]byte {
 	var out [][]byte
 	for v := 0; v <= CurrentVersion; v++ {
 		paths, err := globAll(v)
@@ -175,7 +199,7 @@ func commandCorpus(t testing.TB) [][]byte {
 			raw := readFile(t, p)
 			out = append(out, raw)
 			if v >= 1 {
-				out = append(out, mutations(t, raw)...)
+				out = append(out, mutations(t, raw, len(out), corpusRead)...)
 			}
 		}
 	}
@@ -324,7 +348,13 @@ func globAll(v int) ([]string, error) {
 
 // mutations replaces, removes, renames and adds members at every path of a
 // fixture, one change per output.
-func mutations(t testing.TB, raw []byte) [][]byte {
+// mutations returns raw changed at every path: each value of a fixed
+// list put there, the member removed, its name capitalised, a member
+// added. Entry k is built only if read(base+k), else it is nil: base is
+// the index the first entry will have in its caller's corpus, and read
+// says which entries the caller's tests read (checked, seeded), so a
+// mutation no test reads is never cloned or marshalled.
+func mutations(t testing.TB, raw []byte, base int, read func(int) bool) [][]byte {
 	doc, err := parseDoc(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -342,8 +372,12 @@ func mutations(t testing.TB, raw []byte) [][]byte {
 		"debounce", "interrupt", "configure", json.Number("250"),
 	}
 	var out [][]byte
-	emit := func(d any) {
-		b, err := marshal(d)
+	emit := func(d func() any) {
+		if !read(base + len(out)) {
+			out = append(out, nil)
+			return
+		}
+		b, err := marshal(d())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,25 +396,29 @@ func mutations(t testing.TB, raw []byte) [][]byte {
 			for _, k := range keys {
 				p := append(slices.Clone(path), k)
 				for _, v := range values {
-					emit(edit(doc, p, func(any) (any, bool) { return v, true }))
+					emit(func() any { return edit(doc, p, func(any) (any, bool) { return v, true }) })
 				}
-				emit(edit(doc, p, func(any) (any, bool) { return nil, false }))
-				emit(editParent(doc, p, func(m map[string]any) {
-					m[strings.ToUpper(k[:1])+k[1:]] = m[k]
-					delete(m, k)
-				}))
+				emit(func() any { return edit(doc, p, func(any) (any, bool) { return nil, false }) })
+				emit(func() any {
+					return editParent(doc, p, func(m map[string]any) {
+						m[strings.ToUpper(k[:1])+k[1:]] = m[k]
+						delete(m, k)
+					})
+				})
 				walk(p)
 			}
-			emit(edit(doc, path, func(v any) (any, bool) {
-				m := clone(v).(map[string]any)
-				m["zz"] = json.Number("1")
-				return m, true
-			}))
+			emit(func() any {
+				return edit(doc, path, func(v any) (any, bool) {
+					m := clone(v).(map[string]any)
+					m["zz"] = json.Number("1")
+					return m, true
+				})
+			})
 		case []any:
 			for i := range n {
 				p := append(slices.Clone(path), i)
 				for _, v := range values {
-					emit(edit(doc, p, func(any) (any, bool) { return v, true }))
+					emit(func() any { return edit(doc, p, func(any) (any, bool) { return v, true }) })
 				}
 				walk(p)
 			}
@@ -582,7 +620,11 @@ func eventVerdict(reg *EventRegistry, b []byte) verdict {
 	return v
 }
 
-func eventCorpus(t testing.TB) [][]byte {
+// eventCorpus is the events the agreement tests check (built once,
+// corpus).
+func eventCorpus(t testing.TB) [][]byte { return corpus(t, "events", buildEventCorpus) }
+
+func buildEventCorpus(t testing.TB) [][]byte {
 	var out [][]byte
 	add := func(e Event) {
 		b, err := marshal(normalizeEvent(e))
@@ -590,7 +632,7 @@ func eventCorpus(t testing.TB) [][]byte {
 			t.Fatal(err)
 		}
 		out = append(out, b)
-		out = append(out, mutations(t, b)...)
+		out = append(out, mutations(t, b, len(out), corpusRead)...)
 	}
 	kinds := make([]string, 0, len(builtinSamples))
 	for k := range builtinSamples {
@@ -867,6 +909,10 @@ var corpusStride = testsize.Pick(4, 1)
 // checked reports whether an agreement test checks corpus entry i.
 func checked(i int) bool { return i%corpusStride == 0 }
 
+// corpusRead reports whether a test reads entry i of a corpus: an
+// agreement test checks it or a fuzz target seeds with it.
+func corpusRead(i int) bool { return checked(i) || seeded(i) }
+
 // fuzzing reports whether this run is fuzzing (-test.fuzz set).
 func fuzzing() bool {
 	f := flag.Lookup("test.fuzz")
@@ -878,7 +924,7 @@ func checkpointAgreement(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := append([][]byte{raw}, mutations(t, raw)...)
+	inputs := append([][]byte{raw}, mutations(t, raw, 1, checked)...)
 	disagree := 0
 	for i, b := range inputs {
 		if !checked(i) {
