@@ -3,6 +3,9 @@ GO       ?= go
 FUZZTIME ?= 15s
 PKGS     := ./...
 TESTFLAGS ?=
+# the packages make test runs a second time without the race detector
+# (their CPU-bound samples; internal/testsize.PickRaced)
+PURE_PKGS := ./wire ./runtime
 # TESTP: how many test binaries (and builds) make test runs at once; empty
 # is go test's default, one per CPU. More overlap the packages' waits on
 # NATS round trips and timers (on 2 CPUs, TESTP=4 took a warm run alone
@@ -69,9 +72,13 @@ llm:
 	$(GO) run ./examples/llm --deployment-id llm1 --nats-url nats://127.0.0.1:$(NATS_PORT) \
 	  --lock-file '$(DATA)/owner-llm1.lock' $(LLM_FLAGS)
 
-## test: formatting, vet, and every test with the race detector
+## test: formatting, vet, every test with the race detector, then the
+## pure packages again without it: their agreement and property tests
+## run a smaller sample under -race (internal/testsize.PickRaced) and
+## their whole make-test sample here, where it costs a sixth of the CPU
 test: fmt-check vet
 	$(GO) test -race -count=1 $(if $(TESTP),-p $(TESTP)) -timeout 20m $(TESTFLAGS) $(PKGS)
+	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) $(PURE_PKGS)
 
 ## test-upgrade: the mixed-build upgrade test (test/upgrade): real owner and
 ## ingress processes of this build beside the previous build's

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"pgregory.net/rapid"
@@ -24,7 +25,7 @@ import (
 // failed unavailable) come a few times in a hundred, and every label must
 // be reached.
 func TestChildProperties(t *testing.T) {
-	setFlag(t, "rapid.checks", "300")
+	setFlag(t, "rapid.checks", strconv.Itoa(testsize.PickRaced(300, 60, 300)))
 	rapid.Check(t, func(t *rapid.T) {
 		w := newCWorld(t)
 		acts, n := cActions, rapid.IntRange(30, 300).Draw(t, "actions")
@@ -45,6 +46,9 @@ func TestChildProperties(t *testing.T) {
 		w.drain()
 		cCoverage.add("runs")
 	})
+	if !testsize.FullSample() {
+		return // make test's pass without the race detector checks the coverage of its 300 runs
+	}
 	for _, k := range []string{runtime.EventChildStarted, runtime.EventChildCompleted, runtime.EventChildWaiting,
 		runtime.EventChildClosed, "handoff", "moved", "crash", "json", "handle_busy", "handle_limit", "32 open", "stale", "skip child",
 		"pending", "left", "unavailable", "pending settled"} {

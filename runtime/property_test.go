@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/testsize"
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/wire"
 	"pgregory.net/rapid"
@@ -22,8 +23,11 @@ import (
 // checks every effect against the rules after every action (the busy
 // modes' invariants: busy_property_test.go).
 func TestMachineProperties(t *testing.T) {
-	setFlag(t, "rapid.checks", "1000")
+	setFlag(t, "rapid.checks", strconv.Itoa(testsize.PickRaced(1000, 200, 1000)))
 	rapid.Check(t, property(nil))
+	if !testsize.FullSample() {
+		return // make test's pass without the race detector checks the coverage of its 1,000 runs
+	}
 	kinds := append(runtime.BuiltinEvents(), "x.custom", wire.EventCommandSuperseded, wire.EventTurnRolledBack,
 		"steer joined", "crash", "flood", "deferred", "priority ahead", "forget", "forgotten", "conflict", "moved", "uncertain",
 		"refused mid-step", "refused move", "refused steer")

@@ -902,9 +902,10 @@ func seeded(i int) bool { return fuzzing() || i%64 == 0 }
 // corpusStride: the agreement tests (commands, events, checkpoints of
 // every state version) check every corpus entry under make soak, and every
 // fourth one (a fixed selection, the unmutated fixture included) in make
-// test, where the whole corpora took five minutes of CPU under the race
-// detector.
-var corpusStride = testsize.Pick(4, 1)
+// test's pass without the race detector; its race pass checks every
+// sixteenth (testsize.PickRaced: the whole corpora took five minutes of
+// CPU under the race detector, every fourth entry two).
+var corpusStride = testsize.PickRaced(4, 16, 1)
 
 // checked reports whether an agreement test checks corpus entry i.
 func checked(i int) bool { return i%corpusStride == 0 }

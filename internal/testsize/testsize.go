@@ -15,3 +15,24 @@ func Pick(normal, soak int) int {
 	}
 	return normal
 }
+
+// PickRaced is Pick for a test whose cost is CPU in single-goroutine
+// code (wire's agreement tests, runtime's property tests), which the
+// race detector slows five- to eightfold: make test runs such a package
+// twice, with the race detector at the smaller raced size (which still
+// finds a data race in what its goroutines share) and without it at the
+// normal size (Makefile, PURE_PKGS). Under make soak: soak, either way.
+func PickRaced(normal, raced, soak int) int {
+	switch {
+	case Soak():
+		return soak
+	case Race:
+		return raced
+	}
+	return normal
+}
+
+// FullSample reports whether a test runs at its normal or soak size, not
+// the raced one: a check of what a whole sample reaches (every branch of
+// a generator taken at least once) holds only for the whole sample.
+func FullSample() bool { return Soak() || !Race }
