@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-rt/baton/internal/freeport"
 	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -22,9 +23,15 @@ type Server struct {
 	srv  *server.Server
 }
 
-// StartServer starts a server on a free port with the store in dir.
+// StartServer starts a server on a free port with the store in dir: a
+// port below the ephemeral range (internal/freeport), which nothing else
+// takes while Restart has it down.
 func StartServer(dir string) (*Server, error) {
-	s, err := natsd.Start(natsd.Config{Dir: dir, Port: -1, Name: "test"})
+	ports, err := freeport.Pick(1)
+	if err != nil {
+		return nil, err
+	}
+	s, err := natsd.Start(natsd.Config{Dir: dir, Port: ports[0], Name: "test"})
 	if err != nil {
 		return nil, fmt.Errorf("start nats-server: %w", err)
 	}

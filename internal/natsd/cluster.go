@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/baton-rt/baton/internal/freeport"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -182,19 +182,12 @@ func Shutdown(nodes ...*server.Server) {
 // freePortsFn finds a cluster's ports (a test stands in a taken one).
 var freePortsFn = freePorts
 
+// freePorts picks n ports below the ephemeral range (internal/freeport):
+// a node restarts on its ports, which nothing else may take meanwhile.
 func freePorts(n int) ([]int, error) {
-	ports := make([]int, n)
-	ls := make([]net.Listener, n)
-	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("natsd: free port: %w", err)
-		}
-		ls[i] = l
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	for _, l := range ls {
-		l.Close()
+	ports, err := freeport.Pick(n)
+	if err != nil {
+		return nil, fmt.Errorf("natsd: free port: %w", err)
 	}
 	return ports, nil
 }

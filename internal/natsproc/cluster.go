@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-rt/baton/internal/freeport"
 	"github.com/baton-rt/baton/internal/natsd"
 	"github.com/baton-rt/baton/internal/proctest"
 	"github.com/nats-io/nats.go/jetstream"
@@ -327,22 +327,12 @@ func (c *Cluster) Leader(ctx context.Context, js jetstream.JetStream, stream str
 // LogPath is node i's log file (stdout and stderr of every run).
 func (c *Cluster) LogPath(i int) string { return filepath.Join(c.base, c.nodes[i].name+".log") }
 
+// freePorts picks n ports below the ephemeral range (internal/freeport):
+// a node restarts on its ports, which nothing else may take meanwhile.
 func freePorts(n int) ([]int, error) {
-	ports := make([]int, n)
-	ls := make([]net.Listener, n)
-	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, o := range ls[:i] {
-				o.Close()
-			}
-			return nil, fmt.Errorf("natsproc: free port: %w", err)
-		}
-		ls[i] = l
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	for _, l := range ls {
-		l.Close()
+	ports, err := freeport.Pick(n)
+	if err != nil {
+		return nil, fmt.Errorf("natsproc: free port: %w", err)
 	}
 	return ports, nil
 }

@@ -1,0 +1,11 @@
+// Package freeport picks loopback TCP ports for servers that tests stop
+// and start again on the same port (a NATS node killed and restarted, an
+// embedded server restarted on its store).
+//
+// A port picked by listening on port 0 comes from the kernel's ephemeral
+// range, the range every outgoing connection's local port and every other
+// listener on port 0 come from too: while its server is down, any of them
+// may take it, and the restart fails with "address already in use" (two
+// test runs at once made that happen). Pick chooses ports below that
+// range, which neither can be given.
+package freeport

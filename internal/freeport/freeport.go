@@ -1,0 +1,87 @@
+package freeport
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Floor is the lowest port Pick returns.
+const Floor = 10000
+
+// ErrNoPort is returned when Pick finds too few free ports.
+var ErrNoPort = errors.New("freeport: no free port below the ephemeral range")
+
+// rangeFile holds the kernel's ephemeral port range (Linux).
+const rangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
+
+// Pick returns n distinct loopback ports, each free when Pick returns,
+// below the ephemeral range (from Floor to its first port). Where that
+// range cannot be read or leaves fewer than 1,000 ports below it, the
+// ports come from port 0 listeners, as before this package.
+func Pick(n int) ([]int, error) {
+	lo, ok := ephemeralStart()
+	if !ok || lo-Floor < 1000 {
+		return fromZero(n)
+	}
+	span := lo - Floor
+	ports := make([]int, 0, n)
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	start := rand.IntN(span)
+	for i := 0; i < span && len(ports) < n; i++ {
+		p := Floor + (start+i)%span
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // taken
+		}
+		held = append(held, l)
+		ports = append(ports, p)
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("%w: %d of %d", ErrNoPort, len(ports), n)
+	}
+	return ports, nil
+}
+
+// ephemeralStart reads the first port of the kernel's ephemeral range.
+func ephemeralStart() (int, bool) {
+	b, err := os.ReadFile(rangeFile)
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, false
+	}
+	lo, err := strconv.Atoi(f[0])
+	return lo, err == nil
+}
+
+// fromZero picks n ports by listening on port 0.
+func fromZero(n int) ([]int, error) {
+	ports := make([]int, n)
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("freeport: %w", err)
+		}
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
