@@ -2,20 +2,21 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/baton-rt/baton/kv"
+	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Events reads the session's whole public stream straight from JetStream
 // (no ingress involved). Waits call it every Interval, so it reads only
-// what changed since its last read of the session: two message gets
-// answered by the stream's leader (the subject's first and last
-// sequence) and, when the last has moved, an ordered consumer from the
+// what changed since its last read of the session: two leader reads
+// (kv.Stream: the subject's first and last sequence) and, when the last has moved, an ordered consumer from the
 // last event read on. A stream whose first event changed (a delete, a
 // purge) is read whole again. Events are never removed from the middle
 // of a session's subject, so the two ends tell whether it changed.
@@ -23,11 +24,12 @@ func (e *Env) Events(ctx context.Context, sessionID string) ([]wire.Event, error
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	stream, subject := e.Names.EventsStream(), e.Names.Events(sessionID)
-	last, err := e.subjectEnd(ctx, stream, msgGet{LastBySubject: subject})
+	leader := kv.NewStream(e.JS, stream) // a follower's direct get may be behind
+	last, err := seqOf(leader.Last(ctx, subject))
 	if err != nil {
 		return nil, fmt.Errorf("events of %s: %w", sessionID, err)
 	}
-	first, err := e.subjectEnd(ctx, stream, msgGet{Seq: 1, NextBySubject: subject})
+	first, err := seqOf(leader.Next(ctx, subject, 1))
 	if err != nil {
 		return nil, fmt.Errorf("events of %s: %w", sessionID, err)
 	}
@@ -119,51 +121,17 @@ func (e *Env) readEvents(ctx context.Context, stream, subject string, from uint6
 	}
 }
 
-// msgGet is a JetStream message get request ($JS.API.STREAM.MSG.GET).
-type msgGet struct {
-	Seq           uint64 `json:"seq,omitempty"`
-	LastBySubject string `json:"last_by_subj,omitempty"`
-	NextBySubject string `json:"next_by_subj,omitempty"`
-}
-
-// subjectEnd returns the stream sequence of the message req finds, 0 if
-// there is none. It asks the stream's leader through the JetStream API:
-// a direct get may be answered by a follower that is behind.
-func (e *Env) subjectEnd(ctx context.Context, stream string, req msgGet) (uint64, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return 0, err
-	}
-	msg, err := e.NC.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
-	if err != nil {
-		return 0, err
-	}
-	var resp struct {
-		Message *struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-		Error *struct {
-			Code        int    `json:"code"`
-			ErrCode     int    `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return 0, fmt.Errorf("message get: %w", err)
-	}
+// seqOf is the stream sequence of the message a leader read found, 0 if
+// there is none.
+func seqOf(m *jetstream.RawStreamMsg, err error) (uint64, error) {
 	switch {
-	case resp.Error != nil && resp.Error.ErrCode == errNoMessageFound:
+	case errors.Is(err, record.ErrNotFound):
 		return 0, nil
-	case resp.Error != nil:
-		return 0, fmt.Errorf("message get: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
-	case resp.Message == nil:
-		return 0, fmt.Errorf("message get: no message in %s", msg.Data)
+	case err != nil:
+		return 0, err
 	}
-	return resp.Message.Seq, nil
+	return m.Sequence, nil
 }
-
-// errNoMessageFound is JetStream's error code for a get that found none.
-const errNoMessageFound = 10037
 
 // WaitEvents polls the session's events (Events; a failed read is retried)
 // until pred holds for them. On timeout the error shows what the stream
