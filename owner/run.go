@@ -69,7 +69,8 @@ func serve(ctx context.Context, r resolved, agent runtime.Agent, x extras, base 
 	if err := lockOwner(r, undo); err != nil {
 		return err
 	}
-	url, nc, js, err := connect(ctx, r, log, undo)
+	conn := app.NewConnMetrics()
+	url, nc, js, err := connect(ctx, r, log, conn, undo)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,8 @@ func serve(ctx context.Context, r resolved, agent runtime.Agent, x extras, base 
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		conn.Collector())
 	if agent, err = bindRemote(agent, nc, r, log, reg, undo); err != nil {
 		return err
 	}
@@ -144,7 +146,7 @@ func lockOwner(r resolved, undo *cleanup) error {
 
 // connect starts the embedded server when there is no NATSURL, connects,
 // and ensures the topology.
-func connect(ctx context.Context, r resolved, log *slog.Logger, undo *cleanup) (string, *nats.Conn, jetstream.JetStream, error) {
+func connect(ctx context.Context, r resolved, log *slog.Logger, m *app.ConnMetrics, undo *cleanup) (string, *nats.Conn, jetstream.JetStream, error) {
 	url := r.NATSURL
 	if url == "" {
 		s, stop, err := embed(r.Config, log)
@@ -154,7 +156,7 @@ func connect(ctx context.Context, r resolved, log *slog.Logger, undo *cleanup) (
 		undo.push(stop)
 		url = s.ClientURL()
 	}
-	nc, err := app.Connect(url, "baton-owner-"+r.DeploymentID, log)
+	nc, err := app.Connect(url, "baton-owner-"+r.DeploymentID, log, m)
 	if err != nil {
 		return "", nil, nil, err
 	}

@@ -44,7 +44,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("--insecure-dev: the HTTP API accepts requests without a bearer token; never use this in production")
 	}
 	log = log.With(app.KeyDeployment, cfg.DeploymentID)
-	nc, err := app.Connect(cfg.NATSURL, "baton-ingress-"+cfg.DeploymentID, log)
+	conn := app.NewConnMetrics()
+	nc, err := app.Connect(cfg.NATSURL, "baton-ingress-"+cfg.DeploymentID, log, conn)
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		conn.Collector())
 	ing, err := ingress.New(ingress.Config{
 		NC: nc, JS: js, Names: cfg.Names, Deployment: cfg.DeploymentID, Agent: cfg.AgentName,
 		Tokens: cfg.Tokens, AdminTokens: cfg.AdminTokens, InsecureDev: cfg.InsecureDev, FinishWait: cfg.FinishWait,

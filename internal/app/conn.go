@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	neturl "net/url"
@@ -8,11 +9,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Connect opens a NATS connection that reconnects forever and logs its state
-// changes.
-func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
+// changes and its asynchronous errors; m (nil: none) counts the latter.
+func Connect(url, name string, log *slog.Logger, m *ConnMetrics) (*nats.Conn, error) {
 	nc, err := nats.Connect(url,
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -32,11 +34,82 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
 		}),
+		nats.ErrorHandler(asyncError(log, m)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", Redact(url), err)
 	}
 	return nc, nil
+}
+
+// ConnMetrics counts a connection's asynchronous errors, by kind:
+// slow_consumer (a subscription's pending limit or channel was full and the
+// library dropped messages), permission (a publish or subscribe the
+// server refused), other.
+type ConnMetrics struct {
+	errs *prometheus.CounterVec
+}
+
+// NewConnMetrics returns the counters, unregistered: Collector is
+// registered once the process's registry exists.
+func NewConnMetrics() *ConnMetrics {
+	return &ConnMetrics{errs: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_nats_async_errors_total",
+		Help: "Asynchronous errors of the process's NATS connection by kind: slow_consumer " +
+			"(a subscription fell behind and messages were dropped; counted once each time one starts dropping), " +
+			"permission, other.",
+	}, []string{"kind"})}
+}
+
+// Collector is what to register.
+func (m *ConnMetrics) Collector() prometheus.Collector { return m.errs }
+
+// asyncError logs an asynchronous error of the connection with the
+// subscription it concerns (subject, kind, messages dropped so far) and
+// counts it. The library calls it when a subscription starts dropping,
+// not for every message dropped.
+func asyncError(log *slog.Logger, m *ConnMetrics) nats.ErrHandler {
+	return func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		kind := "other"
+		switch {
+		case errors.Is(err, nats.ErrSlowConsumer):
+			kind = "slow_consumer"
+		case errors.Is(err, nats.ErrPermissionViolation):
+			kind = "permission"
+		}
+		if m != nil {
+			m.errs.WithLabelValues(kind).Inc()
+		}
+		if log == nil {
+			return
+		}
+		attrs := []any{KeyErr, err, "kind", kind}
+		if sub != nil {
+			attrs = append(attrs, "subject", sub.Subject, "subscription", subscriptionType(sub.Type()))
+			if n, derr := sub.Dropped(); derr == nil {
+				attrs = append(attrs, "dropped", n)
+			}
+			if msgs, _, perr := sub.Pending(); perr == nil {
+				attrs = append(attrs, "pending", msgs)
+			}
+		}
+		log.Warn("nats asynchronous error", attrs...)
+	}
+}
+
+func subscriptionType(t nats.SubscriptionType) string {
+	switch t {
+	case nats.AsyncSubscription:
+		return "async"
+	case nats.SyncSubscription:
+		return "sync"
+	case nats.ChanSubscription:
+		return "chan"
+	case nats.PullSubscription:
+		return "pull"
+	default:
+		return "unknown"
+	}
 }
 
 // Redact is a comma-separated list of NATS URLs with any password
