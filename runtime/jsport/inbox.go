@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-rt/baton/internal/stages"
@@ -28,18 +30,41 @@ type Inbox struct {
 
 var _ session.Inbox = Inbox{}
 
-// reader is one open consumer.
+// reader is one open consumer, read by the library's Consume: its
+// messages reach handle through an asynchronous subscription, whose queue
+// has no small bound. (The library's iterator gives its subscription a
+// channel of one message per pull: a heartbeat and a message arriving
+// together — a burst after any stall on a loaded machine — overflowed it,
+// the library dropped the message, and the session waited an ack wait for
+// its redelivery.)
 type reader struct {
-	iter jetstream.MessagesContext
+	cc   jetstream.ConsumeContext
 	cons jetstream.Consumer
 	out  chan session.Delivery
 	stop chan struct{}
-	done chan struct{}
 	// lost receives the error that ended delivery unexpectedly (consumer
 	// deleted, heartbeats missed after a server restart...); never closed.
 	lost chan error
 	key  string // the session ID, for the stage marks (internal/stages)
+
+	mu       sync.Mutex // held by handle while it runs; Close takes it to wait for one running
+	closed   bool       // set by Close: handle delivers nothing more
+	checking atomic.Bool
+	missed   atomic.Int64 // when the last heartbeat window was missed (unix ns)
 }
+
+// missesApart: two missed heartbeat windows at most this far apart are
+// consecutive (a window is two heartbeats, 2 s; the library reports each
+// missed one).
+const missesApart = 3 * inboxHeartbeat
+
+// aliveChecks bounds the consumer info requests the process's readers
+// send at once (alive). A flood that keeps the process or its server busy
+// beyond a heartbeat window makes every idle reader of the process miss
+// one at the same moment; a thousand info requests then queue in the
+// server's JetStream API ahead of every other request (the commits'
+// reads, the benchmarks' own), which slowed the flood further.
+var aliveChecks = make(chan struct{}, 4)
 
 func (r *reader) Deliveries() <-chan session.Delivery { return r.out }
 func (r *reader) Lost() <-chan error                  { return r.lost }
@@ -104,17 +129,17 @@ func (ib Inbox) Open(ctx context.Context, c session.Cursor) (session.Reader, err
 	// that stall to 2 s (the default, expiry/2, made it 5 s; the chaos test
 	// saw about one handoff in fifty wait for it). The price is one idle
 	// heartbeat a second per live session.
-	iter, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(inboxPullExpiry),
-		jetstream.PullHeartbeat(inboxHeartbeat))
-	if err != nil {
-		return nil, fmt.Errorf("jsport: consume %s: %w", c.Name, err)
-	}
-	r := &reader{iter: iter, cons: cons, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
-		done: make(chan struct{}), lost: make(chan error, 1)}
+	r := &reader{cons: cons, out: make(chan session.Delivery, readerBuffer), stop: make(chan struct{}),
+		lost: make(chan error, 1)}
 	if stages.Enabled {
 		r.key = c.Name[:max(strings.LastIndexByte(c.Name, '-'), 0)]
 	}
-	go r.read()
+	cc, err := cons.Consume(r.handle, jetstream.PullMaxMessages(1), jetstream.PullExpiry(inboxPullExpiry),
+		jetstream.PullHeartbeat(inboxHeartbeat), jetstream.ConsumeErrHandler(r.failed))
+	if err != nil {
+		return nil, fmt.Errorf("jsport: consume %s: %w", c.Name, err)
+	}
+	r.cc = cc
 	return r, nil
 }
 
@@ -183,43 +208,85 @@ func unused(c jetstream.Consumer) bool {
 		i.NumRedelivered == 0 && i.NumWaiting == 0
 }
 
-func (r *reader) read() {
-	defer close(r.done)
-	for {
-		msg, err := r.iter.Next()
-		stages.Mark(r.key, "pulled")
-		if errors.Is(err, jetstream.ErrNoHeartbeat) && r.alive() {
-			continue
-		}
-		if err != nil {
-			select {
-			case <-r.stop: // closed by the session
-			default:
-				r.lost <- err // consumer deleted, heartbeats missed...
-			}
-			return
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			continue
-		}
-		_ = msg.Ack()
-		select {
-		case r.out <- session.Delivery{Seq: meta.Sequence.Stream, Data: msg.Data(), Stored: meta.Timestamp}:
-		case <-r.stop:
-			return
-		}
+// handle acknowledges a message and hands it to the session. It runs on
+// the subscription's goroutine, one message at a time; while the session's
+// buffer is full it waits, and the library asks for the next message only
+// once it returns.
+func (r *reader) handle(msg jetstream.Msg) {
+	stages.Mark(r.key, "pulled")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	meta, err := msg.Metadata()
+	if err != nil {
+		return
+	}
+	_ = msg.Ack()
+	select {
+	case r.out <- session.Delivery{Seq: meta.Sequence.Stream, Data: msg.Data(), Stored: meta.Timestamp}:
+	case <-r.stop:
 	}
 }
 
-// alive reports whether the consumer still answers after a window of two
-// heartbeats with neither a message nor a heartbeat. The iterator has
-// already sent a new pull by then: a window missed because this process
-// or its server stalled (a loaded machine), or because a pull was lost,
-// costs the window and nothing else. Only a consumer that is gone or does
+// failed is the consume's error handler. A consumer deleted, a request
+// the server refuses and a closed connection end delivery (the library
+// stops consuming); missed heartbeats end it only if the consumer no
+// longer answers after a second window in a row (alive; the library has
+// asked again after each). Other
+// statuses (a leader change) are the library's to recover from.
+func (r *reader) failed(cc jetstream.ConsumeContext, err error) {
+	switch {
+	case errors.Is(err, jetstream.ErrNoHeartbeat):
+		now := time.Now().UnixNano()
+		last := r.missed.Swap(now)
+		if now-last > int64(missesApart) {
+			return // a first window missed: the library's new pull is the cure
+		}
+		if !r.checking.CompareAndSwap(false, true) {
+			return // a check is under way
+		}
+		go func() {
+			defer r.checking.Store(false)
+			if !r.alive() {
+				r.lose(err)
+				cc.Stop()
+			}
+		}()
+	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrBadRequest),
+		errors.Is(err, jetstream.ErrConnectionClosed):
+		r.lose(err)
+	}
+}
+
+// lose reports err on Lost unless the session closed the reader.
+func (r *reader) lose(err error) {
+	select {
+	case <-r.stop:
+		return
+	default:
+	}
+	select {
+	case r.lost <- err:
+	default: // one loss is reported
+	}
+}
+
+// alive reports whether the consumer still answers after two consecutive
+// windows of two heartbeats with neither a message nor a heartbeat. The
+// library has sent a new pull after each: windows missed because this
+// process or its server stalled (a loaded machine), or because a pull was
+// lost, cost the windows and nothing else. Only a consumer that is gone or does
 // not answer within consumerAttempt loses the reader (a consumer deleted
 // while it is read ends it at once, by the server's status).
 func (r *reader) alive() bool {
+	select {
+	case aliveChecks <- struct{}{}:
+		defer func() { <-aliveChecks }()
+	case <-r.stop:
+		return true // closed: nothing to report
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), consumerAttempt)
 	defer cancel()
 	go func() {
@@ -237,8 +304,10 @@ func (r *reader) alive() bool {
 // threshold).
 func (r *reader) Close() {
 	close(r.stop)
-	r.iter.Stop()
-	<-r.done
+	r.cc.Stop()
+	r.mu.Lock() // a running handle returns: stop is closed
+	r.closed = true
+	r.mu.Unlock()
 }
 
 // Exists reports whether the consumer exists.

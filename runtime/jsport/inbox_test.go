@@ -57,6 +57,50 @@ func TestReaderSurvivesAStall(t *testing.T) {
 	}
 }
 
+// TestReaderTakesABurst: what a stalled connection held arrives at once —
+// the idle heartbeats of the waiting pull and the command published
+// during the stall. The reader takes the command as delivered; it is not
+// dropped by the client and redelivered by the server an ack wait later
+// (the consumer counts no redelivery).
+func TestReaderTakesABurst(t *testing.T) {
+	t.Parallel()
+	h := harness.For(t)
+	srv := h.Server()
+	e := h.Env(srv.URL())
+	px := startStallProxy(t, srv.URL())
+	in := jsport.Inbox{JS: h.Dial(px.url).JS, Names: e.Names}
+	tok := "burst"
+	rd, err := in.Open(t.Context(), session.Cursor{Name: "c-burst", Tokens: []string{tok}, Start: 1, Fresh: true})
+	h.Check(err)
+	defer rd.Close()
+	for i := range 3 {
+		// Idle heartbeats (one a second) pile up in the stall, then the
+		// command.
+		px.stall(2500 * time.Millisecond)
+		time.Sleep(2200 * time.Millisecond)
+		ack, err := e.JS.Publish(t.Context(), e.Names.Inbox(tok), []byte("during the stall"))
+		h.Check(err)
+		select {
+		case d := <-rd.Deliveries():
+			if d.Seq != ack.Sequence {
+				t.Fatalf("burst %d: delivery %d, want %d", i, d.Seq, ack.Sequence)
+			}
+		case err := <-rd.Lost():
+			t.Fatalf("burst %d lost the reader: %v", i, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("burst %d: nothing delivered", i)
+		}
+		c, err := e.JS.Consumer(t.Context(), e.Names.InboxStream(), "c-burst")
+		h.Check(err)
+		info, err := c.Info(t.Context())
+		h.Check(err)
+		if info.NumRedelivered != 0 || info.Delivered.Consumer != uint64(i+1) {
+			t.Fatalf("burst %d: the consumer redelivered (%d redelivered, %d deliveries for %d commands): the client dropped the command",
+				i, info.NumRedelivered, info.Delivered.Consumer, i+1)
+		}
+	}
+}
+
 // TestReaderLostWhenDeletedInAStall: a consumer deleted while the
 // reader's connection stalls still ends the reader — the stall does not
 // make the reader wait on a consumer that is gone.
