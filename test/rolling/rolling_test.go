@@ -1029,6 +1029,29 @@ func (w *world) figures(sessions []*session, switchAt time.Time) {
 		t.Logf("handoff.completed after the switch: median %s, last %s; mean final epoch %.2f",
 			handoffAt[len(handoffAt)/2].Round(time.Millisecond), handoffAt[len(handoffAt)-1].Round(time.Millisecond), float64(epochs)/float64(len(sessions)))
 	}
+	w.asyncErrors()
+}
+
+// asyncErrors logs, per process, the NATS connection's asynchronous
+// errors it logged (slow consumers: a subscription that fell behind) with
+// the subscriptions they concern: a loaded machine shows here first.
+func (w *world) asyncErrors() {
+	for name, runs := range w.procs.All() {
+		for _, p := range runs {
+			bySub := map[string]int{}
+			for line := range strings.Lines(p.Output()) {
+				if !strings.Contains(line, `"msg":"nats asynchronous error"`) {
+					continue
+				}
+				var e struct{ Kind, Subject, Subscription string }
+				_ = json.Unmarshal([]byte(line), &e)
+				bySub[e.Kind+" "+e.Subscription+" "+e.Subject]++
+			}
+			if len(bySub) > 0 {
+				w.t.Logf("%s: NATS asynchronous errors by kind, subscription and subject: %v", name, bySub)
+			}
+		}
+	}
 }
 
 // leaseLostToPeer reports, from the logs of owner pid and its peer, that
