@@ -54,6 +54,32 @@ func (t T) Eventually(timeout time.Duration, what string, cond func() bool) {
 	}
 }
 
+// Progressing waits until progress() reaches target and fails only when
+// it stands still for stall: a long chain of round trips (hundreds of
+// commands through one session) takes what the machine gives it, but a
+// chain that stops fails. It logs the longest pause between two advances,
+// the figure that tells a slow machine from a stall.
+func (t T) Progressing(stall time.Duration, what string, target int, progress func() int) {
+	t.Helper()
+	last, lastAt, began := progress(), time.Now(), time.Now()
+	var longest time.Duration
+	for last < target {
+		if !Sleep(t.Context(), Interval) {
+			t.Fatalf("%s: %v", what, t.Context().Err())
+		}
+		now := time.Now()
+		switch n := progress(); {
+		case n > last:
+			longest = max(longest, now.Sub(lastAt))
+			last, lastAt = n, now
+		case now.Sub(lastAt) > stall:
+			t.Fatalf("%s: no progress for %s at %d of %d", what, stall, last, target)
+		}
+	}
+	t.Logf("%s: %d in %s, longest pause between advances %s", what, target,
+		time.Since(began).Round(time.Millisecond), longest.Round(time.Millisecond))
+}
+
 // Logger is a slog logger writing into the test's log at level.
 func (t T) Logger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(Writer{t.TB}, &slog.HandlerOptions{Level: level}))
