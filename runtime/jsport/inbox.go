@@ -47,9 +47,9 @@ type reader struct {
 	lost chan error
 	key  string // the session ID, for the stage marks (internal/stages)
 
-	mu       sync.Mutex // held by handle while it runs; Close takes it to wait for one running
-	closed   bool       // set by Close: handle delivers nothing more
-	checking atomic.Bool
+	mu       sync.Mutex   // held by handle while it runs; Close takes it to wait for one running
+	closed   bool         // set by Close: handle delivers nothing more
+	checking atomic.Bool  // an alive check is under way
 	missed   atomic.Int64 // when the last heartbeat window was missed (unix ns)
 }
 
@@ -57,14 +57,6 @@ type reader struct {
 // consecutive (a window is two heartbeats, 2 s; the library reports each
 // missed one).
 const missesApart = 3 * inboxHeartbeat
-
-// aliveChecks bounds the consumer info requests the process's readers
-// send at once (alive). A flood that keeps the process or its server busy
-// beyond a heartbeat window makes every idle reader of the process miss
-// one at the same moment; a thousand info requests then queue in the
-// server's JetStream API ahead of every other request (the commits'
-// reads, the benchmarks' own), which slowed the flood further.
-var aliveChecks = make(chan struct{}, 4)
 
 func (r *reader) Deliveries() <-chan session.Delivery { return r.out }
 func (r *reader) Lost() <-chan error                  { return r.lost }
@@ -234,8 +226,8 @@ func (r *reader) handle(msg jetstream.Msg) {
 // the server refuses and a closed connection end delivery (the library
 // stops consuming); missed heartbeats end it only if the consumer no
 // longer answers after a second window in a row (alive; the library has
-// asked again after each). Other
-// statuses (a leader change) are the library's to recover from.
+// asked again after each). Other statuses (a leader change) are the
+// library's to recover from.
 func (r *reader) failed(cc jetstream.ConsumeContext, err error) {
 	switch {
 	case errors.Is(err, jetstream.ErrNoHeartbeat):
@@ -277,16 +269,13 @@ func (r *reader) lose(err error) {
 // windows of two heartbeats with neither a message nor a heartbeat. The
 // library has sent a new pull after each: windows missed because this
 // process or its server stalled (a loaded machine), or because a pull was
-// lost, cost the windows and nothing else. Only a consumer that is gone or does
-// not answer within consumerAttempt loses the reader (a consumer deleted
-// while it is read ends it at once, by the server's status).
+// lost, cost the windows and nothing else. Only a consumer that is gone
+// or does not answer within consumerAttempt loses the reader (a consumer
+// deleted while it is read ends it at once, by the server's status). The
+// checks of a process's readers are not queued behind each other: after
+// a node's restart many consumers are gone at once, and each check of a
+// gone one waits its whole attempt.
 func (r *reader) alive() bool {
-	select {
-	case aliveChecks <- struct{}{}:
-		defer func() { <-aliveChecks }()
-	case <-r.stop:
-		return true // closed: nothing to report
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), consumerAttempt)
 	defer cancel()
 	go func() {
