@@ -139,6 +139,10 @@ func TestHibernatePublishRace(t *testing.T) {
 			inject[id] = step
 			mu.Unlock()
 			e.Send(id, harness.Deliver("first"))
+			// As the ingress does: a session that hibernated before the
+			// command reached it (its 50 ms idle passed first, on a loaded
+			// machine) is woken; this test's sweeper is off.
+			e.Wake("v1", id)
 			e.WaitOutput(id, "race "+step)
 			e.waitHibernated(id)
 			evs := e.Events(id)
@@ -152,6 +156,7 @@ func TestHibernatePublishRace(t *testing.T) {
 	for r := range testsize.Pick(10, 100) {
 		id := e.Start("v1").SessionID
 		e.Send(id, harness.Deliver("first"))
+		e.Wake("v1", id) // as above
 		e.WaitOutput(id, "first")
 		time.Sleep(time.Duration(r%10) * 15 * time.Millisecond) // a spread of moments, not synchronisation
 		e.Send(id, harness.Deliver("late"))
