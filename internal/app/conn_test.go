@@ -1,14 +1,13 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/baton-rt/baton/internal/harness"
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +27,7 @@ func TestRedact(t *testing.T) {
 // dropped, and counted: a slow consumer is never silent.
 func TestSlowConsumerLoggedAndCounted(t *testing.T) {
 	s := natstest.Server(t)
-	var buf syncBuffer
+	var buf harness.LogCapture
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	m := NewConnMetrics()
 	nc, err := Connect(s.ClientURL(), "t", log, m)
@@ -69,23 +68,6 @@ func TestSlowConsumerLoggedAndCounted(t *testing.T) {
 	if got := counted(t, m, "slow_consumer"); got != 1 {
 		t.Fatalf("baton_nats_async_errors_total{kind=slow_consumer} = %v, want 1 (counted when it starts dropping)", got)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // counted reads the counter of kind through a registry, as /metrics would.
