@@ -12,6 +12,8 @@ PURE_PKGS := ./wire ./runtime
 # from 8:08 to 5:37), but two runs at once then overload the suite's
 # three-node cluster tests past their timeouts, so it is not the default.
 TESTP    ?=
+# the binaries make test builds once for every test that runs them
+TESTBIN  := $(CURDIR)/build/testbin
 IMAGE_TAG ?= dev
 IMAGES_DIR := build/images
 # docker compose (v2 plugin) if present, else Debian's standalone docker-compose
@@ -75,10 +77,14 @@ llm:
 ## test: formatting, vet, every test with the race detector, then the
 ## pure packages again without it: their agreement and property tests
 ## run a smaller sample under -race (internal/testsize.PickRaced) and
-## their whole make-test sample here, where it costs a sixth of the CPU
+## their whole make-test sample here, where it costs a sixth of the CPU.
+## The binaries the tests run as processes are built once, first
+## (scripts/testbin.sh; internal/proctest takes them from BATON_TEST_BINDIR),
+## not linked again in each test binary that runs them.
 test: fmt-check vet
-	$(GO) test -race -count=1 $(if $(TESTP),-p $(TESTP)) -timeout 20m $(TESTFLAGS) $(PKGS)
-	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) $(PURE_PKGS)
+	GO='$(GO)' ./scripts/testbin.sh '$(TESTBIN)'
+	BATON_TEST_BINDIR='$(TESTBIN)' $(GO) test -race -count=1 $(if $(TESTP),-p $(TESTP)) -timeout 20m $(TESTFLAGS) $(PKGS)
+	BATON_TEST_BINDIR='$(TESTBIN)' $(GO) test -count=1 -timeout 10m $(TESTFLAGS) $(PURE_PKGS)
 
 ## test-upgrade: the mixed-build upgrade test (test/upgrade): real owner and
 ## ingress processes of this build beside the previous build's

@@ -1,5 +1,11 @@
 // Package proctest builds Baton's binaries once per test binary and runs them
 // as real processes, for tests of flags, exit codes, signals and crashes.
+//
+// A binary can also come prebuilt: when the environment names a directory
+// in BATON_TEST_BINDIR (make test builds one before it runs the tests),
+// Build and BuildNoRace take pkg's binary from there if it holds one
+// (PrebuiltName), and build it themselves otherwise. Every test binary of
+// a run then shares one link of each binary instead of making its own.
 package proctest
 
 import (
@@ -21,6 +27,20 @@ type TB interface {
 	Helper()
 	Fatalf(format string, args ...any)
 	Cleanup(func())
+}
+
+// BinDirEnv names the directory of prebuilt binaries (PrebuiltName).
+const BinDirEnv = "BATON_TEST_BINDIR"
+
+// PrebuiltName is the file name a prebuilt binary of pkg has in
+// BATON_TEST_BINDIR: pkg's import path with every "/" turned into "_",
+// then "-race" or "-norace" (how it was built).
+func PrebuiltName(pkg string, race bool) string {
+	name := strings.ReplaceAll(pkg, "/", "_")
+	if race {
+		return name + "-race"
+	}
+	return name + "-norace"
 }
 
 var (
@@ -54,6 +74,13 @@ func build(t TB, pkg string, race bool) string {
 	}
 	if p, ok := built[key]; ok {
 		return p
+	}
+	if d := os.Getenv(BinDirEnv); d != "" {
+		p := filepath.Join(d, PrebuiltName(pkg, race))
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			built[key] = p
+			return p
+		}
 	}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "baton-bin-")
