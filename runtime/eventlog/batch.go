@@ -55,7 +55,7 @@ type Batches struct {
 	sub    *nats.Subscription
 
 	mu   sync.Mutex
-	wait map[string]chan *nats.Msg
+	wait map[string]chan routed
 
 	off atomic.Bool // the stream refused a batch: publish one at a time
 }
@@ -72,7 +72,7 @@ func NewBatches(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, stre
 	if !s.CachedInfo().Config.AllowBatchPublish {
 		return nil, nil
 	}
-	b := &Batches{nc: nc, prefix: nats.NewInbox() + ".", wait: map[string]chan *nats.Msg{}}
+	b := &Batches{nc: nc, prefix: nats.NewInbox() + ".", wait: map[string]chan routed{}}
 	b.sub, err = nc.Subscribe(b.prefix+">", b.route)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: batch replies: %w", err)
@@ -87,18 +87,63 @@ func (b *Batches) Close() {
 	}
 }
 
+// route hands a reply to the batch that waits for it. Only the replies
+// the batch acts on go through: its final PubAck and the errors the server
+// reports. The rest — a flow ack after every message while other batches
+// are in flight on the stream, a gap report — are dropped here, so they
+// cannot fill the batch's channel ahead of its final reply (which the
+// non-blocking send would then drop, leaving the batch to wait for
+// batchReplyWait). A batch's channel holds one error per message and its
+// final reply: no reply it acts on is ever dropped.
 func (b *Batches) route(m *nats.Msg) {
 	id, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, b.prefix), ".")
+	var r batchReply
+	err := json.Unmarshal(m.Data, &r)
+	if err == nil && (r.Type == flowAck || r.Type == flowGap) {
+		return
+	}
+	if err != nil {
+		err = fmt.Errorf("eventlog: batch reply %q: %w", m.Data, err)
+	}
 	b.mu.Lock()
 	ch := b.wait[id]
 	b.mu.Unlock()
 	if ch != nil {
 		select {
-		case ch <- m:
-		default: // a batch awaits one final reply; the rest are flow acks
+		case ch <- routed{reply: r, err: err}:
+		default: // more than one reply per message: not the server's protocol
 		}
 	}
 }
+
+// await registers batch id of n messages for route and returns the
+// channel its replies arrive on, and the func that unregisters it.
+func (b *Batches) await(id string, n int) (<-chan routed, func()) {
+	ch := make(chan routed, n+1) // route's bound: an error per message, the final reply
+	b.mu.Lock()
+	b.wait[id] = ch
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		delete(b.wait, id)
+		b.mu.Unlock()
+	}
+}
+
+// routed is a reply route handed to its batch: decoded, or why not.
+type routed struct {
+	reply batchReply
+	err   error
+}
+
+// The "type" of the server's informational replies to a fast batch's
+// messages (nats-server's BatchFlowAck, BatchFlowGap, BatchFlowErr); the
+// final PubAck has none.
+const (
+	flowAck = "ack"
+	flowGap = "gap"
+	flowErr = "err"
+)
 
 // batchReply is what the server answers a message of a fast batch: a flow
 // ack, a gap or an error for one message, or the batch's final PubAck
@@ -140,15 +185,8 @@ const (
 // not (a refusal, a lost reply: the caller reads the leader).
 func (b *Batches) send(ctx context.Context, subject, sessionID string, streamSeq, first uint64, data [][]byte) (int, uint64, error) {
 	id := nuid.Next()
-	ch := make(chan *nats.Msg, 4)
-	b.mu.Lock()
-	b.wait[id] = ch
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(b.wait, id)
-		b.mu.Unlock()
-	}()
+	ch, done := b.await(id, len(data))
+	defer done()
 	// Replies for every message go to the batch's own subjects; the one
 	// this waits for is the final PubAck (or the first message's refusal).
 	base := b.prefix + id + "." + strconv.Itoa(batchFlow) + ".fail."
@@ -179,15 +217,15 @@ func (b *Batches) send(ctx context.Context, subject, sessionID string, streamSeq
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
 		case m := <-ch:
-			var r batchReply
-			if err := json.Unmarshal(m.Data, &r); err != nil {
-				return 0, 0, fmt.Errorf("eventlog: batch reply %q: %w", m.Data, err)
+			if m.err != nil {
+				return 0, 0, m.err
 			}
+			r := m.reply
 			switch {
-			case r.Type == "err" && r.Error != nil:
+			case r.Type == flowErr && r.Error != nil:
 				msgErr = r.Error
 			case r.Type != "":
-				// a flow ack or a gap report: the final reply follows
+				// not the server's protocol today: the final reply follows
 			case r.Error != nil:
 				if r.Error.ErrCode == errCodeBatchDisabled || r.Error.ErrCode == errCodeBatchTooInflight {
 					if r.Error.ErrCode == errCodeBatchDisabled {
