@@ -12,17 +12,22 @@ import (
 	"github.com/baton-rt/baton/wire"
 )
 
-// quarantinedAfterBreak runs a session to hibernation on an owner that
-// quarantines at the first counted attempt, replaces its checkpoint with
+// quarantinedAfterBreak runs a session to hibernation (out of the owner's
+// memory) on an owner that quarantines at the first counted attempt,
+// replaces its checkpoint with
 // broken(checkpoint, last event on the stream) by CAS, wakes it and
 // returns the quarantined record and the stream as it is then.
 func (e *env) quarantinedAfterBreak(broken func(cp []byte, last wire.Event) []byte) (string, record.Session, []wire.Event) {
 	e.t.Helper()
-	e.owner("v1", "p1", hibernating(100*time.Millisecond, 0), quarantining(1))
+	o := e.owner("v1", "p1", hibernating(100*time.Millisecond, 0), quarantining(1))
 	id := e.Start("v1").SessionID
 	e.Send(id, harness.Deliver("hello"))
 	e.WaitOutput(id, "hello")
 	e.waitHibernated(id)
+	// The wake below carries no command: one that arrived while the
+	// session was still in o's memory would be answered "running" and do
+	// nothing (a command would be found by the re-check or a sweep).
+	e.waitRechecked(o.Owner, id)
 	evs := e.Events(id)
 	cur := e.Record(id)
 	rec := cur.Record
