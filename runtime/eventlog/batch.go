@@ -130,7 +130,7 @@ func (b *Batches) await(id string, n int) (<-chan routed, func()) {
 	}
 }
 
-// routed is a reply route handed to its batch: decoded, or why not.
+// routed is a reply as route hands it to its batch: decoded, or why not.
 type routed struct {
 	reply batchReply
 	err   error
