@@ -11,6 +11,7 @@ import (
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestClusterActivations: on a three-node cluster with R3 buckets (direct
@@ -82,7 +83,8 @@ func connect(t *testing.T, s *server.Server) *natsServer {
 // node leading the sessions stream stops before the source sees the
 // answer (the reply is dropped), so the source settles the write by a
 // leader read while the stream has no leader. The source and the candidate
-// are connected to the two nodes that stay up. The handoff must complete
+// are connected to the two nodes that stay up, and the stopped node leads
+// no other stream (leadOnly). The handoff must complete
 // (Moved): the settle read waits for the new leader instead of failing at
 // the resolve timeout. The figures are logged, not asserted.
 func TestHandoffAfterLeaderStop(t *testing.T) {
@@ -91,6 +93,7 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 	ensure(t, js, 3)
 	stream := "KV_" + names.SessionsBucket()
 	lead := natstest.StreamLeader(t, c.Servers(), stream)
+	leadOnly(t, js, c.Servers(), lead, stream)
 	survivors := c.Servers()
 	survivors[lead] = nil
 	src := connect(t, survivors[(lead+1)%3])
@@ -126,6 +129,45 @@ func TestHandoffAfterLeaderStop(t *testing.T) {
 		t.Fatalf("%d activations", len(green.runs))
 	}
 }
+
+// leadOnly makes node the leader of no stream of the topology but keep:
+// each other stream it leads is asked to step down until another node
+// leads it. TestHandoffAfterLeaderStop stops node to take the sessions
+// stream's leader away; the handoff's marker (the hooks bucket) or index
+// write finding its own stream leaderless at that moment would fail the
+// handoff for another reason than the settle read the test is about.
+func leadOnly(t *testing.T, js jetstream.JetStream, nodes []*server.Server, node int, keep string) {
+	t.Helper()
+	ctx := testCtx(t)
+	names := js.StreamNames(ctx)
+	var streams []string
+	for name := range names.Name() {
+		streams = append(streams, name)
+	}
+	if err := names.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range streams {
+		if name == keep {
+			continue
+		}
+		deadline, stepped := time.Now().Add(30*time.Second), false
+		for natstest.StreamLeader(t, nodes, name) == node {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still leads %s", node, name)
+			}
+			_, _ = js.Conn().Request(stepDownSubject+name, nil, 2*time.Second)
+			stepped = true
+			time.Sleep(100 * time.Millisecond) // the election's pace, then the poll above
+		}
+		if stepped {
+			t.Logf("%s's leader stepped down from node %d", name, node)
+		}
+	}
+}
+
+// stepDownSubject asks a stream's leader to step down (JetStream API).
+const stepDownSubject = "$JS.API.STREAM.LEADER.STEPDOWN."
 
 // waitResponders polls until a request on subject from nc reaches a
 // responder (any answer will do).
