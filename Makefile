@@ -18,8 +18,6 @@ TESTP    ?=
 # took 118 s at 0.8 CPU with 2 and 67 s with 4, and make test alone fell
 # from 6:52 to 5:48 on 2 CPUs; two make tests at once stay green.
 TESTPARALLEL ?= 4
-# the binaries make test builds once for every test that runs them
-TESTBIN  := $(CURDIR)/build/testbin
 IMAGE_TAG ?= dev
 IMAGES_DIR := build/images
 # docker compose (v2 plugin) if present, else Debian's standalone docker-compose
@@ -84,13 +82,17 @@ llm:
 ## pure packages again without it: their agreement and property tests
 ## run a smaller sample under -race (internal/testsize.PickRaced) and
 ## their whole make-test sample here, where it costs a sixth of the CPU.
-## The binaries the tests run as processes are built once, first
-## (scripts/testbin.sh; internal/proctest takes them from BATON_TEST_BINDIR),
-## not linked again in each test binary that runs them.
+## The binaries the tests run as processes are built once, first, into a
+## directory of this run's own (scripts/testbin.sh; internal/proctest takes
+## them from BATON_TEST_BINDIR), not linked again in each test binary that
+## runs them; the directory goes when the run ends.
 test: fmt-check vet
-	GO='$(GO)' ./scripts/testbin.sh '$(TESTBIN)'
-	BATON_TEST_BINDIR='$(TESTBIN)' $(GO) test -race -count=1 $(if $(TESTP),-p $(TESTP)) -parallel $(TESTPARALLEL) -timeout 20m $(TESTFLAGS) $(PKGS)
-	BATON_TEST_BINDIR='$(TESTBIN)' $(GO) test -count=1 -timeout 10m $(TESTFLAGS) $(PURE_PKGS)
+	@bin=$$(mktemp -d "$${TMPDIR:-/tmp}/baton-testbin.XXXXXX") && trap 'rm -rf "$$bin"' EXIT && \
+	echo "GO='$(GO)' ./scripts/testbin.sh $$bin" && GO='$(GO)' ./scripts/testbin.sh "$$bin" && \
+	echo "BATON_TEST_BINDIR=$$bin $(GO) test -race -count=1 $(if $(TESTP),-p $(TESTP)) -parallel $(TESTPARALLEL) -timeout 20m $(TESTFLAGS) $(PKGS)" && \
+	BATON_TEST_BINDIR="$$bin" $(GO) test -race -count=1 $(if $(TESTP),-p $(TESTP)) -parallel $(TESTPARALLEL) -timeout 20m $(TESTFLAGS) $(PKGS) && \
+	echo "BATON_TEST_BINDIR=$$bin $(GO) test -count=1 -timeout 10m $(TESTFLAGS) $(PURE_PKGS)" && \
+	BATON_TEST_BINDIR="$$bin" $(GO) test -count=1 -timeout 10m $(TESTFLAGS) $(PURE_PKGS)
 
 ## test-upgrade: the mixed-build upgrade test (test/upgrade): real owner and
 ## ingress processes of this build beside the previous build's
