@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/baton-rt/baton/kv"
@@ -47,7 +48,8 @@ func testDeployments(t *testing.T, open opener) {
 	mustErr(t, err, record.ErrConflict)
 
 	// The listing reads each record by direct get, a hint that may lag
-	// behind on a cluster: poll.
+	// behind on a cluster: poll. It is sorted by ID (uid's IDs are not
+	// made in that order: their time part varies in width and wraps).
 	eventually(t, func() error {
 		list, err := st.ListDeployments(c)
 		if err != nil {
@@ -55,7 +57,8 @@ func testDeployments(t *testing.T, open opener) {
 		}
 		i := slices.IndexFunc(list, func(d kv.Deployment) bool { return d.ID == a })
 		j := slices.IndexFunc(list, func(d kv.Deployment) bool { return d.ID == b })
-		if i < 0 || j < 0 || i > j || !list[i].Retired || list[i].RetiredAt.IsZero() || list[j].Retired {
+		sorted := slices.IsSortedFunc(list, func(x, y kv.Deployment) int { return strings.Compare(x.ID, y.ID) })
+		if i < 0 || j < 0 || !sorted || !list[i].Retired || list[i].RetiredAt.IsZero() || list[j].Retired {
 			return fmt.Errorf("list: %+v", list)
 		}
 		return nil
