@@ -87,7 +87,11 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.owner("v1", "p1")
-	id := e.StartWith(protocol.StartRequest{DeploymentID: "v1", Timeout: "3s"}).SessionID
+	// The second owner must hold its lease and take the session over
+	// before the first timer fires: under two make tests at once its lease
+	// alone took 4 s, so the timeout leaves room for that.
+	const timeout = 10 * time.Second
+	id := e.StartWith(protocol.StartRequest{DeploymentID: "v1", Timeout: timeout.String()}).SessionID
 	e.WaitKind(id, wire.EventSessionStarted, 1)
 	_, snap := e.session(id)
 	earlier := snap.Timer
@@ -120,8 +124,8 @@ func TestRearmedTimerMakesEarlierHarmless(t *testing.T) {
 		t.Fatalf("the earlier timer ended the session: %s", harness.Kinds(evs))
 	}
 	evs := e.WaitKind(id, wire.EventSessionEnded, 1)
-	if since := time.Since(rearmed); since < 2*time.Second {
-		t.Fatalf("ended %v after the re-arm, before the later timer's 3s", since)
+	if since := time.Since(rearmed); since < timeout-time.Second {
+		t.Fatalf("ended %v after the re-arm, before the later timer's %v", since, timeout)
 	}
 	e.CheckStream(evs)
 	if _, ok := harness.AppliedIDs(evs)["timeout-"+snap.Timer.ID]; !ok {
