@@ -6,12 +6,14 @@ TESTFLAGS ?=
 # the packages make test runs a second time without the race detector
 # (their CPU-bound samples; internal/testsize.PickRaced)
 PURE_PKGS := ./wire ./runtime
-# TESTP: how many test binaries (and builds) make test runs at once; empty
-# is go test's default, one per CPU. More overlap the packages' waits on
-# NATS round trips and timers (on 2 CPUs, TESTP=4 took a warm run alone
-# from 8:08 to 5:37), but two runs at once then overload the suite's
-# three-node cluster tests past their timeouts, so it is not the default.
-TESTP    ?=
+# TESTP: how many test binaries (and builds) make test runs at once (go
+# test -p; its default is one per CPU). Most packages' tests wait on NATS
+# round trips, timers and leases, so more binaries overlap those waits:
+# on 2 CPUs a warm run alone took 6:03 with 2 (144 % CPU) and 4:56 with 3,
+# and two runs at once with 3 stayed green (13:31, 13:34). With 4, two
+# runs at once overloaded the three-node cluster tests past their
+# timeouts. Empty is go test's default.
+TESTP    ?= 3
 # TESTPARALLEL: how many tests of one package run at once (go test
 # -parallel; its default is one per CPU). Most of the suite's parallel
 # tests wait on NATS round trips, timers and leases: runtime/pool alone
