@@ -8,4 +8,10 @@
 // may take it, and the restart fails with "address already in use" (two
 // test runs at once made that happen). Pick chooses ports below that
 // range, which neither can be given.
+//
+// Handed picks ports a test hands to other processes (make run's NATS
+// server, owner and ingress), which it cannot hold until they bind them.
+// It picks them from a range of their own, below Pick's, so that no
+// server another test starts meanwhile can take one: a make run's ingress
+// once found an embedded NATS server of another test on its port.
 package freeport

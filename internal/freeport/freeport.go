@@ -8,10 +8,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// Floor is the lowest port Pick returns.
-const Floor = 10000
+// The ranges of the two picks, both below the kernel's ephemeral range:
+// Pick's from Floor up to it, Handed's from HandedFloor up to Floor.
+const (
+	HandedFloor = 10000
+	Floor       = 20000
+)
 
 // ErrNoPort is returned when Pick finds too few free ports.
 var ErrNoPort = errors.New("freeport: no free port below the ephemeral range")
@@ -84,4 +89,43 @@ func fromZero(n int) ([]int, error) {
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return ports, nil
+}
+
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{} // every port of the blocks Handed returned in this process
+)
+
+// Handed returns the first of n consecutive loopback ports, each free
+// when Handed returns, in [HandedFloor, Floor): ports for a test to hand
+// to processes it starts (make run takes its ingress's port and the
+// free ones after it), which no Pick of another test can be given. It
+// never returns a block overlapping one it returned before in this
+// process, since the processes it was handed to may not listen yet.
+func Handed(n int) (int, error) {
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	span := Floor - HandedFloor - n
+	start := rand.IntN(span)
+next:
+	for i := 0; i < span; i++ {
+		p := HandedFloor + (start+i)%span
+		for q := p; q < p+n; q++ {
+			if handed[q] {
+				continue next
+			}
+		}
+		for q := p; q < p+n; q++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+			if err != nil {
+				continue next // taken
+			}
+			l.Close()
+		}
+		for q := p; q < p+n; q++ {
+			handed[q] = true
+		}
+		return p, nil
+	}
+	return 0, fmt.Errorf("%w: no %d consecutive in [%d, %d)", ErrNoPort, n, HandedFloor, Floor)
 }

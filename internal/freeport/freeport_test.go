@@ -34,3 +34,40 @@ func TestPickBelowEphemeralRange(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestHandedApartFromPick: Handed's blocks are free, consecutive, inside
+// their own range below Pick's, and never overlap a block handed before
+// in this process, even once its ports are free again.
+func TestHandedApartFromPick(t *testing.T) {
+	const n, blocks = 4, 1000 // 40 % of the range: a block handed twice would show
+	seen := map[int]bool{}
+	for range blocks {
+		p, err := Handed(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < HandedFloor || p+n > Floor {
+			t.Fatalf("block %d–%d outside [%d, %d)", p, p+n-1, HandedFloor, Floor)
+		}
+		for q := p; q < p+n; q++ {
+			if seen[q] {
+				t.Fatalf("port %d handed twice", q)
+			}
+			seen[q] = true
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+			if err != nil {
+				t.Fatalf("handed port %d not free: %v", q, err)
+			}
+			l.Close()
+		}
+	}
+	ports, err := Pick(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if p < Floor {
+			t.Fatalf("Pick gave %d, inside Handed's range below %d", p, Floor)
+		}
+	}
+}

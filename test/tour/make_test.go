@@ -3,8 +3,6 @@ package tour
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/baton-rt/baton/internal/freeport"
 )
 
 // The README's make targets, run as written: `make run`, `make deployment
@@ -209,34 +209,21 @@ func (j *job) ready(dep string) string {
 	return j.waitFor(`baton: deployment `+dep+` is running\n  ingress   (http://127\.0\.0\.1:\d+)`, 3*time.Minute)[1]
 }
 
-// port is a port for the stack to listen on, below the kernel's ephemeral
-// range (32768–60999 on Linux) so that no outgoing connection of a test
-// running beside this one holds it. make deployment listens on the first
-// free ports after HTTP_PORT and METRICS_PORT: from the ephemeral range,
-// port+1 was often the local port of some connection, which a listening
-// check cannot see, and the owner's bind failed. The next few ports are
-// checked free too; a listener started meanwhile by another test is what
-// make deployment's free-port search steps over.
+// port is a port for the stack to listen on, from the range
+// internal/freeport keeps for ports handed to other processes: below the
+// kernel's ephemeral range (32768–60999 on Linux), so that no outgoing
+// connection of a test running beside this one holds it, and below the
+// range of the embedded servers other tests start (freeport.Pick), so
+// that none of them takes it before make run listens (an ingress once
+// found another test's NATS server on its port, and the test's POST read
+// the server's INFO line). make deployment listens on the first free
+// ports after HTTP_PORT and METRICS_PORT: the next few ports are free
+// too, and handed to no other stack of this test binary.
 func port(t *testing.T) string {
 	t.Helper()
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		if bindable(p, 4) {
-			return strconv.Itoa(p)
-		}
+	p, err := freeport.Handed(4)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port below the ephemeral range")
-	return ""
-}
-
-// bindable reports whether ports p … p+n-1 can be listened on now.
-func bindable(p, n int) bool {
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+i))
-		if err != nil {
-			return false
-		}
-		ln.Close()
-	}
-	return true
+	return strconv.Itoa(p)
 }
