@@ -128,6 +128,19 @@ refuse_running() {
   fi
 }
 
+# refuse_taken HTTP METRICS: exit at once if another program listens on
+# the ingress's or the owner's metrics port. The readiness checks below
+# would take that program for ours and print the banner while ingress or
+# owner failed to listen.
+refuse_taken() {
+  if listening "$1"; then
+    die "port $1 is in use: the ingress cannot listen on it (set HTTP_PORT; PORT for make deployment)"
+  fi
+  if listening "$2"; then
+    die "port $2 is in use: the owner's metrics cannot listen on it (set METRICS_PORT)"
+  fi
+}
+
 describe() { # exit status → words
   if [ "$1" -eq 0 ]; then echo "exit 0"
   elif [ "$1" -gt 128 ]; then echo "ended by signal $(($1 - 128)) (status $1)"
@@ -267,6 +280,7 @@ main() {
   case ${1:-} in
   run)
     refuse_running v1
+    refuse_taken "$HTTP_PORT" "$METRICS_PORT"
     ensure_nats
     foreground v1 "$HTTP_PORT" "$METRICS_PORT"
     ;;
@@ -275,7 +289,10 @@ main() {
     [ -n "$dep" ] || die "give the deployment: make deployment DEP=v2"
     refuse_running "$dep"
     nats_pid >/dev/null || listening "$NATS_PORT" || die "no NATS server on $NATS_URL: start one with make run"
-    foreground "$dep" "${PORT:-$(free_port $((HTTP_PORT + 1)))}" "$(free_port $((METRICS_PORT + 1)))"
+    http=${PORT:-$(free_port $((HTTP_PORT + 1)))}
+    metrics=$(free_port $((METRICS_PORT + 1)))
+    refuse_taken "$http" "$metrics"
+    foreground "$dep" "$http" "$metrics"
     ;;
   stop) stop_nats ;;
   *) die "usage: $0 run | deployment DEP | stop" ;;

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -224,5 +225,33 @@ func TestSecondCtrlCAborts(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("make run after two Ctrl-Cs lacks %q\n%s", want, out)
 		}
+	}
+}
+
+// TestTakenPortRefused: make run whose ingress port another program
+// listens on stops before starting anything, naming the port; it must not
+// print the banner over that program (the banner's readiness check only
+// sees that something listens).
+func TestTakenPortRefused(t *testing.T) {
+	s := newStack(t)
+	port := s.value("HTTP_PORT")
+	l, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	run := s.make("run")
+	out, err := run.wait(3 * time.Minute) // make build first
+	if err == nil || run.cmd.ProcessState == nil || run.cmd.ProcessState.ExitCode() == 0 {
+		t.Fatalf("make run on a taken port: %v, want a failure\n%s", err, out)
+	}
+	if want := "baton: port " + port + " is in use: the ingress cannot listen on it"; !strings.Contains(out, want) {
+		t.Fatalf("make run does not name the taken port (%q):\n%s", want, out)
+	}
+	if strings.Contains(out, "is running") || strings.Contains(out, "NATS") {
+		t.Fatalf("make run went further than the refusal:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, "nats.pid")); !os.IsNotExist(err) {
+		t.Fatalf("a NATS server was started: nats.pid %v", err)
 	}
 }
