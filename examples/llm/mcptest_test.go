@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-rt/baton/internal/proctest"
 )
 
 // The tests' MCP server, built from the SDK: echo {"text"} returns the
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == mcpServerArg {
 		os.Exit(serveStdio(os.Args[2]))
 	}
-	os.Exit(m.Run())
+	os.Exit(proctest.Main(m))
 }
 
 // serveStdio is the MCP server process of dir: its exit code.

@@ -47,7 +47,33 @@ var (
 	buildMu sync.Mutex
 	built   = map[string]string{}
 	dir     string
+	inMain  bool // Main is running the tests
 )
+
+// Main runs a test binary's tests (m is its *testing.M) and then removes
+// the binaries Build and BuildNoRace linked for them; prebuilt binaries
+// stay. Every test package that builds binaries calls it from its
+// TestMain, and Build refuses to link one outside it:
+//
+//	func TestMain(m *testing.M) { os.Exit(proctest.Main(m)) }
+//
+// A Main inside another (proctest's own test) links its own binaries and
+// leaves the outer one's.
+func Main(m interface{ Run() int }) int {
+	buildMu.Lock()
+	outer, outerDir, outerBuilt := inMain, dir, built
+	inMain, dir, built = true, "", map[string]string{}
+	buildMu.Unlock()
+	code := m.Run()
+	buildMu.Lock()
+	d := dir
+	inMain, dir, built = outer, outerDir, outerBuilt
+	buildMu.Unlock()
+	if d != "" {
+		_ = os.RemoveAll(d)
+	}
+	return code
+}
 
 // Build compiles the main package pkg (e.g. "github.com/baton-rt/baton/cmd/owner")
 // once and returns the binary's path.
@@ -81,6 +107,9 @@ func build(t TB, pkg string, race bool) string {
 			built[key] = p
 			return p
 		}
+	}
+	if !inMain {
+		t.Fatalf("proctest: linking %s outside proctest.Main: call it from the package's TestMain, which removes the binaries", pkg)
 	}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "baton-bin-")

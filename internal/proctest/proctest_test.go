@@ -1,12 +1,16 @@
 package proctest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
 
 // hello is testdata/hello's import path.
 const hello = "github.com/baton-rt/baton/internal/proctest/testdata/hello"
@@ -61,4 +65,64 @@ func run(t *testing.T, bin string) string {
 		t.Fatalf("%s: %v", bin, err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// runFunc is a *testing.M whose Run is a function.
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
+
+// Main removes what Build linked while it ran, and returns Run's code.
+func TestMainRemovesItsBinaries(t *testing.T) {
+	t.Setenv(BinDirEnv, "")
+	var bin string
+	code := Main(runFunc(func() int {
+		bin = BuildNoRace(t, hello)
+		if out := run(t, bin); out != "hello" {
+			t.Errorf("built binary printed %q, want hello", out)
+		}
+		return 3
+	}))
+	if code != 3 {
+		t.Fatalf("Main returned %d, want Run's 3", code)
+	}
+	if _, err := os.Stat(filepath.Dir(bin)); !os.IsNotExist(err) {
+		t.Fatalf("%s is still there after Main: %v", filepath.Dir(bin), err)
+	}
+}
+
+// fatalTB records Fatalf and ends its goroutine, as testing.T does.
+type fatalTB struct{ msg string }
+
+func (f *fatalTB) Helper()        {}
+func (f *fatalTB) Cleanup(func()) {}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// Outside Main nothing would remove a linked binary: Build refuses.
+func TestBuildOutsideMainRefused(t *testing.T) {
+	t.Setenv(BinDirEnv, "")
+	buildMu.Lock()
+	outer, outerBuilt := inMain, built
+	inMain, built = false, map[string]string{}
+	buildMu.Unlock()
+	defer func() {
+		buildMu.Lock()
+		inMain, built = outer, outerBuilt
+		buildMu.Unlock()
+	}()
+	tb := &fatalTB{}
+	done := make(chan string)
+	go func() {
+		defer close(done)
+		done <- Build(tb, hello)
+	}()
+	if bin, ok := <-done; ok {
+		t.Fatalf("Build outside Main linked %s", bin)
+	}
+	if !strings.Contains(tb.msg, "outside proctest.Main") {
+		t.Fatalf("Build outside Main: %q, want the refusal", tb.msg)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/baton-rt/baton/internal/proctest"
 )
 
 // parallel is how many of this package's tests run at once unless
@@ -22,5 +24,5 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	os.Exit(m.Run())
+	os.Exit(proctest.Main(m))
 }
