@@ -9,7 +9,7 @@ PURE_PKGS := ./wire ./runtime
 # TESTP: how many test binaries (and builds) make test runs at once (go
 # test -p; its default is one per CPU). Most packages' tests wait on NATS
 # round trips, timers and leases, so more binaries overlap those waits:
-# on 2 CPUs a warm run alone took 6:03 with 2 (144 % CPU) and 4:56 with 3,
+# on 2 CPUs a warm run alone took 6:03 with 2 (138 % CPU) and 4:56 with 3,
 # and two runs at once with 3 stayed green (13:31, 13:34). With 4, two
 # runs at once overloaded the three-node cluster tests past their
 # timeouts. Empty is go test's default.
