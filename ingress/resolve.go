@@ -61,28 +61,38 @@ func (s *Server) resolve(ctx context.Context, a *attached, r *Request, create bo
 	return t, err
 }
 
-// resolveID resolves a session ID: its stable hook and its record, read
-// concurrently (both keys are known).
+// resolveID resolves a session ID. A record a run has written settles it
+// alone (settles): the stable hook's tombstone is written only after the
+// record says ended, and the hook's other parts are the ID's own token and
+// a wire-version stamp the record carries too. The hook is read only
+// when the record does not settle it: no record (404 unknown, or 503
+// while it is being created), a record that cannot be read, one that no
+// run has written yet (its hooks may still be claimed, or undone), or one
+// without the stamp. One read per delivery instead of two
+// (docs/performance.md, "One read per delivery by session ID").
 func (s *Server) resolveID(ctx context.Context, a *attached, r *Request) (target, error) {
-	type read struct {
-		cur record.Session
-		err error
-	}
-	rec := make(chan read, 1)
-	go func() {
-		cur, err := a.sessionRecord(ctx, r.SessionID)
-		rec <- read{cur, err}
-	}()
 	tok := subjects.StableToken(r.SessionID)
+	cur, rerr := a.sessionRecord(ctx, r.SessionID)
+	if rerr == nil && settles(cur.Record) {
+		return complete(record.Hook{Token: tok, SessionID: r.SessionID}, tok, cur, nil)
+	}
 	h, err := a.hook(ctx, tok)
-	got := <-rec
 	switch {
 	case errors.Is(err, record.ErrNotFound):
 		return target{}, notFound(r)
 	case err != nil:
 		return target{}, fail(ErrUnavailable, "look up %s: %v", what(r), err)
 	}
-	return complete(h, tok, got.cur, got.err)
+	return complete(h, tok, cur, rerr)
+}
+
+// settles reports whether a session's record resolves its ID without its
+// stable hook: a run has written it (a new record is epoch 1 with write
+// counter 0 until its first run commits, and its creator claims the hooks
+// before starting that run, or undoes the record) and it carries the
+// owners' wire-version stamp.
+func settles(rec record.SessionRecord) bool {
+	return rec.WireV != 0 && (rec.Epoch > 1 || rec.WriteCounter > 0)
 }
 
 // session completes a target from the hook of the address and the record.
