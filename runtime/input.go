@@ -34,6 +34,15 @@ type Boot struct {
 	// handoff.completed, cancels every wait when forced (wait.cancelled),
 	// and records the dead owner's uncommitted step as step.interrupted.
 	Adopt *AdoptInfo
+	// First is a command the driver read before booting (a handoff
+	// successor's trigger, which its cursor delivers first): it is
+	// received as by Received after the boot's own changes, so the boot's
+	// commit also admits it — one commit, and one append of events, where
+	// a boot and then the command took two. A command the machine would
+	// hand off ([Machine.HandsOff]) or one without seq and ID is refused
+	// (ErrInvalidCommand) before the boot changes anything; the driver
+	// sends it as Received after the boot instead.
+	First *Received
 }
 
 // AdoptInfo identifies an adoption (a target-driven handoff from a retired

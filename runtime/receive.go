@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -10,6 +11,14 @@ import (
 func (m *Machine) boot(b Boot) ([]Effect, error) {
 	if m.booted {
 		return nil, ErrBooted
+	}
+	if f := b.First; f != nil {
+		if f.Cmd.Seq == 0 || f.Cmd.ID == "" {
+			return nil, ErrInvalidCommand
+		}
+		if m.HandsOff(f.Cmd) {
+			return nil, fmt.Errorf("%w: the first command %d hands the session off; send it after the boot", ErrInvalidCommand, f.Cmd.Seq)
+		}
 	}
 	m.booted, m.now = true, b.Now
 	var out []Effect
@@ -37,7 +46,27 @@ func (m *Machine) boot(b Boot) ([]Effect, error) {
 	if b.Commit {
 		m.st.dirty = true
 	}
+	if f := b.First; f != nil {
+		if !f.Now.IsZero() {
+			m.now = f.Now
+		}
+		// receive advances when it queues the command; a duplicate is
+		// dropped without, and the advance below commits the boot alone.
+		got, err := m.receive(f.Cmd)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
 	return append(out, m.advance()...), nil
+}
+
+// HandsOff reports whether receiving c now would hand the session off (c
+// names another deployment than this machine's), ignoring whether the
+// session is idle. A driver asks it before it sends c with a Boot (First).
+func (m *Machine) HandsOff(c Command) bool {
+	_, ok := m.handoffTarget(c)
+	return ok
 }
 
 // adopted records an adoption: no live wait crosses deployments silently

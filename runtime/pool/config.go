@@ -73,6 +73,11 @@ type Config struct {
 	Log       *slog.Logger
 	// TickInterval paces clock ticks and purges (default 1 s).
 	TickInterval time.Duration
+	// TriggerWait bounds how long a handoff's successor waits for its
+	// trigger to admit it in its boot commit (session.Env.TriggerWait;
+	// 0: session.DefaultTriggerWait; negative: never, the boot commits
+	// alone and the trigger follows).
+	TriggerWait time.Duration
 	// LeaseTTL is the lease TTL: whole seconds, at least 1 s (default 2 s).
 	// The process renews every LeaseRenew and fences itself (stops every
 	// session) when LeaseTTL − LeaseTTL/4 has passed since its last

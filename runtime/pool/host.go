@@ -42,7 +42,7 @@ func (o *Owner) newEnv() error {
 		Index:     indexPort{o.index.Load}, AgentName: cfg.agentName(),
 		Agent: cfg.Agent, Checker: runtime.NewChecker(cfg.Events, cfg.Agent.EventKinds()),
 		Log: o.log, Now: cfg.Now, Deployment: cfg.Deployment,
-		TickInterval: cfg.TickInterval, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
+		TickInterval: cfg.TickInterval, TriggerWait: cfg.TriggerWait, StepTimeout: cfg.StepTimeout, HibernateAfter: cfg.HibernateAfter,
 		EndIdleAfter:     cfg.EndIdleAfter,
 		ChildSendTimeout: cfg.ChildSendTimeout,
 		Limits: runtime.Limits{MaxStepsPerTurn: cfg.MaxStepsPerTurn, MaxTokensPerTurn: cfg.MaxTokensPerTurn,

@@ -51,6 +51,12 @@ type Env struct {
 	Deployment string
 	// TickInterval paces clock ticks and purges (0: 1 s).
 	TickInterval time.Duration
+	// TriggerWait bounds how long a handoff's successor waits for its
+	// trigger, the first delivery of its cursor, to admit it in its boot
+	// commit (runtime.Boot.First); past it the boot commits alone and the
+	// trigger follows as any delivery (0: DefaultTriggerWait; negative:
+	// never wait, the boot always commits alone).
+	TriggerWait time.Duration
 	// StepTimeout bounds one agent step (0: none).
 	StepTimeout time.Duration
 	// HibernateAfter is how long a quiet session stays loaded (≤ 0: until
@@ -80,6 +86,12 @@ type Env struct {
 // DefaultChildSendTimeout bounds a pending child send by default.
 const DefaultChildSendTimeout = 60 * time.Second
 
+// DefaultTriggerWait is Env.TriggerWait's default: the trigger is in the
+// inbox before the handoff begins, so the new cursor's first pull returns
+// it within a round trip or two; the bound only matters when something
+// else comes first or nothing comes.
+const DefaultTriggerWait = 100 * time.Millisecond
+
 // Ready fills Env's defaults and checks that its ports are set; call it
 // once, before the first New.
 func (e *Env) Ready() error {
@@ -101,6 +113,9 @@ func (e *Env) Ready() error {
 	}
 	if e.TickInterval == 0 {
 		e.TickInterval = time.Second
+	}
+	if e.TriggerWait == 0 {
+		e.TriggerWait = DefaultTriggerWait
 	}
 	if e.ChildSendTimeout <= 0 {
 		e.ChildSendTimeout = DefaultChildSendTimeout

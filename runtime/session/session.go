@@ -167,13 +167,68 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	}
 	bootOutbox := s.pub.outbox
 	<-orphans
-	if err := s.handle(ctx, runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}); err != nil {
+	boot := runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}
+	first, err := s.awaitTrigger(ctx, reason)
+	if err != nil || ctx.Err() != nil {
 		return err
+	}
+	if first != nil && first.Cmd.Seq == s.arrival.Trigger.Seq && first.Cmd.ID == s.arrival.Trigger.ID && !s.m.HandsOff(first.Cmd) {
+		boot.First, first = first, nil
+	}
+	if err := s.handle(ctx, boot); err != nil {
+		return err
+	}
+	if first != nil { // read before the boot, received after it
+		if err := s.handle(ctx, *first); err != nil {
+			return err
+		}
 	}
 	if err := s.restartTasks(ctx, bootOutbox); err != nil {
 		return err
 	}
 	return s.loop(ctx)
+}
+
+// awaitTrigger returns, for a handoff's successor, the first delivery of
+// its cursor: normally the trigger, which is in the inbox before the
+// handoff begins, so that the boot's commit admits it too (one commit and
+// one append of events instead of two, before the trigger's step). It
+// waits at most Env.TriggerWait; nil: none came, or the run is no
+// handoff's successor (or one whose marker did not name its trigger).
+func (s *Session) awaitTrigger(ctx context.Context, reason runtime.BootReason) (*runtime.Received, error) {
+	if reason != runtime.BootHandoff || s.arrival == nil || s.arrival.Trigger.Seq == 0 || s.env.TriggerWait < 0 {
+		return nil, nil
+	}
+	wait := time.NewTimer(s.env.TriggerWait)
+	defer wait.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, nil
+	case <-wait.C:
+		s.log.Debug("the handoff's trigger did not come in time; booting without it", "trigger", s.arrival.Trigger.Seq)
+		return nil, nil
+	case d := <-s.cur.deliveries():
+		in, err := s.received(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		return &in, nil
+	}
+}
+
+// received is what a delivery from the cursor gives the machine: the
+// command decoded, a handoff trigger from another agent's deployment
+// marked refused.
+func (s *Session) received(ctx context.Context, d Delivery) (runtime.Received, error) {
+	stages.Mark(s.id, "loop")
+	s.act.Touch()
+	s.idleSince = s.now()
+	s.env.Observer.InboxLag(time.Since(d.Stored))
+	in := wire.DecodeInput(d.Seq, d.Data)
+	if err := s.refuseOtherAgents(ctx, &in); err != nil {
+		return runtime.Received{}, err
+	}
+	return runtime.Received{Cmd: in, Now: s.now()}, nil
 }
 
 func (s *Session) now() time.Time { return s.env.Now() }
@@ -189,13 +244,9 @@ func (s *Session) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case d := <-s.cur.deliveries():
-			stages.Mark(s.id, "loop")
-			s.act.Touch()
-			s.idleSince = s.now()
-			s.env.Observer.InboxLag(time.Since(d.Stored))
-			in := wire.DecodeInput(d.Seq, d.Data)
-			if err = s.refuseOtherAgents(ctx, &in); err == nil {
-				err = s.handle(ctx, runtime.Received{Cmd: in, Now: s.now()})
+			var in runtime.Received
+			if in, err = s.received(ctx, d); err == nil {
+				err = s.handle(ctx, in)
 			}
 		case d := <-s.steps:
 			s.cancel = nil
