@@ -168,23 +168,40 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	bootOutbox := s.pub.outbox
 	<-orphans
 	boot := runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}
-	first, err := s.awaitTrigger(ctx, reason)
-	if err != nil || ctx.Err() != nil {
-		return err
+	d, ok := s.awaitTrigger(ctx, reason)
+	if ctx.Err() != nil {
+		return nil
 	}
-	if first != nil && first.Cmd.Seq == s.arrival.Trigger.Seq && first.Cmd.ID == s.arrival.Trigger.ID && !s.m.HandsOff(first.Cmd) {
-		boot.First, first = first, nil
+	// The trigger rides the boot. Anything else read here is received
+	// after the boot, where the loop would have received it: an error
+	// reading it (another agent's deployment unknown) stops the run only
+	// after the boot commit, as it did in the loop.
+	var first *runtime.Received
+	var firstErr error
+	if ok {
+		in, err := s.received(ctx, d)
+		switch {
+		case err != nil:
+			firstErr = err
+		case in.Cmd.Seq == s.arrival.Trigger.Seq && in.Cmd.ID == s.arrival.Trigger.ID && !s.m.HandsOff(in.Cmd):
+			boot.First = &in
+		default:
+			first = &in
+		}
 	}
 	if err := s.handle(ctx, boot); err != nil {
 		return err
 	}
-	if first != nil { // read before the boot, received after it
+	if err := s.restartTasks(ctx, bootOutbox); err != nil {
+		return err
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	if first != nil {
 		if err := s.handle(ctx, *first); err != nil {
 			return err
 		}
-	}
-	if err := s.restartTasks(ctx, bootOutbox); err != nil {
-		return err
 	}
 	return s.loop(ctx)
 }
@@ -193,27 +210,22 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 // its cursor: normally the trigger, which is in the inbox before the
 // handoff begins, so that the boot's commit admits it too (one commit and
 // one append of events instead of two, before the trigger's step). It
-// waits at most Env.TriggerWait; nil: none came, or the run is no
+// waits at most Env.TriggerWait; false: none came, or the run is no
 // handoff's successor (or one whose marker did not name its trigger).
-func (s *Session) awaitTrigger(ctx context.Context, reason runtime.BootReason) (*runtime.Received, error) {
+func (s *Session) awaitTrigger(ctx context.Context, reason runtime.BootReason) (Delivery, bool) {
 	if reason != runtime.BootHandoff || s.arrival == nil || s.arrival.Trigger.Seq == 0 || s.env.TriggerWait < 0 {
-		return nil, nil
+		return Delivery{}, false
 	}
 	wait := time.NewTimer(s.env.TriggerWait)
 	defer wait.Stop()
 	select {
 	case <-ctx.Done():
-		return nil, nil
 	case <-wait.C:
 		s.log.Debug("the handoff's trigger did not come in time; booting without it", "trigger", s.arrival.Trigger.Seq)
-		return nil, nil
 	case d := <-s.cur.deliveries():
-		in, err := s.received(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		return &in, nil
+		return d, true
 	}
+	return Delivery{}, false
 }
 
 // received is what a delivery from the cursor gives the machine: the
