@@ -168,26 +168,9 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	bootOutbox := s.pub.outbox
 	<-orphans
 	boot := runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}
-	d, ok := s.awaitTrigger(ctx, reason)
+	first, firstErr := s.withTrigger(ctx, &boot)
 	if ctx.Err() != nil {
 		return nil
-	}
-	// The trigger rides the boot. Anything else read here is received
-	// after the boot, where the loop would have received it: an error
-	// reading it (another agent's deployment unknown) stops the run only
-	// after the boot commit, as it did in the loop.
-	var first *runtime.Received
-	var firstErr error
-	if ok {
-		in, err := s.received(ctx, d)
-		switch {
-		case err != nil:
-			firstErr = err
-		case in.Cmd.Seq == s.arrival.Trigger.Seq && in.Cmd.ID == s.arrival.Trigger.ID && !s.m.HandsOff(in.Cmd):
-			boot.First = &in
-		default:
-			first = &in
-		}
 	}
 	if err := s.handle(ctx, boot); err != nil {
 		return err
@@ -204,6 +187,28 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 		}
 	}
 	return s.loop(ctx)
+}
+
+// withTrigger sets boot.First to a handoff successor's trigger when its
+// cursor delivers it in time (awaitTrigger). Anything else read there is
+// returned, to be received after the boot, where the loop would have
+// received it; an error reading it (another agent's deployment could not
+// be looked up) is returned to stop the run only after the boot commit,
+// as it did in the loop.
+func (s *Session) withTrigger(ctx context.Context, boot *runtime.Boot) (*runtime.Received, error) {
+	d, ok := s.awaitTrigger(ctx, boot.Reason)
+	if !ok {
+		return nil, nil
+	}
+	in, err := s.received(ctx, d)
+	switch {
+	case err != nil:
+		return nil, err
+	case in.Cmd.Seq == s.arrival.Trigger.Seq && in.Cmd.ID == s.arrival.Trigger.ID && !s.m.HandsOff(in.Cmd):
+		boot.First = &in
+		return nil, nil
+	}
+	return &in, nil
 }
 
 // awaitTrigger returns, for a handoff's successor, the first delivery of
