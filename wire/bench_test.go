@@ -126,3 +126,18 @@ func BenchmarkCheckpointEncoderLong(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeCheckpointLong: longCheckpoint read back, as a handoff's
+// candidate, a claim or the ingress's status reads a record's checkpoint.
+func BenchmarkDecodeCheckpointLong(b *testing.B) {
+	raw, err := EncodeCheckpoint(longCheckpoint())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := DecodeCheckpoint(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,9 @@ import (
 // EncodeCheckpoint stamps the current state version, checks every rule and
 // returns the canonical encoding. It is on the commit path, so the Go rules
 // carry every constraint of the schema (TestCheckpointEncodeAgreement holds
-// them to it); the schema itself is checked on decode (boot, claim,
-// handoff: rare) and, with BATON_WIRE_SCHEMA_CHECK=1, on encode too. Inline history
+// them to it); the schema itself is checked on decode of any bytes this
+// encoder would not have written (DecodeCheckpoint) and, with
+// BATON_WIRE_SCHEMA_CHECK=1, on every encode and decode. Inline history
 // or state over MaxInlineBytes, or a checkpoint over MaxCheckpointBytes, is
 // ErrTooLarge: move the content to the object store and set the Ref.
 //
@@ -35,8 +37,10 @@ func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 
 // DecodeCheckpoint reads a checkpoint. The state version is checked first,
 // so an unreadable version is ErrUnsupportedState (refuse before
-// activating), distinct from a corrupt value (ErrInvalid). Errors are
-// *StateError.
+// activating), distinct from a corrupt value (ErrInvalid). The bytes
+// EncodeCheckpoint writes are read under the Go rules alone
+// (decodeCanonical); any others are checked against their version's
+// schema too. Errors are *StateError.
 func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	if len(b) > MaxCheckpointBytes {
 		return Checkpoint{}, stateFail(0, ErrTooLarge, "%d bytes, limit %d", len(b), MaxCheckpointBytes)
@@ -45,9 +49,18 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	if c, ok := decodeCanonical(b); ok {
+		return c, nil
+	}
 	if err := debugCheck(checkpointContract(v), b); err != nil {
 		return Checkpoint{}, stateFail(v, ErrInvalid, "%v", err)
 	}
+	return decodeRules(v, b)
+}
+
+// decodeRules is the strict decode and the Go rules of DecodeCheckpoint,
+// after the schema.
+func decodeRules(v int, b []byte) (Checkpoint, error) {
 	var c Checkpoint
 	if err := unmarshalStrict(b, &c); err != nil {
 		return Checkpoint{}, stateFail(v, ErrInvalid, "%v", err)
@@ -57,6 +70,35 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	return c, nil
+}
+
+// decodeCanonical is DecodeCheckpoint without the schema for the bytes
+// this build's encoder writes: b is accepted when it decodes under the Go
+// rules to a value whose EncodeCheckpoint is b itself, byte for byte.
+// Whatever EncodeCheckpoint accepts its version's schema accepts
+// (TestCheckpointEncodeAgreement), so such a b passes the schema, and the
+// value is the one the schema path decodes. Anything else — another
+// build's spacing, member order or version, a hand-edited or damaged
+// record — is declined (false) and goes through the schema. The check
+// costs an encoding, a tenth of the schema's validation of a long
+// checkpoint (BenchmarkDecodeCheckpointLong).
+func decodeCanonical(b []byte) (Checkpoint, bool) {
+	if debugSchema {
+		return Checkpoint{}, false
+	}
+	var c Checkpoint
+	if unmarshalStrict(b, &c) != nil {
+		return Checkpoint{}, false
+	}
+	c = normalizeCheckpoint(c)
+	if c.validate() != nil {
+		return Checkpoint{}, false
+	}
+	enc, err := EncodeCheckpoint(c)
+	if err != nil || !bytes.Equal(enc, b) {
+		return Checkpoint{}, false
+	}
+	return c, true
 }
 
 // ReadStateVersion returns the state version a checkpoint declares,
@@ -361,6 +403,11 @@ func validatePayloads(in TurnInput) error {
 	case in.PayloadsRef != nil:
 		return in.PayloadsRef.Validate()
 	}
+	for i := range in.Payloads {
+		if err := in.Payloads[i].validate(); err != nil {
+			return fmt.Errorf("payload %d: %w", i, err)
+		}
+	}
 	return nil
 }
 
@@ -377,6 +424,11 @@ func (w Waits) validate() error {
 		}
 		if t.Input != nil && t.InputRef != nil {
 			return fmt.Errorf("waits.tasks[%d]: input is inline or referenced, not both", i)
+		}
+		if t.InputRef != nil {
+			if err := t.InputRef.Validate(); err != nil {
+				return fmt.Errorf("waits.tasks[%d].inputRef: %w", i, err)
+			}
 		}
 	}
 	return nil
