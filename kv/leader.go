@@ -107,13 +107,14 @@ type leader struct {
 	nc      *nats.Conn
 	stream  string
 	subject string        // <API prefix>STREAM.MSG.GET.<stream>
+	prefix  string        // the JetStream API prefix, "$JS.API." by default
 	try     time.Duration // bound of one request
 	wait    time.Duration // bound of a read whose ctx has no deadline
 }
 
 func newLeader(js jetstream.JetStream, stream string) leader {
 	o := js.Options()
-	l := leader{nc: js.Conn(), stream: stream, subject: msgGetSubject(apiPrefix(o), stream),
+	l := leader{nc: js.Conn(), stream: stream, prefix: apiPrefix(o), subject: msgGetSubject(apiPrefix(o), stream),
 		try: requestTimeout, wait: defaultTimeout}
 	if o.DefaultTimeout > 0 {
 		l.try, l.wait = min(l.try, o.DefaultTimeout), o.DefaultTimeout

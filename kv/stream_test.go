@@ -74,6 +74,19 @@ func checkStreamReads(t *testing.T, pub jetstream.JetStream, st kv.Stream) {
 	if _, err := st.Get(ctx(t), 99); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("missing sequence: %v", err)
 	}
+	// A direct get by sequence: any replica that has the message answers
+	// (so the cluster's may lack it for a moment: read until it is there).
+	eventually(t, func() error {
+		got, err = st.Direct(ctx(t), 2)
+		return err
+	})
+	if got.Sequence != 2 || string(got.Data) != "1" || got.Subject != "s.a" || got.Time.IsZero() ||
+		got.Header.Get("Nats-Msg-Id") != "1" {
+		t.Fatalf("direct by sequence: %+v", got)
+	}
+	if _, err := st.Direct(ctx(t), 99); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("direct, missing sequence: %v", err)
+	}
 }
 
 // TestStreamInvalid: arguments the server would refuse are refused first.
@@ -83,6 +96,7 @@ func TestStreamInvalid(t *testing.T) {
 	st := kv.NewStream(js, "S")
 	for name, read := range map[string]func(context.Context) error{
 		"sequence 0":       func(c context.Context) error { _, err := st.Get(c, 0); return err },
+		"direct, 0":        func(c context.Context) error { _, err := st.Direct(c, 0); return err },
 		"last, no subject": func(c context.Context) error { _, err := st.Last(c, ""); return err },
 		"next, no subject": func(c context.Context) error { _, err := st.Next(c, "", 1); return err },
 		"zero Stream":      func(c context.Context) error { _, err := kv.Stream{}.Get(c, 1); return err },
