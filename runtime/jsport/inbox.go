@@ -299,6 +299,26 @@ func (r *reader) Close() {
 	r.mu.Unlock()
 }
 
+var _ session.MessageReader = Inbox{}
+
+// Read returns the message at seq, by a direct get (kv.Stream.Direct), if
+// it is on one of tokens' subjects (a handoff's successor reads its
+// trigger so). A message on another subject is ErrNotTheSessions; none
+// here (a replica that lacks it yet, or no such message) wraps
+// record.ErrNotFound.
+func (ib Inbox) Read(ctx context.Context, tokens []string, seq uint64) (session.Delivery, error) {
+	m, err := kv.NewStream(ib.JS, ib.Names.InboxStream()).Direct(ctx, seq)
+	if err != nil {
+		return session.Delivery{}, err
+	}
+	for _, t := range tokens {
+		if m.Subject == ib.Names.Inbox(t) {
+			return session.Delivery{Seq: m.Sequence, Data: m.Data, Stored: m.Time}, nil
+		}
+	}
+	return session.Delivery{}, fmt.Errorf("%w: message %d is on %s", ErrNotTheSessions, seq, m.Subject)
+}
+
 // Exists reports whether the consumer exists.
 func (ib Inbox) Exists(ctx context.Context, name string) (bool, error) {
 	_, err := ib.JS.Consumer(ctx, ib.Names.InboxStream(), name)

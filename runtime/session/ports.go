@@ -88,6 +88,15 @@ type Inbox interface {
 	Forget(ctx context.Context, seqs []uint64) error
 }
 
+// MessageReader is an Inbox that also reads one message by its stream
+// sequence: a handoff's successor reads its trigger so, while its cursor
+// is created (jsport.Inbox implements it by a leader read).
+type MessageReader interface {
+	// Read returns the message at seq if it is on one of tokens' inbox
+	// subjects; one on another subject, or none, is an error.
+	Read(ctx context.Context, tokens []string, seq uint64) (Delivery, error)
+}
+
 // Reader is one open cursor.
 type Reader interface {
 	// Deliveries yields the messages in stream order.

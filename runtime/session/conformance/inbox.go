@@ -24,6 +24,7 @@ func Inbox(t *testing.T, open func(t *testing.T) InboxTarget) {
 	t.Run("delete signals loss", func(t *testing.T) { inboxLoss(t, open(t)) })
 	t.Run("purge and backlog", func(t *testing.T) { inboxPurge(t, open(t)) })
 	t.Run("forget applied", func(t *testing.T) { inboxForget(t, open(t)) })
+	t.Run("read one message", func(t *testing.T) { inboxRead(t, open(t)) })
 }
 
 func tokens(n int) []string {
@@ -196,5 +197,33 @@ func inboxForget(t *testing.T, in InboxTarget) {
 		if got := next(t, r); got.Seq != want {
 			t.Fatalf("delivered %d, want %d", got.Seq, want)
 		}
+	}
+}
+
+// inboxRead: an inbox that reads one message by its sequence
+// (session.MessageReader) returns the message on one of the tokens named,
+// and refuses one on another token and a sequence with no message.
+func inboxRead(t *testing.T, in InboxTarget) {
+	rd, ok := in.Inbox.(session.MessageReader)
+	if !ok {
+		t.Fatalf("%T reads no message by its sequence", in.Inbox)
+	}
+	ctx, toks := ctxOf(t), tokens(2)
+	a := in.Publish(t, toks[0], []byte("a"))
+	b := in.Publish(t, toks[1], []byte("b"))
+	for _, tt := range []struct {
+		seq  uint64
+		data string
+	}{{a, "a"}, {b, "b"}} {
+		d, err := rd.Read(ctx, toks, tt.seq)
+		if err != nil || d.Seq != tt.seq || string(d.Data) != tt.data || d.Stored.IsZero() {
+			t.Fatalf("read %d: %+v %v", tt.seq, d, err)
+		}
+	}
+	if d, err := rd.Read(ctx, toks[:1], b); err == nil {
+		t.Fatalf("read %d of another token: %+v", b, d)
+	}
+	if d, err := rd.Read(ctx, toks, b+1000); err == nil {
+		t.Fatalf("read %d, never used: %+v", b+1000, d)
 	}
 }

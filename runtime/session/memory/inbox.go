@@ -14,6 +14,13 @@ import (
 // deleted while it reads (a successor took the session over).
 var ErrCursorDeleted = errors.New("memory: cursor deleted")
 
+// ErrNoMessage and ErrOtherToken are Read's: no message at the sequence,
+// or one on a token the read did not name.
+var (
+	ErrNoMessage  = errors.New("memory: no message at this sequence")
+	ErrOtherToken = errors.New("memory: the message is on another token")
+)
+
 // Inbox is session.Inbox and session.Backlog in memory: one stream of
 // messages, each on one token, sequenced from 1; named cursors that
 // deliver the messages of their tokens in stream order from their start.
@@ -56,8 +63,9 @@ func NewInbox() *Inbox {
 }
 
 var (
-	_ session.Inbox   = (*Inbox)(nil)
-	_ session.Backlog = (*Inbox)(nil)
+	_ session.Inbox         = (*Inbox)(nil)
+	_ session.Backlog       = (*Inbox)(nil)
+	_ session.MessageReader = (*Inbox)(nil)
 )
 
 // Publish stores data on token and returns its sequence.
@@ -133,6 +141,23 @@ func (ib *Inbox) Forget(_ context.Context, seqs []uint64) error {
 	defer ib.mu.Unlock()
 	ib.msgs = slices.DeleteFunc(ib.msgs, func(m message) bool { return slices.Contains(seqs, m.seq) })
 	return nil
+}
+
+// Read returns the message at seq if it is on one of tokens. It reads a
+// held inbox too: a read by sequence waits for no cursor.
+func (ib *Inbox) Read(_ context.Context, tokens []string, seq uint64) (session.Delivery, error) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	for _, m := range ib.msgs {
+		if m.seq != seq {
+			continue
+		}
+		if !slices.Contains(tokens, m.token) {
+			return session.Delivery{}, ErrOtherToken
+		}
+		return session.Delivery{Seq: m.seq, Data: m.data, Stored: m.stored}, nil
+	}
+	return session.Delivery{}, ErrNoMessage
 }
 
 // After returns the lowest sequence above seq on any of tokens (0: none).
