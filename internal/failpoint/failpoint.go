@@ -34,9 +34,10 @@ const (
 	// BeforeCommit (SessionID): when a step's result reached its session,
 	// before the commit that folds it. Its error is ignored.
 	BeforeCommit Name = "before-commit"
-	// AfterConsumer (SessionID, Detail: the boot reason): when a run has
-	// created its inbox consumer, before it deletes the predecessor's and
-	// boots the machine; an error stops the run there, as a crash would.
+	// AfterConsumer (SessionID, Detail: the boot reason): right before a
+	// run boots the machine, after it created its inbox consumer — or,
+	// for a handoff's successor that read its trigger, while the consumer
+	// is being created; an error stops the run there, as a crash would.
 	AfterConsumer Name = "after-consumer"
 	// Hibernating (SessionID, Detail: "cas", "consumer" or "left"): at each
 	// step of a hibernation. Its error is ignored.

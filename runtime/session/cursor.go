@@ -44,6 +44,12 @@ func (c *cursor) open(ctx context.Context, start uint64, fresh bool) error {
 	return nil
 }
 
+// adopt makes r, a reader open on the cursor's consumer, the cursor's.
+func (c *cursor) adopt(r Reader) {
+	c.close()
+	c.reader = r
+}
+
 func (c *cursor) close() {
 	if c.reader != nil {
 		c.reader.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,34 +147,36 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 		}
 	}
 	stages.Mark(s.id, "run.open")
-	if err := s.cur.open(ctx, s.m.Snapshot().Applied.Next, true); err != nil {
-		return err
+	trigger, opened := s.openWithTrigger(ctx, reason)
+	defer func() { _ = opened() }() // a reader opened meanwhile is closed by shutdown
+	if trigger == nil {
+		if err := s.cursorOpened(opened); err != nil {
+			return err
+		}
 	}
-	stages.Mark(s.id, "run.opened")
 	if err := s.env.Failpoints.Eval(failpoint.AfterConsumer, failpoint.Args{SessionID: s.id, Detail: string(reason)}); err != nil {
 		return err
-	}
-	// Off the path to the first step: the predecessor's cursor is only a
-	// cursor (its reader stopped before the handoff or died with its
-	// process), and it expires by its inactivity threshold if this fails.
-	// It runs in the process's serving context, so a run that ends at once
-	// (handed on again) does not abandon it.
-	if prev := s.prev; prev != "" && prev != s.cur.name {
-		s.env.Process.Go(func(ctx context.Context) {
-			if err := s.env.Inbox.Delete(ctx, prev); err == nil {
-				s.log.Debug("deleted predecessor consumer", "consumer", prev)
-			}
-		})
 	}
 	bootOutbox := s.pub.outbox
 	<-orphans
 	boot := runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}
-	first, firstErr := s.withTrigger(ctx, &boot)
+	var first *runtime.Received
+	var firstErr error
+	if trigger != nil {
+		first, firstErr = s.withDelivery(ctx, &boot, *trigger)
+	} else {
+		first, firstErr = s.withTrigger(ctx, &boot)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	if err := s.handle(ctx, boot); err != nil {
 		return err
+	}
+	if trigger != nil {
+		if err := s.cursorOpened(opened); err != nil {
+			return err
+		}
 	}
 	if err := s.restartTasks(ctx, bootOutbox); err != nil {
 		return err
@@ -189,6 +192,74 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	return s.loop(ctx)
 }
 
+// openWithTrigger opens the run's cursor; opened waits for it and returns
+// the error of its creation. A handoff's successor whose inbox reads one
+// message by its sequence (MessageReader) reads its trigger there instead
+// of waiting for its new cursor to deliver it, while the cursor is
+// created: the boot commit admits the trigger without waiting for the
+// consumer's creation and its first pull (the cursor delivers the trigger
+// again, a duplicate the machine ignores). The trigger is the session's
+// first unapplied command: its source handed off only idle, with every
+// command before it in the stream received and applied. A read that fails
+// leaves the trigger to the cursor, as for any other run (nil).
+func (s *Session) openWithTrigger(ctx context.Context, reason runtime.BootReason) (*Delivery, func() error) {
+	start := s.m.Snapshot().Applied.Next
+	rd, ok := s.env.Inbox.(MessageReader)
+	if !ok || !s.admitsTrigger(reason) {
+		err := s.cur.open(ctx, start, true)
+		return nil, func() error { return err }
+	}
+	type result struct {
+		r   Reader
+		err error
+	}
+	created := make(chan result, 1)
+	go func() {
+		r, err := s.cur.inbox.Open(ctx, Cursor{Name: s.cur.name, Tokens: s.cur.tokens, Start: start, Fresh: true})
+		created <- result{r, err}
+	}()
+	opened := sync.OnceValue(func() error {
+		res := <-created
+		if res.err == nil {
+			s.cur.adopt(res.r)
+		}
+		return res.err
+	})
+	d, err := rd.Read(ctx, s.cur.tokens, s.arrival.Trigger.Seq)
+	if err != nil {
+		s.log.Debug("the handoff's trigger could not be read; the cursor delivers it", "trigger", s.arrival.Trigger.Seq, "err", err)
+		return nil, opened
+	}
+	return &d, opened
+}
+
+// cursorOpened waits for the run's cursor, then deletes its predecessor's.
+// The deletion is off the path to the first step: the predecessor's cursor
+// is only a cursor (its reader stopped before the handoff or died with its
+// process), and it expires by its inactivity threshold if this fails. It
+// runs in the process's serving context, so a run that ends at once
+// (handed on again) does not abandon it.
+func (s *Session) cursorOpened(opened func() error) error {
+	if err := opened(); err != nil {
+		return err
+	}
+	stages.Mark(s.id, "run.opened")
+	if prev := s.prev; prev != "" && prev != s.cur.name {
+		s.env.Process.Go(func(ctx context.Context) {
+			if err := s.env.Inbox.Delete(ctx, prev); err == nil {
+				s.log.Debug("deleted predecessor consumer", "consumer", prev)
+			}
+		})
+	}
+	return nil
+}
+
+// admitsTrigger reports a handoff's successor that admits its trigger in
+// its boot commit (Env.TriggerWait not negative, a marker that named it).
+func (s *Session) admitsTrigger(reason runtime.BootReason) bool {
+	return reason == runtime.BootHandoff && s.arrival != nil && s.arrival.Trigger.Seq != 0 && s.env.TriggerWait >= 0
+}
+
 // withTrigger sets boot.First to a handoff successor's trigger when its
 // cursor delivers it in time (awaitTrigger). Anything else read there is
 // returned, to be received after the boot, where the loop would have
@@ -200,6 +271,12 @@ func (s *Session) withTrigger(ctx context.Context, boot *runtime.Boot) (*runtime
 	if !ok {
 		return nil, nil
 	}
+	return s.withDelivery(ctx, boot, d)
+}
+
+// withDelivery sets boot.First to d when it is the handoff's trigger, or
+// returns it to be received after the boot.
+func (s *Session) withDelivery(ctx context.Context, boot *runtime.Boot, d Delivery) (*runtime.Received, error) {
 	in, err := s.received(ctx, d)
 	switch {
 	case err != nil:
@@ -218,7 +295,7 @@ func (s *Session) withTrigger(ctx context.Context, boot *runtime.Boot) (*runtime
 // waits at most Env.TriggerWait; false: none came, or the run is no
 // handoff's successor (or one whose marker did not name its trigger).
 func (s *Session) awaitTrigger(ctx context.Context, reason runtime.BootReason) (Delivery, bool) {
-	if reason != runtime.BootHandoff || s.arrival == nil || s.arrival.Trigger.Seq == 0 || s.env.TriggerWait < 0 {
+	if !s.admitsTrigger(reason) {
 		return Delivery{}, false
 	}
 	wait := time.NewTimer(s.env.TriggerWait)
