@@ -59,7 +59,7 @@ func TestAPIPrefix(t *testing.T) {
 
 	home := connect(t, s.ClientURL(), nats.UserInfo("js", "js"))
 	ensureJS(t, home, 1)
-	createStream(t, home, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	createStream(t, home, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, AllowDirect: true})
 
 	nc := connectNC(t, s.ClientURL(), nats.UserInfo("app", "app"))
 	js, err := jetstream.NewWithAPIPrefix(nc, "JS.hub.API")
@@ -96,7 +96,7 @@ func TestDomain(t *testing.T) {
 		_, err := js.AccountInfo(ctx(t))
 		return err
 	})
-	createStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	createStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, AllowDirect: true})
 	checkStreamReads(t, js, kv.NewStream(js, "S"))
 	home := connect(t, hub.ClientURL())
 	ensureJS(t, home, 1)
