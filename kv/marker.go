@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
@@ -27,7 +30,7 @@ func (s *Store) CreateMarker(ctx context.Context, m record.Marker) (uint64, erro
 	if err != nil {
 		return 0, err
 	}
-	return s.claim(ctx, s.hooks, key, s.hooks.kvWrite(key, data), markerHolder)
+	return s.claimFrom(ctx, s.hooks, key, s.markers.take(m.SessionID), s.hooks.kvWrite(key, data), markerHolder)
 }
 
 func markerHolder(e entry) *record.OwnedError {
@@ -65,9 +68,25 @@ func (s *Store) UpdateMarker(ctx context.Context, m record.Marker, rev uint64) (
 }
 
 // DeleteMarker deletes the marker at rev; a stale rev is record.ErrConflict.
+// The delete marker's revision is kept as the session's next CreateMarker's
+// first expectation (markerHints).
 func (s *Store) DeleteMarker(ctx context.Context, sessionID string, rev uint64) error {
 	if err := subjects.ValidateSessionID(sessionID); err != nil {
 		return invalid("%w", err)
 	}
-	return s.remove(ctx, s.hooks, subjects.MarkerKey(sessionID), rev)
+	if rev == 0 {
+		return invalid("delete %s: revision 0 (a conditional delete needs the revision read)", subjects.MarkerKey(sessionID))
+	}
+	key := subjects.MarkerKey(sessionID)
+	_, err := s.settleCAS(ctx, s.hooks, key, rev, func() (uint64, error) {
+		msg := nats.NewMsg(subjects.KVSubject(s.hooks.name, key))
+		msg.Header.Set(kvOpHeader, kvOpDelete)
+		ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev))
+		if err != nil {
+			return 0, mapPublishErr("delete", key, err)
+		}
+		s.markers.put(sessionID, ack.Sequence)
+		return ack.Sequence, nil
+	})
+	return err
 }

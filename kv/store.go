@@ -26,6 +26,7 @@ type Store struct {
 	owners   bucket
 	minTTL   time.Duration // shortest lease TTL the owners bucket honours
 	now      func() time.Time
+	markers  *markerHints // the delete markers this process left on marker keys
 }
 
 // bucket is one KV bucket with what kv learned about it at Open.
@@ -56,7 +57,7 @@ func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*S
 	if names == (subjects.Names{}) {
 		return nil, invalid("zero subjects.Names (use subjects.Default or subjects.New)")
 	}
-	s := &Store{js: js, now: func() time.Time { return time.Now().UTC() }}
+	s := &Store{js: js, now: func() time.Time { return time.Now().UTC() }, markers: &markerHints{}}
 	for _, b := range []struct {
 		dst  *bucket
 		name string
@@ -233,7 +234,12 @@ const claimAttempts = 4
 // (code 10164) maps to record.ErrConflict like 10071. A live holder is reported as
 // an *record.OwnedError described by holder (which may return nil).
 func (s *Store) claim(ctx context.Context, b bucket, key string, write writeFunc, holder func(entry) *record.OwnedError) (uint64, error) {
-	var expect uint64
+	return s.claimFrom(ctx, b, key, 0, write, holder)
+}
+
+// claimFrom is claim whose first write expects the key's last message at
+// revision expect (0: none), a hint that a conflict corrects.
+func (s *Store) claimFrom(ctx context.Context, b bucket, key string, expect uint64, write writeFunc, holder func(entry) *record.OwnedError) (uint64, error) {
 	for range claimAttempts {
 		rev, err := write(ctx, expect)
 		if !errors.Is(err, record.ErrConflict) {
