@@ -7,7 +7,12 @@
 // listener on port 0 come from too: while its server is down, any of them
 // may take it, and the restart fails with "address already in use" (two
 // test runs at once made that happen). Pick chooses ports below that
-// range, which neither can be given.
+// range, which neither can be given. And it reserves each port it gives
+// for as long as the test process runs, by a lock file under the
+// temporary directory (baton-freeport/<port>.lock): another test process
+// that picks while a restarted server is down (the port free, the
+// restart still to come) skips the port. Two concurrent make test runs
+// once saw a restarted node find its cluster port taken so.
 //
 // Handed picks ports a test hands to other processes (make run's NATS
 // server, owner and ingress), which it cannot hold until they bind them.

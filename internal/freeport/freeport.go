@@ -6,9 +6,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/baton-rt/baton/internal/lockfile"
 )
 
 // The ranges of the two picks, both below the kernel's ephemeral range:
@@ -44,6 +47,9 @@ func Pick(n int) ([]int, error) {
 	start := rand.IntN(span)
 	for i := 0; i < span && len(ports) < n; i++ {
 		p := Floor + (start+i)%span
+		if !reserve(p) {
+			continue // another test process's, or this one's
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			continue // taken
@@ -128,4 +134,43 @@ next:
 		return p, nil
 	}
 	return 0, fmt.Errorf("%w: no %d consecutive in [%d, %d)", ErrNoPort, n, HandedFloor, Floor)
+}
+
+// reservations are the ports this process picked, each held by a lock
+// file in reservationDir until it ends: a port free when picked is only
+// free while its server runs, and a server a test restarts on its port
+// is down meanwhile. Another test process (make test runs packages in
+// parallel, and two runs may share a machine) that picks while it is down
+// skips it: it cannot take the lock. The kernel releases a process's locks
+// when it ends, however it ends.
+var (
+	reservedMu sync.Mutex
+	reserved   = map[int]*lockfile.Lock{}
+)
+
+// reservationDir holds one lock file per reserved port.
+var reservationDir = filepath.Join(os.TempDir(), "baton-freeport")
+
+// reserve takes port's lock for this process; false: held by this process
+// or another. Where no lock can be made (no temporary directory), every
+// port counts as free, as before reservations.
+func reserve(port int) bool {
+	reservedMu.Lock()
+	defer reservedMu.Unlock()
+	if reserved[port] != nil {
+		return false
+	}
+	if err := os.MkdirAll(reservationDir, 0o777); err != nil {
+		return true
+	}
+	l, err := lockfile.Acquire(filepath.Join(reservationDir, strconv.Itoa(port)+".lock"), "pid "+strconv.Itoa(os.Getpid()))
+	var held *lockfile.HeldError
+	switch {
+	case errors.As(err, &held):
+		return false
+	case err != nil:
+		return true
+	}
+	reserved[port] = l
+	return true
 }

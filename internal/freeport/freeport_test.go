@@ -2,8 +2,11 @@ package freeport
 
 import (
 	"net"
+	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/baton-rt/baton/internal/lockfile"
 )
 
 // TestPickBelowEphemeralRange: the ports are distinct, free, and below
@@ -33,6 +36,45 @@ func TestPickBelowEphemeralRange(t *testing.T) {
 		}
 		l.Close()
 	}
+}
+
+// TestPickSkipsReservedPorts: a port Pick gave this process is not given
+// again, even once free, and one whose lock another process holds is
+// skipped (here the lock is taken through a second open file, as another
+// process would hold it).
+func TestPickSkipsReservedPorts(t *testing.T) {
+	first, err := Pick(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		again, err := Pick(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again[0] == first[0] {
+			t.Fatalf("port %d picked twice", first[0])
+		}
+	}
+	lo, _ := ephemeralStart()
+	for p := Floor; p < lo; p++ {
+		reservedMu.Lock()
+		_, mine := reserved[p]
+		reservedMu.Unlock()
+		if mine {
+			continue
+		}
+		l, err := lockfile.Acquire(filepath.Join(reservationDir, strconv.Itoa(p)+".lock"), "another process")
+		if err != nil {
+			continue // another test process's already
+		}
+		defer l.Release()
+		if reserve(p) {
+			t.Fatalf("port %d reserved although its lock is held", p)
+		}
+		return
+	}
+	t.Fatal("no port to hold")
 }
 
 // TestHandedApartFromPick: Handed's blocks are free, consecutive, inside
