@@ -117,6 +117,8 @@ func TestCommandOutcomePending(t *testing.T) {
 		e.waitEvents(s, "its answer", func(evs []wire.Event) bool { return harness.Count(evs, wire.EventMessageOutput) == 1 })
 	}
 	stop()
+	// The ingress learns of the stop by its watch of the owners' leases.
+	e.eventually(10*time.Second, "the ingress sees no owner", func() bool { return !e.status(id).OwnerLive })
 	r := e.deliver(`{"alias":"oc.pending","text":"anyone?"}`)
 	if r.OwnerLive {
 		t.Fatalf("receipt %+v: an owner is live", r)
