@@ -80,7 +80,7 @@ func decodeRules(v int, b []byte) (Checkpoint, error) {
 // value is the one the schema path decodes. Anything else — another
 // build's spacing, member order or version, a hand-edited or damaged
 // record — is declined (false) and goes through the schema. The check
-// costs an encoding, a tenth of the schema's validation of a long
+// costs an encoding, about an eighth of the schema's validation of a long
 // checkpoint (BenchmarkDecodeCheckpointLong).
 func decodeCanonical(b []byte) (Checkpoint, bool) {
 	if debugSchema {
