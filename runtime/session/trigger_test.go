@@ -3,11 +3,15 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/baton-rt/baton/runtime"
 	"github.com/baton-rt/baton/runtime/session"
+	"github.com/baton-rt/baton/runtime/session/memory"
 	"github.com/baton-rt/baton/subjects"
 	"github.com/baton-rt/baton/wire"
 )
@@ -83,5 +87,47 @@ func TestSuccessorTriggerUnreadableLeftToTheCursor(t *testing.T) {
 	r.eventually("the trigger's step", func() bool { return slices.Contains(r.outputs(), "trigger") })
 	if n := applied(r.stream(), "c1"); n != 1 {
 		t.Fatalf("the trigger applied %d times: %v", n, kinds(r.stream()))
+	}
+}
+
+// failingOpen is the memory inbox whose next Open calls fail (a consumer
+// creation the server refuses).
+type failingOpen struct {
+	*memory.Inbox
+	fail atomic.Int32
+}
+
+func (f *failingOpen) Open(ctx context.Context, c session.Cursor) (session.Reader, error) {
+	if f.fail.Add(-1) >= 0 {
+		return nil, errors.New("fault: the consumer's creation failed")
+	}
+	return f.Inbox.Open(ctx, c)
+}
+
+// A successor that read its trigger commits its boot with it before its
+// consumer exists; when the consumer's creation then fails, the run stops
+// with that error after the commit, before the trigger's step. The run
+// that recovers the session runs the step: the trigger is applied once and
+// answered once.
+func TestSuccessorCursorFailsAfterItsBootCommit(t *testing.T) {
+	var inbox *failingOpen
+	r := newRig(t, func(e *session.Env) {
+		inbox = &failingOpen{Inbox: e.Inbox.(*memory.Inbox)}
+		inbox.fail.Store(1)
+		e.Inbox = inbox
+	})
+	seq := r.send(deliver("trigger"))
+	r.runSuccessor(seq, "c1")
+	if err := r.stopped(); err == nil || !strings.Contains(err.Error(), "consumer's creation failed") {
+		t.Fatalf("the run stopped with %v", err)
+	}
+	evs := r.stream()
+	if n := applied(evs, "c1"); n != 1 || len(r.outputs()) != 0 {
+		t.Fatalf("after the failed run: trigger applied %d times, outputs %q: %v", n, r.outputs(), kinds(evs))
+	}
+	r.reboot(t)
+	r.eventually("the recovered run's step", func() bool { return slices.Contains(r.outputs(), "trigger") })
+	if n := applied(r.stream(), "c1"); n != 1 || len(r.outputs()) != 1 {
+		t.Fatalf("after recovery: trigger applied %d times, outputs %q", n, r.outputs())
 	}
 }
