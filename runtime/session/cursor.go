@@ -36,12 +36,19 @@ const (
 // consumer).
 func (c *cursor) open(ctx context.Context, start uint64, fresh bool) error {
 	c.close()
-	r, err := c.inbox.Open(ctx, Cursor{Name: c.name, Tokens: c.tokens, Start: start, Fresh: fresh})
+	r, err := c.create(ctx, start, fresh)
 	if err != nil {
 		return err
 	}
 	c.reader = r
 	return nil
+}
+
+// create opens a reader on the cursor's consumer at start without making
+// it the cursor's (adopt does): it reads only the cursor's name and tokens,
+// so it may run beside the session loop.
+func (c *cursor) create(ctx context.Context, start uint64, fresh bool) (Reader, error) {
+	return c.inbox.Open(ctx, Cursor{Name: c.name, Tokens: c.tokens, Start: start, Fresh: fresh})
 }
 
 // adopt makes r, a reader open on the cursor's consumer, the cursor's.

@@ -160,13 +160,7 @@ func (s *Session) Run(ctx context.Context, reason runtime.BootReason) error {
 	bootOutbox := s.pub.outbox
 	<-orphans
 	boot := runtime.Boot{Now: s.now(), Reason: reason, Handoff: s.arrival, Adopt: s.adoption, Commit: true}
-	var first *runtime.Received
-	var firstErr error
-	if trigger != nil {
-		first, firstErr = s.withDelivery(ctx, &boot, *trigger)
-	} else {
-		first, firstErr = s.withTrigger(ctx, &boot)
-	}
+	first, firstErr := s.withTrigger(ctx, &boot, trigger)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -215,7 +209,7 @@ func (s *Session) openWithTrigger(ctx context.Context, reason runtime.BootReason
 	}
 	created := make(chan result, 1)
 	go func() {
-		r, err := s.cur.inbox.Open(ctx, Cursor{Name: s.cur.name, Tokens: s.cur.tokens, Start: start, Fresh: true})
+		r, err := s.cur.create(ctx, start, true)
 		created <- result{r, err}
 	}()
 	opened := sync.OnceValue(func() error {
@@ -260,23 +254,23 @@ func (s *Session) admitsTrigger(reason runtime.BootReason) bool {
 	return reason == runtime.BootHandoff && s.arrival != nil && s.arrival.Trigger.Seq != 0 && s.env.TriggerWait >= 0
 }
 
-// withTrigger sets boot.First to a handoff successor's trigger when its
-// cursor delivers it in time (awaitTrigger). Anything else read there is
+// withTrigger sets boot.First to a handoff successor's trigger: read, the
+// message openWithTrigger read by its sequence, or else what its cursor
+// delivers first in time (awaitTrigger). Anything else read there is
 // returned, to be received after the boot, where the loop would have
 // received it; an error reading it (another agent's deployment could not
 // be looked up) is returned to stop the run only after the boot commit,
 // as it did in the loop.
-func (s *Session) withTrigger(ctx context.Context, boot *runtime.Boot) (*runtime.Received, error) {
-	d, ok := s.awaitTrigger(ctx, boot.Reason)
+func (s *Session) withTrigger(ctx context.Context, boot *runtime.Boot, read *Delivery) (*runtime.Received, error) {
+	d, ok := Delivery{}, read != nil
+	if ok {
+		d = *read
+	} else {
+		d, ok = s.awaitTrigger(ctx, boot.Reason)
+	}
 	if !ok {
 		return nil, nil
 	}
-	return s.withDelivery(ctx, boot, d)
-}
-
-// withDelivery sets boot.First to d when it is the handoff's trigger, or
-// returns it to be received after the boot.
-func (s *Session) withDelivery(ctx context.Context, boot *runtime.Boot, d Delivery) (*runtime.Received, error) {
 	in, err := s.received(ctx, d)
 	switch {
 	case err != nil:
