@@ -94,7 +94,8 @@ func (s *Store) DeleteHook(ctx context.Context, token string, rev uint64) error 
 	if !subjects.ValidToken(token) {
 		return invalid("hook token %q is not a canonical encoded token", token)
 	}
-	return s.remove(ctx, s.hooks, subjects.HookKey(token), rev)
+	_, err := s.remove(ctx, s.hooks, subjects.HookKey(token), rev)
+	return err
 }
 
 // LeaderHook reads an address's hook from the stream leader: what a reader

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
 )
@@ -74,19 +71,9 @@ func (s *Store) DeleteMarker(ctx context.Context, sessionID string, rev uint64) 
 	if err := subjects.ValidateSessionID(sessionID); err != nil {
 		return invalid("%w", err)
 	}
-	if rev == 0 {
-		return invalid("delete %s: revision 0 (a conditional delete needs the revision read)", subjects.MarkerKey(sessionID))
+	deleted, err := s.remove(ctx, s.hooks, subjects.MarkerKey(sessionID), rev)
+	if err == nil {
+		s.markers.put(sessionID, deleted)
 	}
-	key := subjects.MarkerKey(sessionID)
-	_, err := s.settleCAS(ctx, s.hooks, key, rev, func() (uint64, error) {
-		msg := nats.NewMsg(subjects.KVSubject(s.hooks.name, key))
-		msg.Header.Set(kvOpHeader, kvOpDelete)
-		ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev))
-		if err != nil {
-			return 0, mapPublishErr("delete", key, err)
-		}
-		s.markers.put(sessionID, ack.Sequence)
-		return ack.Sequence, nil
-	})
 	return err
 }

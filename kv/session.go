@@ -58,7 +58,8 @@ func (s *Store) DeleteSession(ctx context.Context, id string, rev uint64) error 
 	if err := subjects.ValidateSessionID(id); err != nil {
 		return invalid("%w", err)
 	}
-	return s.remove(ctx, s.sessions, subjects.SessionKey(id), rev)
+	_, err := s.remove(ctx, s.sessions, subjects.SessionKey(id), rev)
+	return err
 }
 
 // ListSessions returns the IDs of every live session record (deleted ones

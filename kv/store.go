@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -151,16 +152,23 @@ func (s *Store) update(ctx context.Context, b bucket, key string, data []byte, r
 	})
 }
 
-// remove writes a delete marker only if key is at rev. A stale rev deletes
-// nothing. rev 0 is refused: jetstream would delete unconditionally.
-func (s *Store) remove(ctx context.Context, b bucket, key string, rev uint64) error {
+// remove writes a delete marker only if key is at rev and returns the
+// marker's revision. A stale rev deletes nothing. rev 0 is refused:
+// jetstream would delete unconditionally. The delete is published as
+// jetstream's kv.Delete publishes it, here to learn its revision.
+func (s *Store) remove(ctx context.Context, b bucket, key string, rev uint64) (uint64, error) {
 	if rev == 0 {
-		return invalid("delete %s: revision 0 (a conditional delete needs the revision read)", key)
+		return 0, invalid("delete %s: revision 0 (a conditional delete needs the revision read)", key)
 	}
-	_, err := s.settleCAS(ctx, b, key, rev, func() (uint64, error) {
-		return 0, mapErr("delete", key, b.kv.Delete(ctx, key, jetstream.LastRevision(rev)))
+	return s.settleCAS(ctx, b, key, rev, func() (uint64, error) {
+		msg := nats.NewMsg(subjects.KVSubject(b.name, key))
+		msg.Header.Set(kvOpHeader, kvOpDelete)
+		ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev))
+		if err != nil {
+			return 0, mapPublishErr("delete", key, err)
+		}
+		return ack.Sequence, nil
 	})
-	return err
 }
 
 // casAttempts bounds settleCAS: how many times one CAS is sent while the
