@@ -55,6 +55,29 @@ func (s *Store) GetMarker(ctx context.Context, sessionID string) (record.Marker,
 	return m, e.rev, nil
 }
 
+// MarkerHint reads a session's marker by direct get, outside the
+// server's queue of JetStream API requests. On a cluster any replica may
+// answer, so it can be older than the leader's marker (absent, or an
+// earlier handoff's) or already removed there: a hint. A handoff candidate
+// takes a hint that names its handoff and staged revision (a marker is
+// removed only once its record has left that revision, which the
+// candidate's claim CAS then finds) and reads the leader (GetMarker) for
+// any other answer. No marker is record.ErrNotFound.
+func (s *Store) MarkerHint(ctx context.Context, sessionID string) (record.Marker, uint64, error) {
+	if err := subjects.ValidateSessionID(sessionID); err != nil {
+		return record.Marker{}, 0, invalid("%w", err)
+	}
+	e, err := s.hooks.get(ctx, subjects.MarkerKey(sessionID))
+	if err != nil {
+		return record.Marker{}, 0, err
+	}
+	var m record.Marker
+	if err := decode(e, &m); err != nil {
+		return record.Marker{}, 0, err
+	}
+	return m, e.rev, nil
+}
+
 // UpdateMarker replaces the marker at rev (e.g. to record its outcome).
 func (s *Store) UpdateMarker(ctx context.Context, m record.Marker, rev uint64) (uint64, error) {
 	key, data, err := s.encodeMarker(m)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/baton-rt/baton/internal/stages"
@@ -146,4 +147,37 @@ func decodeSession(e entry) (record.Session, error) {
 		return record.Session{}, err
 	}
 	return record.Session{Record: r, Revision: e.rev}, nil
+}
+
+// SessionWritten returns the record as it was written at revision rev,
+// whatever came after it: the message at that stream sequence, by a direct
+// get, which the server answers outside its queue of JetStream API
+// requests and any replica holding it may answer (a message at a sequence
+// never changes). Only a CAS at rev tells whether the record is still at
+// rev: a handoff candidate reads the staged revision so and claims it by
+// that CAS. A server that lacks the sequence (a lagging replica, a
+// revision past the bucket's history) is asked again as SessionAt asks,
+// which also tells a newer revision (record.ErrConflict); so is a direct
+// get that fails otherwise. A message at rev
+// that is not a live record of the session is record.ErrNotFound.
+func (s *Store) SessionWritten(ctx context.Context, id string, rev uint64) (record.Session, error) {
+	if err := subjects.ValidateSessionID(id); err != nil {
+		return record.Session{}, invalid("%w", err)
+	}
+	if rev == 0 {
+		return record.Session{}, invalid("read %s at revision 0", id)
+	}
+	key := subjects.SessionKey(id)
+	m, err := Stream{l: s.sessions.leader}.Direct(ctx, rev)
+	if err != nil {
+		if ctx.Err() != nil {
+			return record.Session{}, err
+		}
+		return s.SessionAt(ctx, id, rev)
+	}
+	e := entry{key: key, rev: m.Sequence, data: m.Data, op: markerOp(m.Header)}
+	if m.Subject != subjects.KVSubject(s.sessions.name, key) || !e.live() {
+		return record.Session{}, fmt.Errorf("%w: %s revision %d is not a record of session %s", record.ErrNotFound, s.sessions.name, rev, id)
+	}
+	return decodeSession(e)
 }

@@ -54,6 +54,20 @@ func (r *Records) CreateMarker(_ context.Context, m record.Marker) (uint64, erro
 	return r.seq, nil
 }
 
+// SessionWritten reads the record as written at rev. This store keeps
+// only the newest record: it answers as SessionAt (a record that moved on
+// is record.ErrConflict, which kv reports only when its direct get cannot
+// serve rev).
+func (r *Records) SessionWritten(ctx context.Context, id string, rev uint64) (record.Session, error) {
+	return r.SessionAt(ctx, id, rev)
+}
+
+// MarkerHint reads a session's marker (kv's direct get; here always
+// current).
+func (r *Records) MarkerHint(ctx context.Context, id string) (record.Marker, uint64, error) {
+	return r.GetMarker(ctx, id)
+}
+
 // GetMarker reads a session's marker; none is record.ErrNotFound.
 func (r *Records) GetMarker(_ context.Context, id string) (record.Marker, uint64, error) {
 	r.mu.Lock()
