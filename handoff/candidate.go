@@ -133,16 +133,21 @@ type markerResult struct {
 }
 
 func (a *activator) run(ctx context.Context) (Activation, error) {
-	// The record and the marker are read concurrently (two leader reads,
-	// one round trip): the request names both the handoff and the staged
-	// revision the marker must show, and the source sends the request only
-	// after both the stage and the marker exist. Reading the marker no
-	// later than the record changes nothing for safety: the claim CAS at
-	// the staged revision is the fence, and a marker can only go away
-	// after the record left that revision.
+	// The record and the marker are read concurrently, each by a direct
+	// get first (answered outside the server's API queue): the request
+	// names both the handoff and the staged revision the marker must show,
+	// and the source sends the request only after both the stage and the
+	// marker exist. The record is the one written at the staged revision,
+	// whatever came after (SessionWritten); a marker hint that does not
+	// name this handoff is read again from the leader. Neither read is a
+	// fence: the claim CAS at the staged revision is, and a marker can only
+	// go away after the record left that revision, which that CAS finds.
 	a.markerRead = make(chan markerResult, 1)
 	go func() {
-		m, rev, err := a.st.GetMarker(ctx, a.req.SessionID)
+		m, rev, err := a.st.MarkerHint(ctx, a.req.SessionID)
+		if err != nil || !a.names(m) {
+			m, rev, err = a.st.GetMarker(ctx, a.req.SessionID)
+		}
 		a.markerRead <- markerResult{m, rev, err}
 	}()
 	cur, replay, err := a.load(ctx)
@@ -150,10 +155,10 @@ func (a *activator) run(ctx context.Context) (Activation, error) {
 		return deref(replay), err
 	}
 	if err := a.verify(ctx, cur); err != nil {
-		return Activation{}, err
+		return a.movedOn(ctx, err)
 	}
 	if err := a.validate(cur); err != nil {
-		return Activation{}, err
+		return a.movedOn(ctx, err)
 	}
 	if a.c.BeforeClaim != nil {
 		if err := a.c.BeforeClaim(); err != nil {
@@ -193,7 +198,7 @@ func (a *activator) step(s Step, body func() error) error {
 func (a *activator) load(ctx context.Context) (record.Session, *Activation, error) {
 	var cur record.Session
 	err := a.step(StepLoad, func() (err error) {
-		cur, err = a.st.SessionAt(ctx, a.req.SessionID, a.req.ExpectedRevision)
+		cur, err = a.st.SessionWritten(ctx, a.req.SessionID, a.req.ExpectedRevision)
 		return err
 	})
 	switch {
@@ -219,6 +224,24 @@ func (a *activator) replay(ctx context.Context, cause error) (Activation, error)
 		return Activation{Session: s, Replayed: true}, nil
 	}
 	return Activation{}, refuse(ErrStale, "session %s is at revision %d, expected %d (%v)", a.req.SessionID, s.Revision, a.req.ExpectedRevision, cause)
+}
+
+// movedOn answers a refusal of the record load read. That is the record
+// as written at the expected revision, which may since have moved on: a
+// request answered before and sent again finds its marker removed, say.
+// A record no longer at that revision is answered as a replay or ErrStale,
+// as a load that saw the newer revision answers it (one leader read, on a
+// refusal only); a record still there, or one the read cannot reach, gets
+// the refusal.
+func (a *activator) movedOn(ctx context.Context, err error) (Activation, error) {
+	if !errors.Is(err, ErrRefused) {
+		return Activation{}, err
+	}
+	s, rerr := a.st.LeaderSession(ctx, a.req.SessionID)
+	if rerr != nil || s.Revision == a.req.ExpectedRevision {
+		return Activation{}, err
+	}
+	return a.replay(ctx, err)
 }
 
 // verify checks that the record and the marker show this handoff, staged
@@ -258,13 +281,18 @@ func (a *activator) verifyMarker(ctx context.Context) error {
 		return refuse(ErrNotStaged, "session %s has no handoff marker", a.req.SessionID)
 	case err != nil:
 		return err
-	case m.HandoffID != a.req.HandoffID || m.StagedRevision != a.req.ExpectedRevision:
+	case !a.names(m):
 		return refuse(ErrNotStaged, "marker names handoff %q at revision %d", m.HandoffID, m.StagedRevision)
 	case m.Target != a.c.Deployment:
 		return refuse(ErrWrongTarget, "marker names target %q", m.Target)
 	}
 	a.marker, a.markerRev = m, r.rev
 	return nil
+}
+
+// names reports a marker of this request's handoff at its staged revision.
+func (a *activator) names(m record.Marker) bool {
+	return m.HandoffID == a.req.HandoffID && m.StagedRevision == a.req.ExpectedRevision
 }
 
 func (a *activator) validate(cur record.Session) error {

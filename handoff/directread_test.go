@@ -1,0 +1,93 @@
+package handoff_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/baton-rt/baton/handoff"
+	"github.com/baton-rt/baton/internal/natstest"
+	"github.com/nats-io/nats.go"
+)
+
+// TestActivateReadsByDirectGet: an activation reads the staged record and
+// its marker by direct gets — no leader read (STREAM.MSG.GET, counted on a
+// second connection) on the way to its claim. A marker hint that names
+// another handoff is read again from the leader, and the refusal it leads
+// to is checked against the leader's record (still at the staged
+// revision: the refusal stands).
+func TestActivateReadsByDirectGet(t *testing.T) {
+	t.Parallel()
+	n := newNATS(t)
+	reads := countReads(t, n.url)
+	req := stageDirect(t, n.st, nil)
+	before := reads.count(t)
+	act, err := handoff.Activate(testCtx(t), n.st, req, greenCandidate("c1"))
+	if err != nil || act.Replayed || act.Session.Record.OwnerRunID != "c1" {
+		t.Fatalf("activate: %+v %v", act, err)
+	}
+	if got := reads.count(t) - before; got != 0 {
+		t.Fatalf("activation: %d leader reads, want 0", got)
+	}
+
+	req = stageDirect(t, n.st, nil)
+	m, rev, err := n.st.GetMarker(testCtx(t), req.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.st.DeleteMarker(testCtx(t), req.SessionID, rev); err != nil {
+		t.Fatal(err)
+	}
+	m.HandoffID = "another"
+	if _, err := n.st.CreateMarker(testCtx(t), m); err != nil {
+		t.Fatal(err)
+	}
+	before = reads.count(t)
+	_, err = handoff.Activate(testCtx(t), n.st, req, greenCandidate("c2"))
+	if !errors.Is(err, handoff.ErrNotStaged) {
+		t.Fatalf("a marker of another handoff: %v, want ErrNotStaged", err)
+	}
+	if got := reads.count(t) - before; got != 2 {
+		t.Fatalf("a marker of another handoff: %d leader reads, want 2 (the marker, the record)", got)
+	}
+	if cur, err := n.st.LeaderSession(testCtx(t), req.SessionID); err != nil || cur.Revision != req.ExpectedRevision {
+		t.Fatalf("the refused record moved: %d %v", cur.Revision, err)
+	}
+}
+
+// leaderReads counts the leader reads of every stream, as a second
+// connection receives their requests.
+type leaderReads struct {
+	nc   *nats.Conn
+	msgs chan *nats.Msg
+	n    int
+}
+
+func countReads(t *testing.T, url string) *leaderReads {
+	t.Helper()
+	nc, _ := natstest.Connect(t, url)
+	r := &leaderReads{nc: nc, msgs: make(chan *nats.Msg, 1024)}
+	if _, err := nc.ChanSubscribe("$JS.API.STREAM.MSG.GET.>", r.msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// count is the reads so far: a read answered before the call was routed
+// to this connection before its answer, so the flush's PONG follows it.
+func (r *leaderReads) count(t *testing.T) int {
+	t.Helper()
+	if err := r.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case <-r.msgs:
+			r.n++
+		default:
+			return r.n
+		}
+	}
+}
