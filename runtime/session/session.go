@@ -211,7 +211,11 @@ func (s *Session) openWithTrigger(ctx context.Context, reason runtime.BootReason
 	// goroutine reading this connection; sent right after the creation's
 	// request for a consumer on the same stream, it waited for much of the
 	// creation's work (~0.5 ms in the handoff bench on two cores, by
-	// stage timestamps); sent before it, it is one short round trip.
+	// stage timestamps); sent before it, it is one short round trip. The
+	// boot commit then meets the creation instead (its CAS took ~0.5 ms
+	// there, not ~0.25): end to end, the handoff bench did not tell the
+	// two orders apart (docs/performance.md, "A handoff's reads outside
+	// the API queue").
 	d, err := rd.Read(ctx, s.cur.tokens, s.arrival.Trigger.Seq)
 	created := make(chan result, 1)
 	go func() {
