@@ -158,8 +158,8 @@ func decodeSession(e entry) (record.Session, error) {
 // that CAS. A server that lacks the sequence (a lagging replica, a
 // revision past the bucket's history) is asked again as SessionAt asks,
 // which also tells a newer revision (record.ErrConflict); so is a direct
-// get that fails otherwise. A message at rev
-// that is not a live record of the session is record.ErrNotFound.
+// get that fails otherwise. A message at rev that is not a live record of
+// the session is record.ErrNotFound.
 func (s *Store) SessionWritten(ctx context.Context, id string, rev uint64) (record.Session, error) {
 	if err := subjects.ValidateSessionID(id); err != nil {
 		return record.Session{}, invalid("%w", err)
