@@ -6,7 +6,6 @@ import (
 
 	"github.com/baton-rt/baton/handoff"
 	"github.com/baton-rt/baton/internal/natstest"
-	"github.com/nats-io/nats.go"
 )
 
 // TestActivateReadsByDirectGet: an activation reads the staged record and
@@ -18,14 +17,14 @@ import (
 func TestActivateReadsByDirectGet(t *testing.T) {
 	t.Parallel()
 	n := newNATS(t)
-	reads := countReads(t, n.url)
+	reads := natstest.CountRequests(t, n.url, "$JS.API.STREAM.MSG.GET.>", nil)
 	req := stageDirect(t, n.st, nil)
-	before := reads.count(t)
+	before := reads.Count(t)
 	act, err := handoff.Activate(testCtx(t), n.st, req, greenCandidate("c1"))
 	if err != nil || act.Replayed || act.Session.Record.OwnerRunID != "c1" {
 		t.Fatalf("activate: %+v %v", act, err)
 	}
-	if got := reads.count(t) - before; got != 0 {
+	if got := reads.Count(t) - before; got != 0 {
 		t.Fatalf("activation: %d leader reads, want 0", got)
 	}
 
@@ -41,53 +40,15 @@ func TestActivateReadsByDirectGet(t *testing.T) {
 	if _, err := n.st.CreateMarker(testCtx(t), m); err != nil {
 		t.Fatal(err)
 	}
-	before = reads.count(t)
+	before = reads.Count(t)
 	_, err = handoff.Activate(testCtx(t), n.st, req, greenCandidate("c2"))
 	if !errors.Is(err, handoff.ErrNotStaged) {
 		t.Fatalf("a marker of another handoff: %v, want ErrNotStaged", err)
 	}
-	if got := reads.count(t) - before; got != 2 {
+	if got := reads.Count(t) - before; got != 2 {
 		t.Fatalf("a marker of another handoff: %d leader reads, want 2 (the marker, the record)", got)
 	}
 	if cur, err := n.st.LeaderSession(testCtx(t), req.SessionID); err != nil || cur.Revision != req.ExpectedRevision {
 		t.Fatalf("the refused record moved: %d %v", cur.Revision, err)
-	}
-}
-
-// leaderReads counts the leader reads of every stream, as a second
-// connection receives their requests.
-type leaderReads struct {
-	nc   *nats.Conn
-	msgs chan *nats.Msg
-	n    int
-}
-
-func countReads(t *testing.T, url string) *leaderReads {
-	t.Helper()
-	nc, _ := natstest.Connect(t, url)
-	r := &leaderReads{nc: nc, msgs: make(chan *nats.Msg, 1024)}
-	if _, err := nc.ChanSubscribe("$JS.API.STREAM.MSG.GET.>", r.msgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// count is the reads so far: a read answered before the call was routed
-// to this connection before its answer, so the flush's PONG follows it.
-func (r *leaderReads) count(t *testing.T) int {
-	t.Helper()
-	if err := r.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		select {
-		case <-r.msgs:
-			r.n++
-		default:
-			return r.n
-		}
 	}
 }

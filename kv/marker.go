@@ -44,7 +44,11 @@ func (s *Store) GetMarker(ctx context.Context, sessionID string) (record.Marker,
 	if err := subjects.ValidateSessionID(sessionID); err != nil {
 		return record.Marker{}, 0, invalid("%w", err)
 	}
-	e, err := s.leaderLast(ctx, s.hooks, subjects.MarkerKey(sessionID))
+	return decodeMarker(s.leaderLast(ctx, s.hooks, subjects.MarkerKey(sessionID)))
+}
+
+// decodeMarker decodes a read marker and its revision.
+func decodeMarker(e entry, err error) (record.Marker, uint64, error) {
 	if err != nil {
 		return record.Marker{}, 0, err
 	}
@@ -67,15 +71,7 @@ func (s *Store) MarkerHint(ctx context.Context, sessionID string) (record.Marker
 	if err := subjects.ValidateSessionID(sessionID); err != nil {
 		return record.Marker{}, 0, invalid("%w", err)
 	}
-	e, err := s.hooks.get(ctx, subjects.MarkerKey(sessionID))
-	if err != nil {
-		return record.Marker{}, 0, err
-	}
-	var m record.Marker
-	if err := decode(e, &m); err != nil {
-		return record.Marker{}, 0, err
-	}
-	return m, e.rev, nil
+	return decodeMarker(s.hooks.get(ctx, subjects.MarkerKey(sessionID)))
 }
 
 // UpdateMarker replaces the marker at rev (e.g. to record its outcome).

@@ -1,13 +1,11 @@
 package kv_test
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/baton-rt/baton/internal/natstest"
 	"github.com/baton-rt/baton/record"
 	"github.com/baton-rt/baton/subjects"
-	"github.com/nats-io/nats.go"
 )
 
 // TestMarkerCreateAfterOwnDelete: a marker created where this process
@@ -26,11 +24,11 @@ func TestMarkerCreateAfterOwnDelete(t *testing.T) {
 	m := record.Marker{HandoffID: "h1", SessionID: id, SourceRun: "run1", Target: "dep-b", TriggerSeq: 42, StagedRevision: 7}
 	step := func(name string, wantReads int64, do func() error) {
 		t.Helper()
-		before := reads.count(t)
+		before := reads.Count(t)
 		if err := do(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if got := reads.count(t) - before; got != wantReads {
+		if got := reads.Count(t) - before; got != wantReads {
 			t.Fatalf("%s: %d leader reads, want %d", name, got, wantReads)
 		}
 	}
@@ -48,46 +46,9 @@ func TestMarkerCreateAfterOwnDelete(t *testing.T) {
 	}
 }
 
-// leaderReads counts the leader reads (STREAM.MSG.GET) of a bucket's
-// stream that name one key, as a second connection receives them.
-type leaderReads struct {
-	nc   *nats.Conn
-	msgs chan *nats.Msg
-	want []byte
-	n    int64
-}
-
-func countLeaderReads(t *testing.T, url, bucket, key string) *leaderReads {
+// countLeaderReads counts the leader reads (STREAM.MSG.GET) of a
+// bucket's stream that name one key.
+func countLeaderReads(t *testing.T, url, bucket, key string) *natstest.Requests {
 	t.Helper()
-	nc, _ := natstest.Connect(t, url)
-	r := &leaderReads{nc: nc, msgs: make(chan *nats.Msg, 1024), want: []byte(subjects.KVSubject(bucket, key) + `"`)}
-	if _, err := nc.ChanSubscribe("$JS.API.STREAM.MSG.GET.KV_"+bucket, r.msgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// count is the reads so far. The server routes a request to this
-// connection as it receives it, before it answers: once a read was
-// answered, a flush of this connection (its PONG comes after every
-// message routed before it, and the reading goroutine queues each on the
-// channel in order) has it on the channel.
-func (r *leaderReads) count(t *testing.T) int64 {
-	t.Helper()
-	if err := r.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		select {
-		case m := <-r.msgs:
-			if bytes.Contains(m.Data, r.want) {
-				r.n++
-			}
-		default:
-			return r.n
-		}
-	}
+	return natstest.CountRequests(t, url, "$JS.API.STREAM.MSG.GET.KV_"+bucket, []byte(subjects.KVSubject(bucket, key)+`"`))
 }

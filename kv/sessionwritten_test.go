@@ -25,9 +25,9 @@ func TestSessionWrittenByDirectGet(t *testing.T) {
 	reads := countLeaderReads(t, s.ClientURL(), subjects.Default().SessionsBucket(), subjects.SessionKey(id))
 	read := func(name string, rev uint64, wantReads int64) (record.Session, error) {
 		t.Helper()
-		before := reads.count(t)
+		before := reads.Count(t)
 		got, err := st.SessionWritten(c, id, rev)
-		if n := reads.count(t) - before; n != wantReads {
+		if n := reads.Count(t) - before; n != wantReads {
 			t.Fatalf("%s: %d leader reads, want %d", name, n, wantReads)
 		}
 		return got, err
