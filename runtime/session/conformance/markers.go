@@ -19,8 +19,8 @@ type HandoffStore interface {
 
 // Handoff runs the suite of what the handoff transaction needs of a record
 // store beyond session.Records: reads at exactly a revision and as written
-// at a revision, and
-// create-only markers deleted by a revision CAS.
+// at a revision, and create-only markers deleted by a revision CAS, read
+// from the leader and as a hint.
 func Handoff(t *testing.T, open func(t *testing.T) HandoffStore) {
 	t.Run("a read at a revision", func(t *testing.T) { handoffSessionAt(t, open(t)) })
 	t.Run("markers are create-only", func(t *testing.T) { handoffMarkers(t, open(t)) })
