@@ -19,8 +19,11 @@ import (
 // revision), the source talks to the sessions stream's leader and the
 // candidate's responder to a follower. Each of 50 handoffs stages through
 // the leader and is activated through the follower immediately after:
-// none may be refused, because the candidate reads the expected revision
-// with kv.SessionAt (a leader read that waits for it), never a direct get.
+// none may be refused. The candidate reads the record as written at the
+// expected revision by a direct get of that sequence (kv.SessionWritten),
+// which a follower answers right or not at all (then the leader read of
+// kv.SessionAt, which waits for it), and the marker as a hint that a
+// follower may not have yet (then the leader's).
 func TestClusterActivations(t *testing.T) {
 	nodes := natstest.Cluster(t)
 	_, js := natstest.Connect(t, natstest.ClusterURL(nodes))
