@@ -32,6 +32,7 @@ func benchHandoff(ctx context.Context, e *env, r *bench.Reporter) error {
 	}
 	n := e.n(200)
 	samples := make([]time.Duration, 0, n)
+	var sizes recordSizes
 	rigs := []*rig{green, blue}
 	for i := range n + 4 {
 		target := rigs[i%2]
@@ -42,8 +43,11 @@ func benchHandoff(ctx context.Context, e *env, r *bench.Reporter) error {
 		if i >= 4 {
 			samples = append(samples, d)
 		}
+		if err := sizes.sample(ctx, e, id, i); err != nil {
+			return err
+		}
 	}
-	r.Latencies("handoff_latency", samples, 0, bench.Baseline("kv_cas_update"))
+	r.Latencies("handoff_latency", samples, 0, bench.Baseline("kv_cas_update"), bench.Field("record_bytes", sizes.mean()))
 	stages.Report(os.Stderr, "handoff_latency")
-	return nil
+	return floorHandoff(ctx, e, r, sizes.mean())
 }

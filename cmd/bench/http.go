@@ -126,6 +126,7 @@ func benchHTTPToEvent(ctx context.Context, rg *rig, r *bench.Reporter, client *h
 	}()
 	n := rg.e.n(300)
 	samples := make([]time.Duration, 0, n)
+	var sizes recordSizes
 	for i := range n + 10 {
 		text := fmt.Sprintf("echo-%d", i)
 		t0 := time.Now()
@@ -144,10 +145,13 @@ func benchHTTPToEvent(ctx context.Context, rg *rig, r *bench.Reporter, client *h
 		if err := waitLine(lines, `"session.waiting"`); err != nil { // the turn settled
 			return err
 		}
+		if err := sizes.sample(ctx, rg.e, id, i); err != nil {
+			return err
+		}
 	}
-	r.Latencies("http_delivery_to_event", samples, 0, bench.Baseline("js_publish_sync"))
+	r.Latencies("http_delivery_to_event", samples, 0, bench.Baseline("js_publish_sync"), bench.Field("record_bytes", sizes.mean()))
 	stages.Report(os.Stderr, "http_delivery_to_event") // a build with -tags batonstages only
-	return nil
+	return floorHTTP(ctx, rg.e, r, sizes.mean())
 }
 
 func waitLine(lines <-chan string, want string) error {
