@@ -114,7 +114,15 @@ func benchStepStart(ctx context.Context, rg *rig, r *bench.Reporter, sessions in
 	if sessions > 1 {
 		base = fmt.Sprintf("js_publish_consume_rtt_%d", sessions)
 	}
-	r.Latencies(name, samples, time.Since(start), bench.Baseline(base), bench.Field("sessions", sessions))
+	size, err := recordBytes(ctx, rg.e, ids[0])
+	if err != nil {
+		return err
+	}
+	r.Latencies(name, samples, time.Since(start), bench.Baseline(base), bench.Field("sessions", sessions),
+		bench.Field("record_bytes", size))
 	stages.Report(os.Stderr, name) // a build with -tags batonstages only
-	return nil
+	if sessions == 1 {
+		return nil
+	}
+	return floorStepStart(ctx, rg.e, r, sessions, size)
 }
