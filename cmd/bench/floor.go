@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-rt/baton/internal/bench"
 	"github.com/baton-rt/baton/subjects"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -59,6 +60,30 @@ func floorKV(ctx context.Context, e *env, bucket string, n int) (jetstream.KeyVa
 	return kv, rev, err
 }
 
+// ownerConn is a floor's owner: a connection of its own, as the bench's
+// owner pools have, apart from the ingress's and the bench's.
+type ownerConn struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+	kv jetstream.KeyValue // the floor's bucket
+}
+
+func dialOwner(ctx context.Context, e *env, bucket string) (*ownerConn, error) {
+	nc, err := nats.Connect(e.url)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err == nil {
+		var kv jetstream.KeyValue
+		if kv, err = js.KeyValue(ctx, bucket); err == nil {
+			return &ownerConn{nc: nc, js: js, kv: kv}, nil
+		}
+	}
+	nc.Close()
+	return nil, err
+}
+
 // dropFloor deletes a floor's bucket and streams, so that the suites after
 // it find the server as it was.
 func dropFloor(ctx context.Context, e *env, bucket string, streams ...string) {
@@ -105,7 +130,12 @@ func floorHTTPOnce(ctx context.Context, e *env, r *bench.Reporter, recSize int, 
 			return err
 		}
 	}
-	stop, err := floorOwner(ctx, e, kv, rev, recSize, lean)
+	owner, err := dialOwner(ctx, e, "floorhttp")
+	if err != nil {
+		return err
+	}
+	defer owner.nc.Close()
+	stop, err := floorOwner(ctx, owner, rev, recSize, lean)
 	if err != nil {
 		return err
 	}
@@ -134,8 +164,9 @@ func floorHTTPOnce(ctx context.Context, e *env, r *bench.Reporter, recSize int, 
 }
 
 // floorOwner consumes FLOORIN.s and does a turn's writes for each command.
-func floorOwner(ctx context.Context, e *env, kv jetstream.KeyValue, rev uint64, recSize int, lean bool) (func(), error) {
-	cons, err := e.js.CreateConsumer(ctx, "FLOORIN", cursorConfig("floorowner", "FLOORIN.s", 0))
+func floorOwner(ctx context.Context, o *ownerConn, rev uint64, recSize int, lean bool) (func(), error) {
+	kv := o.kv
+	cons, err := o.js.CreateConsumer(ctx, "FLOORIN", cursorConfig("floorowner", "FLOORIN.s", 0))
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +180,7 @@ func floorOwner(ctx context.Context, e *env, kv jetstream.KeyValue, rev uint64, 
 		}
 		admitted := make(chan error, 1)
 		go func() {
-			ack, err := e.js.Publish(ctx, "FLOOREV.s", []byte(`{"kind":"turn.started"}`), jetstream.WithExpectLastSequencePerSubject(lastEv))
+			ack, err := o.js.Publish(ctx, "FLOOREV.s", []byte(`{"kind":"turn.started"}`), jetstream.WithExpectLastSequencePerSubject(lastEv))
 			if err == nil {
 				lastEv = ack.Sequence
 			}
@@ -164,7 +195,7 @@ func floorOwner(ctx context.Context, e *env, kv jetstream.KeyValue, rev uint64, 
 		if lean && <-admitted != nil {
 			return
 		}
-		if ack, err := e.js.Publish(ctx, "FLOOREV.s", m.Data(), jetstream.WithExpectLastSequencePerSubject(lastEv)); err == nil {
+		if ack, err := o.js.Publish(ctx, "FLOOREV.s", m.Data(), jetstream.WithExpectLastSequencePerSubject(lastEv)); err == nil {
 			lastEv = ack.Sequence
 		}
 	}, cursorPull()...)
@@ -173,7 +204,7 @@ func floorOwner(ctx context.Context, e *env, kv jetstream.KeyValue, rev uint64, 
 	}
 	return func() {
 		cc.Stop()
-		_ = e.js.DeleteConsumer(context.WithoutCancel(ctx), "FLOORIN", "floorowner")
+		_ = o.js.DeleteConsumer(context.WithoutCancel(ctx), "FLOORIN", "floorowner")
 	}, nil
 }
 

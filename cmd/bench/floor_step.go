@@ -20,11 +20,15 @@ import (
 // of the turn before the next: the admission event's append, the result
 // CAS, the result's five events, seen on the subscription.
 func floorStepStart(ctx context.Context, e *env, r *bench.Reporter, loops, recSize int) error {
-	kv, _, err := floorKV(ctx, e, "floorstep", recSize)
-	if err != nil {
+	if _, _, err := floorKV(ctx, e, "floorstep", recSize); err != nil {
 		return err
 	}
 	defer dropFloor(ctx, e, "floorstep", "FLOORSIN", "FLOORSEV")
+	owner, err := dialOwner(ctx, e, "floorstep")
+	if err != nil {
+		return err
+	}
+	defer owner.nc.Close()
 	for _, s := range []string{"FLOORSIN", "FLOORSEV"} {
 		if _, err := floorStream(ctx, e, s); err != nil {
 			return err
@@ -38,7 +42,7 @@ func floorStepStart(ctx context.Context, e *env, r *bench.Reporter, loops, recSi
 	start := time.Now()
 	for i := range loops {
 		wg.Go(func() {
-			got, err := floorTurns(ctx, e, kv, i, per, recSize)
+			got, err := floorTurns(ctx, e, owner, i, per, recSize)
 			mu.Lock()
 			samples, errs[i] = append(samples, got...), err
 			mu.Unlock()
@@ -54,15 +58,17 @@ func floorStepStart(ctx context.Context, e *env, r *bench.Reporter, loops, recSi
 }
 
 // floorTurns runs per+5 turns of loop i (the first five are warm-up) and
-// returns the measured publish → admission samples.
-func floorTurns(ctx context.Context, e *env, kv jetstream.KeyValue, i, per, recSize int) ([]time.Duration, error) {
+// returns the measured publish → admission samples. The bench's side (the
+// publish, the subscription) uses its connection, the owner's side its own.
+func floorTurns(ctx context.Context, e *env, o *ownerConn, i, per, recSize int) ([]time.Duration, error) {
+	kv := o.kv
 	key, in, ev := fmt.Sprintf("s%d", i), fmt.Sprintf("FLOORSIN.%d", i), fmt.Sprintf("FLOORSEV.%d", i)
 	rec := make([]byte, recSize)
 	rev, err := kv.Put(ctx, key, rec)
 	if err != nil {
 		return nil, err
 	}
-	cons, err := e.js.CreateConsumer(ctx, "FLOORSIN", cursorConfig(fmt.Sprintf("fs%d", i), in, 0))
+	cons, err := o.js.CreateConsumer(ctx, "FLOORSIN", cursorConfig(fmt.Sprintf("fs%d", i), in, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +99,13 @@ func floorTurns(ctx context.Context, e *env, kv jetstream.KeyValue, i, per, recS
 		if t >= 5 {
 			samples = append(samples, time.Since(t0))
 		}
-		if lastEv, err = floorAppend(ctx, e, ev, event, 1, lastEv); err != nil {
+		if lastEv, err = floorAppend(ctx, o.js, ev, event, 1, lastEv); err != nil {
 			return samples, err
 		}
 		if rev, err = kv.Update(ctx, key, rec, rev); err != nil { // result
 			return samples, err
 		}
-		if lastEv, err = floorAppend(ctx, e, ev, event, 5, lastEv); err != nil {
+		if lastEv, err = floorAppend(ctx, o.js, ev, event, 5, lastEv); err != nil {
 			return samples, err
 		}
 		for range 6 {
@@ -113,14 +119,14 @@ func floorTurns(ctx context.Context, e *env, kv jetstream.KeyValue, i, per, recS
 // floorAppend appends n events to subject after last (the first expects
 // it, as a fenced batch does; the rest are pipelined) and returns the
 // subject's new last sequence.
-func floorAppend(ctx context.Context, e *env, subject string, data []byte, n int, last uint64) (uint64, error) {
+func floorAppend(ctx context.Context, js jetstream.JetStream, subject string, data []byte, n int, last uint64) (uint64, error) {
 	acks := make([]jetstream.PubAckFuture, n)
 	for k := range n {
 		var opts []jetstream.PublishOpt
 		if k == 0 {
 			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(last))
 		}
-		f, err := e.js.PublishAsync(subject, data, opts...)
+		f, err := js.PublishAsync(subject, data, opts...)
 		if err != nil {
 			return last, err
 		}
