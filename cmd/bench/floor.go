@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -256,22 +255,11 @@ func floorServer(ctx context.Context, e *env, kv jetstream.KeyValue, lines <-cha
 
 func floorHTTPClient(ctx context.Context, e *env, r *bench.Reporter, base, name string) error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(sctx, http.MethodGet, base+"/e", nil)
-	resp, err := client.Do(req)
+	got, closeLines, err := openLines(ctx, client, base+"/e")
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	got := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			got <- sc.Text()
-		}
-		close(got)
-	}()
+	defer closeLines()
 	n := e.n(300)
 	samples := make([]time.Duration, 0, n)
 	for i := range n + 10 {

@@ -12,33 +12,25 @@ import (
 )
 
 // floorSide is one of the two deployments the handoff floor moves the
-// session between: its own connection, as each of the bench's pools has.
+// session between: an owner connection of its own, as each of the bench's
+// pools has, and its start subject.
 type floorSide struct {
-	start string // its start subject
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	kv    jetstream.KeyValue
+	*ownerConn
+	start string
 	in    jetstream.Stream
 }
 
 func newFloorSide(ctx context.Context, e *env, bucket, start string) (*floorSide, error) {
-	nc, err := nats.Connect(e.url)
+	o, err := dialOwner(ctx, e, bucket)
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc)
+	in, err := o.js.Stream(ctx, "FLOORHIN")
 	if err != nil {
+		o.nc.Close()
 		return nil, err
 	}
-	kv, err := js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, err
-	}
-	in, err := js.Stream(ctx, "FLOORHIN")
-	if err != nil {
-		return nil, err
-	}
-	return &floorSide{start: start, nc: nc, js: js, kv: kv, in: in}, nil
+	return &floorSide{ownerConn: o, start: start, in: in}, nil
 }
 
 // handoffFloor is the state one handoff hands to the next.

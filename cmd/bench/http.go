@@ -108,22 +108,11 @@ func benchHTTPToEvent(ctx context.Context, rg *rig, r *bench.Reporter, client *h
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(sctx, http.MethodGet, base+"/v1/sessions/"+id+"/events", nil)
-	resp, err := client.Do(req)
+	lines, closeLines, err := openLines(ctx, client, base+"/v1/sessions/"+id+"/events")
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	defer closeLines()
 	n := rg.e.n(300)
 	samples := make([]time.Duration, 0, n)
 	var sizes recordSizes
@@ -152,6 +141,26 @@ func benchHTTPToEvent(ctx context.Context, rg *rig, r *bench.Reporter, client *h
 	r.Latencies("http_delivery_to_event", samples, 0, bench.Baseline("js_publish_sync"), bench.Field("record_bytes", sizes.mean()))
 	stages.Report(os.Stderr, "http_delivery_to_event") // a build with -tags batonstages only
 	return floorHTTP(ctx, rg.e, r, sizes.mean())
+}
+
+// openLines opens a stream of lines (SSE) that stays open until closed.
+func openLines(ctx context.Context, client *http.Client, url string) (<-chan string, func(), error) {
+	sctx, cancel := context.WithCancel(ctx)
+	req, _ := http.NewRequestWithContext(sctx, http.MethodGet, url, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines, func() { cancel(); resp.Body.Close() }, nil
 }
 
 func waitLine(lines <-chan string, want string) error {
