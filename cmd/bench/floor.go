@@ -19,7 +19,7 @@ import (
 // a record of the size the figure's session had, and nothing else — no
 // encoding, no checks, no machine. A figure cannot be faster than its
 // floor while it keeps its protocol: the distance between them is what
-// Baton adds (docs/performance.md, "The floors").
+// Baton adds (docs/performance.md, "The floors of the open goals").
 
 // recordBytes is the size of a session's record as stored now.
 func recordBytes(ctx context.Context, e *env, id string) (int, error) {

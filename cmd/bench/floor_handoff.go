@@ -33,8 +33,11 @@ func newFloorSide(ctx context.Context, e *env, bucket, start string) (*floorSide
 	return &floorSide{ownerConn: o, start: start, in: in}, nil
 }
 
-// handoffFloor is the state one handoff hands to the next.
+// handoffFloor is the state one handoff hands to the next. The source's
+// side holds mu until its start request, the candidate's until it has
+// booted: one side at a time uses the state.
 type handoffFloor struct {
+	mu      sync.Mutex
 	rec     []byte
 	rev     uint64             // the record's revision
 	trigger chan jetstream.Msg // the current consumer's next delivery
@@ -48,6 +51,8 @@ type handoffFloor struct {
 // serve answers the start requests of handoffs to side.
 func (st *handoffFloor) serve(ctx context.Context, side *floorSide) error {
 	_, err := side.nc.Subscribe(side.start, func(m *nats.Msg) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
 		var marker string
 		var mrev, trigSeq uint64
 		if _, err := fmt.Sscanf(string(m.Data), "%s %d %d", &marker, &mrev, &trigSeq); err != nil {
@@ -129,6 +134,13 @@ func floorHandoff(ctx context.Context, e *env, r *bench.Reporter, recSize int) e
 // handoff moves the session from src to dst once and returns the time
 // from the trigger's publish to the successor's step.
 func (st *handoffFloor) handoff(ctx context.Context, src, dst *floorSide, i int) (time.Duration, error) {
+	st.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			st.mu.Unlock()
+		}
+	}()
 	t0 := time.Now()
 	ack, err := src.js.Publish(ctx, "FLOORHIN.s", []byte(`{"kind":"deliver","text":"floor"}`))
 	if err != nil {
@@ -152,6 +164,8 @@ func (st *handoffFloor) handoff(ctx context.Context, src, dst *floorSide, i int)
 		return 0, fmt.Errorf("handoff floor: a backlog")
 	}
 	req := fmt.Sprintf("%s %d %d", marker, mrev, ack.Sequence)
+	st.mu.Unlock()
+	locked = false
 	if m, err := src.nc.Request(dst.start, []byte(req), 10*time.Second); err != nil || string(m.Data) != "ok" {
 		return 0, fmt.Errorf("handoff floor: start: %v", err)
 	}
