@@ -324,6 +324,33 @@ func (c *Cluster) Leader(ctx context.Context, js jetstream.JetStream, stream str
 	return -1, fmt.Errorf("%w: %s names %q", ErrNoLeader, stream, info.Cluster.Leader)
 }
 
+// Current reports whether every stream of js's account has a leader and
+// every replica of it current: a fault injected before that meets Raft
+// groups still forming (a follower that has not caught up does not stand
+// for election, so losing a new group's leader stalls it).
+func (c *Cluster) Current(ctx context.Context, js jetstream.JetStream) error {
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return fmt.Errorf("%w: %s", ErrNoLeader, name)
+		}
+		for _, r := range info.Cluster.Replicas {
+			if !r.Current || r.Offline {
+				return fmt.Errorf("natsproc: stream %s: replica %s not current", name, r.Name)
+			}
+		}
+	}
+	return names.Err()
+}
+
 // LogPath is node i's log file (stdout and stderr of every run).
 func (c *Cluster) LogPath(i int) string { return filepath.Join(c.base, c.nodes[i].name+".log") }
 

@@ -44,6 +44,14 @@ func TestIngressAcrossElection(t *testing.T) {
 	_, err := env.WaitEvents(ctx, created.SessionID, wait, "hello", harness.OutputCommitted("hello"))
 	h.Check(err)
 
+	// An established cluster loses a node: every stream the delivery
+	// writes (the inbox, the receipts bucket the ingress created on
+	// start) has every replica current first.
+	h.Eventually(wait, "every stream's replicas current", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return c.Current(cctx, env.JS) == nil
+	})
 	lead := -1
 	h.Eventually(wait, "a leader of "+inboxStream, func() bool {
 		lctx, cancel := context.WithTimeout(ctx, time.Second)
