@@ -91,7 +91,12 @@ func floorTurns(ctx context.Context, e *env, o *ownerConn, i, per, recSize int) 
 		if _, err := e.js.Publish(ctx, in, make([]byte, 300), jetstream.WithMsgID(fmt.Sprintf("%d-%d", i, t))); err != nil {
 			return samples, err
 		}
-		m := <-got
+		var m jetstream.Msg
+		select {
+		case m = <-got:
+		case <-time.After(30 * time.Second):
+			return samples, fmt.Errorf("step floor %d: the command was not delivered", i)
+		}
 		_ = m.Ack()
 		if rev, err = kv.Update(ctx, key, rec, rev); err != nil { // admission
 			return samples, err
@@ -109,7 +114,11 @@ func floorTurns(ctx context.Context, e *env, o *ownerConn, i, per, recSize int) 
 			return samples, err
 		}
 		for range 6 {
-			<-seen
+			select {
+			case <-seen:
+			case <-time.After(30 * time.Second):
+				return samples, fmt.Errorf("step floor %d: the turn's events were not seen", i)
+			}
 		}
 		_ = sub.Unsubscribe()
 	}
